@@ -1,0 +1,48 @@
+# The two promises of the README: `make demo` and `make test` work on a fresh Debian machine.
+# Every target installs what it needs: system packages through apt (when root), Python packages
+# pinned by constraints.txt into .venv.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux
+DEMO_DIR ?= /tmp/rcp-demo
+
+.PHONY: demo test check pytest format system clean
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+# apt only where we are root on Debian; elsewhere the tests that need these tools skip with a reason.
+system:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then \
+	    echo "installing:$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  fi; \
+	fi
+
+check: $(VENV)/.installed
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+format: $(VENV)/.installed
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+pytest: system $(VENV)/.installed
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test: pytest check
+
+demo: system $(VENV)/.installed
+	PATH="$(CURDIR)/$(BIN):$$PATH" DEMO_DIR="$(DEMO_DIR)" bash scripts/demo.sh
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,101 @@
+"""State shared by every worker of one run, and the run's error log.
+
+Everything here is either immutable, internally locked, or a flag whose races are
+harmless (``stopping`` only ever goes from False to True).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+
+from rcp_core.errors import EntryError, FatalError
+from rcp_core.filters import Filter
+from rcp_core.links import LinkMap
+from rcp_core.metadata import Metadata
+from rcp_core.methods import DataCopier
+from rcp_core.settings import CopySettings, DryRun
+from rcp_core.summary import Tally
+from rcp_core.throttle import TokenBucket
+from rcp_core.tree import DirNode
+
+log = logging.getLogger("rcp_core")
+
+MAX_DISTINCT_ERRORS = 20
+
+
+class ErrorLog:
+    """Deduplicated errors: each distinct kind is logged once, then only counted."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+        self._examples: dict[str, str] = {}
+
+    def add(self, error: EntryError) -> None:
+        key = error.key
+        with self._lock:
+            self._counts[key] += 1
+            first = key not in self._examples
+            if first:
+                self._examples[key] = error.path
+        if first:
+            log.error("%s", error)
+
+    def report(self) -> list[tuple[str, int, str]]:
+        """The most frequent distinct errors, at most ``MAX_DISTINCT_ERRORS``."""
+        with self._lock:
+            return [
+                (key, count, self._examples[key])
+                for key, count in self._counts.most_common(MAX_DISTINCT_ERRORS)
+            ]
+
+
+class Context:
+    """What every work item of a run needs."""
+
+    def __init__(self, settings: CopySettings, umask: int) -> None:
+        self.settings = settings
+        self.metadata = Metadata(settings.preserve, umask)
+        self.copier = DataCopier()
+        self.links = LinkMap()
+        self.filter = Filter.build(
+            includes=settings.includes,
+            excludes=settings.excludes,
+            filter_file=settings.filter_file,
+            gitignore=settings.gitignore,
+        )
+        self.errors = ErrorLog()
+        self.throttle = (
+            TokenBucket(settings.ops_throttle) if settings.ops_throttle else None
+        )
+        self.dry_run = settings.dry_run
+        self.stopping = False
+        self.stop_reason: str | None = None
+
+    def fail(self, tally: Tally, node: DirNode, error: EntryError) -> None:
+        """Record a per-entry error; stop the run if it is fatal or fail-early is on."""
+        tally["errors"] += 1
+        node.failed = True
+        self.errors.add(error)
+        if isinstance(error, FatalError) or self.settings.fail_early:
+            self.stop(str(error))
+
+    def stop(self, reason: str) -> None:
+        if not self.stopping:
+            self.stop_reason = reason
+            self.stopping = True
+
+    def dry(self, action: str, kind: str, path: str, reason: str = "") -> None:
+        """Report one dry-run line; skips and unchanged entries only above ``brief``."""
+        if self.dry_run is None:
+            return
+        quiet = action in ("skip", "unchanged", "keep")
+        if quiet and self.dry_run is DryRun.BRIEF:
+            return
+        verb = action if quiet else f"would {action}"
+        if self.dry_run is DryRun.EXPLAIN and reason:
+            log.info("%s %s %r (%s)", verb, kind, path, reason)
+        else:
+            log.info("%s %s %r", verb, kind, path)

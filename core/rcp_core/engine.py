@@ -1,0 +1,611 @@
+"""The scheduler: a bounded pool of worker threads over a depth-first work stack.
+
+Work items are small closures over open directory descriptors:
+
+- *visit* a directory: open it relative to its parent, create or reuse its
+  destination, then scan it;
+- *scan* a chunk of a directory's entries (``os.scandir`` on the descriptor): child
+  directories become visit items, other entries become batches; an unfinished scan
+  pushes its own continuation *below* its children;
+- copy a *batch* of entries of one directory (small files share one item; a batch
+  splits itself when other workers are idle, so large files still spread).
+
+Workers pop the most recent item first, so the walk is depth-first and the stack holds
+at most about ``SCAN_CHUNK`` items per directory on the current paths: memory stays
+flat however large the tree is. Threads release the GIL in every syscall, which is
+where a copy spends its time on parallel and network filesystems.
+
+A directory is finished (metadata applied, ``--delete`` pruning, descriptors closed)
+when the last item referring to it completes; see :mod:`rcp_core.tree`.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import resource
+import stat
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rcp_core.context import Context, log
+from rcp_core.entries import (
+    DIR_FLAGS,
+    copy_file,
+    copy_other,
+    copy_symlink,
+    existing,
+    remove_entry,
+)
+from rcp_core.errors import CopyFailedError, Kind, classify, entry_error, retrying
+from rcp_core.existing import Action, decide
+from rcp_core.filters import GitIgnores, Verdict
+from rcp_core.paths import Job, plan_jobs
+from rcp_core.progress import Progress
+from rcp_core.settings import CopySettings
+from rcp_core.summary import Resources, Summary, Tally, merge
+from rcp_core.tree import DirNode
+
+if TYPE_CHECKING:
+    from os import _ScandirIterator as ScandirIterator
+
+SCAN_CHUNK = 256
+BATCH = 32
+MAX_DEFAULT_WORKERS = 32
+OPEN_FILES_CAP = 4096
+
+Item = tuple[Callable[..., None], tuple[Any, ...]]
+Op = Callable[[Context, Tally, DirNode, str, str, str], None]
+
+
+def raise_open_files_limit() -> int:
+    """Raise the soft RLIMIT_NOFILE to the hard limit; return the new soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass  # keep the soft limit we have
+    return soft
+
+
+def default_workers(max_open_files: int) -> int:
+    """Threads: 4 per core (most time is spent waiting in syscalls), within fd bounds."""
+    by_cpu = min(MAX_DEFAULT_WORKERS, 4 * (os.cpu_count() or 1))
+    return max(1, min(by_cpu, (max_open_files - 64) // 4))
+
+
+class Engine:
+    """One copy run. Build it, call :meth:`run` once.
+
+    :param jobs: planned by :func:`rcp_core.paths.plan_jobs`.
+    :param on_progress: called from a ticker thread every ``progress_interval``
+        seconds, and once at the end, with a :class:`~rcp_core.progress.Progress`.
+    :param cancel: set it from any thread to stop the run as soon as possible.
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        settings: CopySettings,
+        *,
+        on_progress: Callable[[Progress], None] | None = None,
+        progress_interval: float = 1.0,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        self.jobs = jobs
+        self.settings = settings
+        soft = raise_open_files_limit()
+        self.max_open_files = settings.max_open_files or min(
+            int(soft * 0.8), OPEN_FILES_CAP
+        )
+        self.workers = settings.max_workers or default_workers(self.max_open_files)
+        umask = os.umask(0o022)
+        os.umask(umask)
+        self.ctx = Context(settings, umask)
+        self.retry = retrying(settings.retries, settings.retry_delay)
+        self.on_progress = on_progress
+        self.progress_interval = progress_interval
+        self.cancel = cancel or threading.Event()
+        self._stack: collections.deque[Item] = collections.deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._outstanding = 0
+        self._idle = 0
+        self._pending_lock = threading.Lock()
+        self._tallies: list[Tally] = []
+        self._started = 0.0
+
+    # -- scheduling -------------------------------------------------------------
+
+    def _push(self, fn: Callable[..., None], *args: Any) -> None:
+        with self._cond:
+            self._stack.append((fn, args))
+            self._outstanding += 1
+            if self._idle:
+                self._cond.notify()
+
+    def _worker(self) -> None:
+        tally = Tally()
+        self._tallies.append(tally)
+        stack, cond = self._stack, self._cond
+        while True:
+            with cond:
+                while not stack and self._outstanding:
+                    self._idle += 1
+                    cond.wait()
+                    self._idle -= 1
+                if not stack:
+                    return
+                fn, args = stack.pop()
+            try:
+                fn(tally, *args)
+            finally:
+                with cond:
+                    self._outstanding -= 1
+                    if not self._outstanding:
+                        cond.notify_all()
+
+    def _hold(self, node: DirNode, n: int = 1) -> None:
+        with self._pending_lock:
+            node.pending += n
+
+    def _release(self, tally: Tally, node: DirNode | None) -> None:
+        """Drop one reference; finish each directory whose last reference this was."""
+        while node is not None:
+            with self._pending_lock:
+                node.pending -= 1
+                if node.pending:
+                    return
+            parent = node.parent
+            self._finish(tally, node)
+            node = parent
+
+    # -- entries ----------------------------------------------------------------
+
+    def _guarded(
+        self, tally: Tally, node: DirNode, op: str, rel: str, fn: Callable[[], None]
+    ) -> bool:
+        """Run ``fn``, retrying transient errors; record others. ``True`` on success."""
+        try:
+            try:
+                fn()
+            except OSError as exc:
+                if classify(exc) is not Kind.TRANSIENT:
+                    raise
+                self.retry(fn)
+        except OSError as exc:
+            self.ctx.fail(tally, node, entry_error(op, node.display(rel), exc))
+            return False
+        return True
+
+    def _entry(
+        self, tally: Tally, node: DirNode, name: str, dst_name: str, rel: str, op: Op
+    ) -> None:
+        ctx = self.ctx
+        if ctx.throttle is not None:
+            ctx.throttle.take()
+        if self._guarded(
+            tally,
+            node,
+            "copy",
+            rel,
+            lambda: op(ctx, tally, node, name, dst_name, rel),
+        ):
+            node.has_content = True
+
+    def _batch(self, tally: Tally, node: DirNode, batch: list[tuple[str, Op]]) -> None:
+        for i, (name, op) in enumerate(batch):
+            if self.ctx.stopping:
+                break
+            if self._idle and len(batch) - i > 1:
+                # Others are idle: give them the rest, so big files spread out.
+                self._hold(node)
+                self._push(self._batch, node, batch[i + 1 :])
+                self._entry(tally, node, name, name, node.child_rel(name), op)
+                break
+            self._entry(tally, node, name, name, node.child_rel(name), op)
+        self._release(tally, node)
+
+    # -- directories ------------------------------------------------------------
+
+    def _visit(
+        self, tally: Tally, parent: DirNode, name: str, dst_name: str, rel: str
+    ) -> None:
+        """Open the source directory, create or reuse its destination, scan it."""
+        node: DirNode | None = None
+        if not self.ctx.stopping:
+            holder: list[DirNode | None] = [None]
+
+            def open_dir() -> None:
+                holder[0] = self._open_dir(tally, parent, name, dst_name, rel)
+
+            self._guarded(tally, parent, "copy directory", rel, open_dir)
+            node = holder[0]
+        if node is None:
+            self._release(tally, parent)
+            return
+        self._scan(tally, node, None)
+
+    def _open_dir(
+        self, tally: Tally, parent: DirNode, name: str, dst_name: str, rel: str
+    ) -> DirNode | None:
+        ctx = self.ctx
+        flags = DIR_FLAGS if ctx.settings.dereference else DIR_FLAGS | os.O_NOFOLLOW
+        src_fd = os.open(name, flags, dir_fd=parent.src_fd)
+        try:
+            st = os.fstat(src_fd)
+            if ctx.settings.dereference and parent.ancestors_contain(st):
+                raise OSError(40, "symlink loop: directory contains itself", name)
+            decision = (
+                ctx.filter.decide(
+                    rel,
+                    True,
+                    under_include=parent.under_include,
+                    ignores=parent.ignores,
+                )
+                if ctx.filter.active and rel
+                else None
+            )
+            node = DirNode(
+                parent=parent,
+                name=name,
+                dst_name=dst_name,
+                rel=rel,
+                src_fd=src_fd,
+                dst_fd=None,
+                st=st,
+                anchor=parent.anchor or parent,
+                under_include=parent.under_include
+                or (decision is not None and decision.verdict is Verdict.INCLUDE),
+                traverse_only=decision is not None
+                and decision.verdict is Verdict.TRAVERSE,
+                ignores=parent.ignores,
+            )
+            if not self._make_dst_dir(tally, parent, node):
+                os.close(src_fd)
+                return None
+        except BaseException:
+            os.close(src_fd)
+            raise
+        if ctx.filter.gitignore:
+            node.ignores = self._gitignores(node)
+        return node
+
+    def _make_dst_dir(self, tally: Tally, parent: DirNode, node: DirNode) -> bool:
+        """Create or reuse the destination directory; ``False`` to skip the subtree."""
+        ctx = self.ctx
+        path = node.display(node.rel)
+        assert node.st is not None
+        old = existing(parent, node.dst_name)
+        if old is not None:
+            action, reason = decide(
+                ctx.settings.existing, ctx.settings.overwrite_compare, node.st, old
+            )
+            if action is Action.KEEP:
+                tally["skipped.dirs"] += 1
+                ctx.dry("keep", "dir", path, reason)
+                return False
+            if action is Action.REPLACE:
+                ctx.dry("replace", "dir", path, reason)
+                if ctx.dry_run is None:
+                    assert parent.dst_fd is not None
+                    remove_entry(parent.dst_fd, node.dst_name, old, tally)
+                old = None
+        if old is None:
+            node.fresh = node.created = True
+            if ctx.dry_run is not None:
+                ctx.dry("create", "dir", path)
+                return True
+            assert parent.dst_fd is not None
+            os.mkdir(node.dst_name, 0o700, dir_fd=parent.dst_fd)
+        if ctx.dry_run is None or not node.created:
+            assert parent.dst_fd is not None
+            node.dst_fd = os.open(
+                node.dst_name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent.dst_fd
+            )
+            node.dst_dev = os.fstat(node.dst_fd).st_dev
+        return True
+
+    def _gitignores(self, node: DirNode) -> Any:
+        ignores = node.ignores if node.ignores is not None else GitIgnores.root()
+        try:
+            fd = os.open(".gitignore", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=node.src_fd)
+        except OSError:
+            return ignores
+        with os.fdopen(fd, encoding="utf-8", errors="surrogateescape") as f:
+            return ignores.with_file(node.rel, f.read())
+
+    def _classify(self, entry: os.DirEntry[str]) -> Op | None:
+        """The copy op for a non-directory entry; ``None`` means it is a directory."""
+        if entry.is_dir(follow_symlinks=self.settings.dereference):
+            return None
+        if entry.is_file(follow_symlinks=self.settings.dereference):
+            return copy_file
+        if entry.is_symlink() and not self.settings.dereference:
+            return copy_symlink
+        return copy_other
+
+    def _scan(
+        self, tally: Tally, node: DirNode, it: ScandirIterator[str] | None
+    ) -> None:
+        """Read up to ``SCAN_CHUNK`` entries and push their work; continue later."""
+        ctx = self.ctx
+        try:
+            if it is None:
+                it = os.scandir(node.src_fd)
+            if ctx.stopping:
+                it.close()
+                self._release(tally, node)
+                return
+            dirs: list[tuple[str, str]] = []
+            files: list[tuple[str, Op]] = []
+            done = True
+            filtering = ctx.filter.active
+            for entry in it:
+                name = entry.name
+                op = self._classify(entry)
+                if filtering and not self._included(tally, node, name, op is None):
+                    continue
+                if op is None:
+                    dirs.append((name, node.child_rel(name)))
+                else:
+                    files.append((name, op))
+                if len(dirs) + len(files) >= SCAN_CHUNK:
+                    done = False
+                    break
+        except OSError as exc:
+            self.ctx.fail(
+                tally, node, entry_error("read directory", node.display(node.rel), exc)
+            )
+            if it is not None:
+                it.close()
+            self._release(tally, node)
+            return
+        if not done:
+            self._hold(node)
+            self._push(self._scan, node, it)
+        else:
+            it.close()
+        self._hold(node, len(dirs) + (len(files) + BATCH - 1) // BATCH)
+        for start in range(0, len(files), BATCH):
+            self._push(self._batch, node, files[start : start + BATCH])
+        for name, rel in dirs:
+            self._push(self._visit, node, name, name, rel)
+        self._release(tally, node)
+
+    def _included(self, tally: Tally, node: DirNode, name: str, is_dir: bool) -> bool:
+        rel = node.child_rel(name)
+        decision = self.ctx.filter.decide(
+            rel, is_dir, under_include=node.under_include, ignores=node.ignores
+        )
+        if decision.verdict is not Verdict.EXCLUDE:
+            return True
+        kind = "dir" if is_dir else "entry"
+        tally["skipped.dirs" if is_dir else "skipped.files"] += 1
+        self.ctx.dry("skip", kind, node.display(rel), f"excluded by {decision.pattern}")
+        return False
+
+    def _finish(self, tally: Tally, node: DirNode) -> None:
+        """All children are done: prune, apply metadata, close (post-order)."""
+        parent = node.parent
+        ctx = self.ctx
+        try:
+            if parent is None or node.st is None:
+                return  # an anchor: nothing of its own to finish
+            if ctx.stopping:
+                return
+            if node.traverse_only and not node.has_content:
+                if node.created and ctx.dry_run is None and parent.dst_fd is not None:
+                    os.rmdir(node.dst_name, dir_fd=parent.dst_fd)
+                return
+            if ctx.settings.delete and not node.failed and not node.fresh:
+                self._guarded(
+                    tally, node, "delete", node.rel, lambda: self._prune(tally, node)
+                )
+            if ctx.dry_run is None and node.dst_fd is not None:
+                st, dst_fd = node.st, node.dst_fd
+                self._guarded(
+                    tally,
+                    node,
+                    "set directory metadata",
+                    node.rel,
+                    lambda: ctx.metadata.apply(
+                        node.src_fd, dst_fd, st, is_dir=True, times=True
+                    ),
+                )
+            tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
+            parent.has_content = True
+        except OSError as exc:
+            ctx.fail(
+                tally,
+                node,
+                entry_error("finish directory", node.display(node.rel), exc),
+            )
+        finally:
+            if parent is not None and node.failed:
+                parent.failed = True
+            node.close()
+
+    def _prune(self, tally: Tally, node: DirNode) -> None:
+        """``--delete``: remove destination entries the source does not have.
+
+        Entries the filters exclude are protected unless ``delete_excluded``; an
+        excluded entry that the source does have is removed only with it.
+        """
+        ctx = self.ctx
+        if node.dst_fd is None:
+            return
+        with os.scandir(node.dst_fd) as it:
+            for entry in it:
+                name = entry.name
+                excluded = ctx.filter.active and (
+                    ctx.filter.decide(
+                        node.child_rel(name),
+                        entry.is_dir(follow_symlinks=False),
+                        under_include=node.under_include,
+                        ignores=node.ignores,
+                    ).verdict
+                    is Verdict.EXCLUDE
+                )
+                if excluded:
+                    if not ctx.settings.delete_excluded:
+                        continue  # protected: excluded names are not ours to remove
+                elif _in_source(node.src_fd, name):
+                    continue
+                path = node.display(node.child_rel(name))
+                ctx.dry("remove", "entry", path, "not in source")
+                if ctx.dry_run is None:
+                    st = entry.stat(follow_symlinks=False)
+                    remove_entry(node.dst_fd, name, st, tally)
+
+    # -- the run ----------------------------------------------------------------
+
+    def _start_job(self, tally: Tally, job: Job) -> None:
+        ctx = self.ctx
+        src_fd = os.open(job.src_parent, DIR_FLAGS)
+        try:
+            dst_fd = os.open(job.dst_parent, DIR_FLAGS)
+        except BaseException:
+            os.close(src_fd)
+            raise
+        anchor = DirNode(
+            parent=None,
+            name="",
+            dst_name="",
+            rel="",
+            src_fd=src_fd,
+            dst_fd=dst_fd,
+            st=None,
+            anchor=None,
+            job=job,
+            fresh=False,
+            under_include=True,
+            ignores=GitIgnores.root() if ctx.filter.gitignore else None,
+        )
+        anchor.dst_dev = os.fstat(dst_fd).st_dev
+        st = (os.stat if self.settings.dereference else os.lstat)(
+            job.src_name, dir_fd=src_fd
+        )
+        if stat.S_ISDIR(st.st_mode):
+            self._hold(anchor)
+            self._push(self._visit, anchor, job.src_name, job.dst_name, "")
+        else:
+            op: Op = copy_file if stat.S_ISREG(st.st_mode) else copy_other
+            if stat.S_ISLNK(st.st_mode):
+                op = copy_symlink
+            self._hold(anchor)
+            self._push(self._root_entry, anchor, job, op)
+        self._release(tally, anchor)
+
+    def _root_entry(self, tally: Tally, anchor: DirNode, job: Job, op: Op) -> None:
+        self._entry(tally, anchor, job.src_name, job.dst_name, "", op)
+        self._release(tally, anchor)
+
+    def _ticker(self, stop: threading.Event) -> None:
+        assert self.on_progress is not None
+        while not stop.wait(self.progress_interval):
+            self.on_progress(self._progress(final=False))
+
+    def _progress(self, final: bool) -> Progress:
+        return Progress(
+            counts=merge(list(self._tallies)),
+            elapsed=time.monotonic() - self._started,
+            pending=self._outstanding,
+            final=final,
+        )
+
+    def _watch_cancel(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            if self.cancel.wait(0.1):
+                self.ctx.stop("cancelled")
+                return
+
+    def run(self) -> Summary:
+        """Copy everything; return the summary or raise :class:`CopyFailedError`."""
+        self._started = time.monotonic()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        setup = Tally()
+        self._tallies.append(setup)
+        for job in self.jobs:
+            try:
+                self._start_job(setup, job)
+            except OSError as exc:
+                setup["errors"] += 1
+                self.ctx.errors.add(entry_error("start", job.src_name, exc))
+        stop = threading.Event()
+        helpers = [
+            threading.Thread(target=self._watch_cancel, args=(stop,), daemon=True)
+        ]
+        if self.on_progress is not None:
+            helpers.append(
+                threading.Thread(target=self._ticker, args=(stop,), daemon=True)
+            )
+        threads = [
+            threading.Thread(target=self._worker, name=f"rcp-worker-{i}", daemon=True)
+            for i in range(self.workers)
+        ]
+        for thread in helpers + threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        stop.set()
+        for thread in helpers:
+            thread.join()
+        counts = merge(self._tallies)
+        if self.on_progress is not None:
+            self.on_progress(self._progress(final=True))
+        summary = Summary(
+            counts=counts,
+            resources=Resources.since(self._started, usage),
+            errors=tuple(self.ctx.errors.report()),
+            dry_run=self.settings.dry_run is not None,
+        )
+        if counts["errors"] or self.ctx.stop_reason == "cancelled":
+            raise CopyFailedError(
+                summary, list(summary.errors), stopped=self.ctx.stopping
+            )
+        return summary
+
+
+def _in_source(src_fd: int, name: str) -> bool:
+    try:
+        os.lstat(name, dir_fd=src_fd)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def copy(
+    sources: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+    destination: str | os.PathLike[str],
+    settings: CopySettings | None = None,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_interval: float = 1.0,
+    cancel: threading.Event | None = None,
+) -> Summary:
+    """Copy ``sources`` to ``destination`` with rcp's operand rules.
+
+    A ``destination`` string ending in ``/`` means "into this directory" (needed for
+    several sources); otherwise it is the exact name of the copy.
+
+    :raises UsageError: bad operands or settings; nothing was touched.
+    :raises CopyFailedError: some entries failed; ``.summary`` has the partial counts.
+    """
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
+    operands = [os.fspath(s) for s in sources] + [os.fspath(destination)]
+    settings = settings or CopySettings()
+    jobs = plan_jobs(operands, settings)
+    log.debug("copying %d source(s)", len(jobs))
+    return Engine(
+        jobs,
+        settings,
+        on_progress=on_progress,
+        progress_interval=progress_interval,
+        cancel=cancel,
+    ).run()

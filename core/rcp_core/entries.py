@@ -1,0 +1,365 @@
+"""Copying one non-directory entry: regular file, symlink, hard link, FIFO, device.
+
+Safety invariants, for every entry type:
+
+- a new entry is created with ``O_EXCL`` (files ``0600``) and gets its final mode and
+  times only once its data is complete, so an interrupted file never looks finished;
+- an existing entry is replaced only through a temporary name in the same directory
+  renamed over it, after the new content is complete (a crash leaves the old entry or
+  the new one, never a truncated file under the old name);
+- on failure, whatever this call created is removed, so a retry starts clean;
+- every syscall is relative to an open directory descriptor.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+
+from rcp_core.context import Context
+from rcp_core.errors import SourceChangedError
+from rcp_core.existing import Action, decide, same_content
+from rcp_core.links import Leader
+from rcp_core.settings import CompareAttr
+from rcp_core.summary import Tally
+from rcp_core.tree import DirNode
+
+SRC_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
+NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def temp_name(name: str) -> str:
+    """A unique hidden name next to ``name``, at most 255 bytes long."""
+    prefix = f".rcp-{secrets.token_hex(4)}."
+    raw = os.fsencode(name)[: 255 - len(prefix)]
+    return prefix + os.fsdecode(raw)
+
+
+def existing(node: DirNode, name: str) -> os.stat_result | None:
+    """``lstat`` of the destination entry, or ``None`` when it cannot exist or doesn't."""
+    if node.fresh or node.dst_fd is None:
+        return None
+    try:
+        return os.lstat(name, dir_fd=node.dst_fd)
+    except FileNotFoundError:
+        return None
+
+
+def remove_entry(dir_fd: int, name: str, st: os.stat_result, tally: Tally) -> None:
+    """Remove ``name`` (a whole tree if it is a directory), counting what went.
+
+    Iterative, fd-relative, never follows symlinks: a symlink is removed, not its target.
+    """
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(name, dir_fd=dir_fd)
+        _count_removed(tally, st)
+        return
+    stack: list[tuple[int, str, int]] = [(dir_fd, name, -1)]
+    while stack:
+        parent_fd, dir_name, fd = stack[-1]
+        if fd < 0:
+            fd = os.open(dir_name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent_fd)
+            stack[-1] = (parent_fd, dir_name, fd)
+        descended = False
+        with os.scandir(fd) as it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((fd, entry.name, -1))
+                    descended = True
+                    break
+                child = entry.stat(follow_symlinks=False)
+                os.unlink(entry.name, dir_fd=fd)
+                _count_removed(tally, child)
+        if descended:
+            continue
+        os.close(fd)
+        stack.pop()
+        os.rmdir(dir_name, dir_fd=parent_fd)
+        tally["removed.dirs"] += 1
+
+
+def _count_removed(tally: Tally, st: os.stat_result) -> None:
+    if stat.S_ISREG(st.st_mode):
+        tally["removed.files"] += 1
+        tally["removed.bytes"] += st.st_size
+    elif stat.S_ISLNK(st.st_mode):
+        tally["removed.symlinks"] += 1
+    else:
+        tally["removed.specials"] += 1
+
+
+def _commit(
+    node: DirNode, tmp: str, name: str, old: os.stat_result, tally: Tally
+) -> None:
+    """Move the finished ``tmp`` over ``name``; a directory in the way goes first."""
+    assert node.dst_fd is not None
+    if stat.S_ISDIR(old.st_mode):
+        remove_entry(node.dst_fd, name, old, tally)
+    os.rename(tmp, name, src_dir_fd=node.dst_fd, dst_dir_fd=node.dst_fd)
+
+
+def _plan(
+    ctx: Context, node: DirNode, dst_name: str, src_st: os.stat_result, src_fd: int
+) -> tuple[Action | None, os.stat_result | None, str]:
+    """What to do with the destination: ``None`` = create, else an :class:`Action`."""
+    old = existing(node, dst_name)
+    if old is None:
+        return None, None, "new"
+    settings = ctx.settings
+    action, reason = decide(settings.existing, settings.overwrite_compare, src_st, old)
+    if (
+        action is Action.UNCHANGED
+        and CompareAttr.CHECKSUM in settings.overwrite_compare
+        and stat.S_ISREG(old.st_mode)
+    ):
+        assert node.dst_fd is not None
+        if not same_content(src_fd, node.dst_fd, dst_name, src_st.st_size):
+            return Action.REPLACE, old, "content differs"
+    return action, old, reason
+
+
+def copy_file(
+    ctx: Context, tally: Tally, node: DirNode, name: str, dst_name: str, rel: str
+) -> None:
+    """Copy the regular file ``name`` of ``node`` to ``dst_name``."""
+    flags = SRC_FLAGS if ctx.settings.dereference else SRC_FLAGS | os.O_NOFOLLOW
+    src = os.open(name, flags, dir_fd=node.src_fd)
+    try:
+        st = os.fstat(src)
+        if not stat.S_ISREG(st.st_mode):
+            # Replaced by something else since the directory was read.
+            copy_other(ctx, tally, node, name, dst_name, rel, st)
+            return
+        if st.st_nlink > 1:
+            key = (st.st_dev, st.st_ino)
+            anchor = node.anchor or node
+            assert anchor.dst_fd is not None
+            leader, is_leader = ctx.links.claim(
+                key, st.st_nlink, anchor.dst_fd, node.dst_path(rel)
+            )
+            if not is_leader:
+                leader.done.wait()
+                if leader.ok and _link(ctx, tally, node, dst_name, rel, leader):
+                    return
+            else:
+                ok = False
+                try:
+                    ok = _copy_data(ctx, tally, node, src, st, dst_name, rel)
+                finally:
+                    ctx.links.finish(key, leader, ok)
+                return
+        _copy_data(ctx, tally, node, src, st, dst_name, rel)
+    finally:
+        os.close(src)
+
+
+def _copy_data(
+    ctx: Context,
+    tally: Tally,
+    node: DirNode,
+    src: int,
+    st: os.stat_result,
+    dst_name: str,
+    rel: str,
+) -> bool:
+    """Write the file; ``True`` when the destination now holds the source's data."""
+    action, old, reason = _plan(ctx, node, dst_name, st, src)
+    path = node.display(rel)
+    if action is Action.UNCHANGED:
+        tally["unchanged.files"] += 1
+        ctx.dry("unchanged", "file", path, reason)
+        return True
+    if action is Action.KEEP:
+        tally["skipped.files"] += 1
+        ctx.dry("keep", "file", path, reason)
+        return False
+    if ctx.dry_run is not None:
+        ctx.dry("replace" if old else "copy", "file", path, reason)
+        tally["copied.files"] += 1
+        tally["copied.bytes"] += st.st_size
+        return True
+    assert node.dst_fd is not None
+    target = temp_name(dst_name) if old is not None else dst_name
+    dst = os.open(target, NEW_FILE_FLAGS, 0o600, dir_fd=node.dst_fd)
+    try:
+        method, copied = ctx.copier.copy(
+            src,
+            dst,
+            st.st_size,
+            st.st_blocks * 512 < st.st_size,
+            (st.st_dev, node.dst_dev),
+        )
+        after = os.fstat(src)
+        changed = after.st_size != st.st_size or after.st_mtime_ns != st.st_mtime_ns
+        ctx.metadata.apply(src, dst, st, is_dir=False, times=not changed)
+    except BaseException:
+        os.close(dst)
+        os.unlink(target, dir_fd=node.dst_fd)
+        raise
+    os.close(dst)
+    if old is not None:
+        _commit(node, target, dst_name, old, tally)
+    tally["copied.files"] += 1
+    tally["copied.bytes"] += copied
+    if method is not None:
+        tally["method." + method] += 1
+    if changed:
+        raise SourceChangedError()
+    return True
+
+
+def _link(
+    ctx: Context, tally: Tally, node: DirNode, dst_name: str, rel: str, leader: Leader
+) -> bool:
+    """Make ``dst_name`` another name of the leader's copy; ``False`` to copy instead."""
+    path = node.display(rel)
+    old = existing(node, dst_name)
+    if old is not None:
+        try:
+            first = os.lstat(leader.path, dir_fd=leader.anchor_fd)
+        except FileNotFoundError:
+            return False
+        if (first.st_dev, first.st_ino) == (old.st_dev, old.st_ino):
+            tally["unchanged.hardlinks"] += 1
+            ctx.dry("unchanged", "hard link", path, "already linked")
+            return True
+        if ctx.settings.existing.value == "ignore-existing":
+            tally["skipped.hardlinks"] += 1
+            ctx.dry("keep", "hard link", path, "destination exists")
+            return True
+    tally["copied.hardlinks"] += 1
+    if ctx.dry_run is not None:
+        ctx.dry("link", "hard link", path, f"to {leader.path}")
+        return True
+    assert node.dst_fd is not None
+    target = temp_name(dst_name) if old is not None else dst_name
+    os.link(
+        leader.path,
+        target,
+        src_dir_fd=leader.anchor_fd,
+        dst_dir_fd=node.dst_fd,
+        follow_symlinks=False,
+    )
+    if old is not None:
+        _commit(node, target, dst_name, old, tally)
+    return True
+
+
+def copy_symlink(
+    ctx: Context, tally: Tally, node: DirNode, name: str, dst_name: str, rel: str
+) -> None:
+    """Recreate the symlink ``name`` with the same target (never followed)."""
+    st = os.lstat(name, dir_fd=node.src_fd)
+    if not stat.S_ISLNK(st.st_mode):
+        copy_other(ctx, tally, node, name, dst_name, rel, st)
+        return
+    target = os.readlink(name, dir_fd=node.src_fd)
+    path = node.display(rel)
+    old = existing(node, dst_name)
+    if old is not None:
+        assert node.dst_fd is not None
+        action, reason = decide(
+            ctx.settings.existing, ctx.settings.overwrite_compare, st, old
+        )
+        if (
+            action is Action.REPLACE
+            and stat.S_ISLNK(old.st_mode)
+            and os.readlink(dst_name, dir_fd=node.dst_fd) == target
+        ):
+            action, reason = Action.UNCHANGED, "same target"
+        if action is Action.KEEP:
+            tally["skipped.symlinks"] += 1
+            ctx.dry("keep", "symlink", path, reason)
+            return
+        if action is Action.UNCHANGED:
+            tally["unchanged.symlinks"] += 1
+            ctx.dry("unchanged", "symlink", path, reason)
+            return
+    tally["copied.symlinks"] += 1
+    if ctx.dry_run is not None:
+        ctx.dry("replace" if old else "copy", "symlink", path, f"-> {target}")
+        return
+    assert node.dst_fd is not None
+    link_name = temp_name(dst_name) if old is not None else dst_name
+    os.symlink(target, link_name, dir_fd=node.dst_fd)
+    try:
+        ctx.metadata.apply_by_name(node.dst_fd, link_name, st)
+        if old is not None:
+            _commit(node, link_name, dst_name, old, tally)
+    except BaseException:
+        os.unlink(link_name, dir_fd=node.dst_fd)
+        raise
+
+
+def copy_other(
+    ctx: Context,
+    tally: Tally,
+    node: DirNode,
+    name: str,
+    dst_name: str,
+    rel: str,
+    st: os.stat_result | None = None,
+) -> None:
+    """Dispatch an entry whose type was not known, or recreate a special file."""
+    if st is None:
+        st = os.lstat(name, dir_fd=node.src_fd)
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        copy_file(ctx, tally, node, name, dst_name, rel)
+    elif stat.S_ISLNK(mode):
+        copy_symlink(ctx, tally, node, name, dst_name, rel)
+    elif stat.S_ISDIR(mode):
+        raise IsADirectoryError(0, "became a directory during the copy", name)
+    else:
+        _copy_special(ctx, tally, node, dst_name, rel, st)
+
+
+def _copy_special(
+    ctx: Context,
+    tally: Tally,
+    node: DirNode,
+    dst_name: str,
+    rel: str,
+    st: os.stat_result,
+) -> None:
+    path = node.display(rel)
+    old = existing(node, dst_name)
+    if old is not None:
+        action, reason = decide(
+            ctx.settings.existing, ctx.settings.overwrite_compare, st, old
+        )
+        if action is Action.KEEP:
+            tally["skipped.specials"] += 1
+            ctx.dry("keep", "special", path, reason)
+            return
+    if ctx.dry_run is not None:
+        tally["copied.specials"] += 1
+        ctx.dry("replace" if old else "create", "special", path)
+        return
+    assert node.dst_fd is not None
+    target = temp_name(dst_name) if old is not None else dst_name
+    try:
+        if stat.S_ISFIFO(st.st_mode):
+            os.mkfifo(target, 0o600, dir_fd=node.dst_fd)
+        else:
+            os.mknod(
+                target,
+                stat.S_IFMT(st.st_mode) | 0o600,
+                st.st_rdev,
+                dir_fd=node.dst_fd,
+            )
+    except PermissionError:
+        if not ctx.settings.skip_specials:
+            raise
+        tally["skipped.specials"] += 1
+        return
+    try:
+        ctx.metadata.apply_by_name(node.dst_fd, target, st)
+        if old is not None:
+            _commit(node, target, dst_name, old, tally)
+    except BaseException:
+        os.unlink(target, dir_fd=node.dst_fd)
+        raise
+    tally["copied.specials"] += 1

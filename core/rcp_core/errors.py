@@ -1,0 +1,161 @@
+"""One error tree for the whole engine, and the one place that classifies OS errors.
+
+::
+
+    RcpError
+    ├── UsageError (ValueError)        bad operands or flags; nothing was touched; exit 2
+    ├── EntryError (OSError)           one entry failed; the run continues unless fail_early
+    │   └── FatalError                 the run cannot usefully continue (ENOSPC, EROFS, ...)
+    └── CopyFailedError                raised at the end of a run that had errors; carries
+                                       the partial summary and the deduplicated error list
+
+Classification (:func:`classify`) is decided here and nowhere else:
+
+- *transient* errnos (EAGAIN, EINTR, ETIMEDOUT, ESTALE, EBUSY, ...) are retried a small,
+  configurable number of times with jittered backoff (tenacity), and only they are;
+- *fatal* errnos (ENOSPC, EDQUOT, EROFS, EMFILE, ENFILE) stop the run: continuing would fail
+  every remaining entry the same way;
+- everything else (EACCES, ENOENT, EPERM, ELOOP, ...) is *permanent* for that entry.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import tenacity
+
+if TYPE_CHECKING:
+    from rcp_core.summary import Summary
+
+T = TypeVar("T")
+
+
+class RcpError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class UsageError(RcpError, ValueError):
+    """Bad operands or flags, detected before anything was written."""
+
+
+class EntryError(RcpError, OSError):
+    """An operation on one entry failed.
+
+    :param op: what was being done ("open source", "create", "copy data", ...).
+    :param path: the entry, relative to its operand root when known.
+    :param cause: the underlying ``OSError``; also available as ``__cause__``.
+    """
+
+    def __init__(self, op: str, path: str, cause: OSError) -> None:
+        super().__init__(cause.errno, f"{op} {path!r}: {cause.strerror or cause}")
+        self.op = op
+        self.path = path
+        self.cause = cause
+
+    def __reduce__(self) -> tuple[type[EntryError], tuple[str, str, OSError]]:
+        return (type(self), (self.op, self.path, self.cause))
+
+    @property
+    def key(self) -> str:
+        """What makes two errors "the same" for the deduplicated report."""
+        return f"{self.op}: {self.cause.strerror or type(self.cause).__name__}"
+
+
+class FatalError(EntryError):
+    """An entry error after which the run stops (destination full, read-only, ...)."""
+
+
+class CopyFailedError(RcpError):
+    """A run finished (or stopped) with errors.
+
+    :param summary: the partial summary; counts what was done before and despite errors.
+    :param errors: ``(key, count, first example)`` tuples, most frequent first.
+    """
+
+    def __init__(
+        self, summary: Summary, errors: list[tuple[str, int, str]], stopped: bool
+    ) -> None:
+        total = sum(count for _, count, _ in errors)
+        how = "stopped after" if stopped else "finished with"
+        super().__init__(f"copy {how} {total} error(s)")
+        self.summary = summary
+        self.errors = errors
+        self.stopped = stopped
+
+
+class Kind(enum.Enum):
+    """How an ``OSError`` is treated; see the module docstring."""
+
+    TRANSIENT = "transient"
+    PERMANENT = "permanent"
+    FATAL = "fatal"
+
+
+TRANSIENT_ERRNOS = frozenset(
+    {
+        errno.EAGAIN,
+        errno.EINTR,
+        errno.ETIMEDOUT,
+        errno.ESTALE,
+        errno.EBUSY,
+        errno.ECONNRESET,
+        errno.ENOLCK,
+    }
+)
+FATAL_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EMFILE, errno.ENFILE}
+)
+
+
+def classify(exc: BaseException) -> Kind:
+    """Decide whether ``exc`` is transient, permanent or fatal for the run."""
+    cause = exc.cause if isinstance(exc, EntryError) else exc
+    if isinstance(cause, OSError) and cause.errno is not None:
+        if cause.errno in TRANSIENT_ERRNOS:
+            return Kind.TRANSIENT
+        if cause.errno in FATAL_ERRNOS:
+            return Kind.FATAL
+    return Kind.PERMANENT
+
+
+def entry_error(op: str, path: str, cause: OSError) -> EntryError:
+    """Wrap ``cause`` in the right :class:`EntryError` subclass for its classification."""
+    if classify(cause) is Kind.FATAL:
+        return FatalError(op, path, cause)
+    return EntryError(op, path, cause)
+
+
+def retrying(attempts: int, base_delay: float) -> Callable[[Callable[[], T]], T]:
+    """Return ``run(fn)`` that calls ``fn`` and retries it on transient errors only.
+
+    :param attempts: total tries (1 disables retrying).
+    :param base_delay: first backoff in seconds; doubles with jitter, capped at 2 s.
+    """
+    policy = tenacity.Retrying(
+        retry=tenacity.retry_if_exception(lambda e: classify(e) is Kind.TRANSIENT),
+        stop=tenacity.stop_after_attempt(max(1, attempts)),
+        wait=tenacity.wait_exponential_jitter(
+            initial=base_delay, max=2.0, jitter=base_delay
+        ),
+        reraise=True,
+    )
+
+    def run(fn: Callable[[], T]) -> T:
+        return policy(fn)
+
+    return run
+
+
+class SourceChangedError(OSError):
+    """The source file changed size or mtime while it was being copied.
+
+    The copy keeps what was read (up to the real end) but not the source's times, so a
+    rerun sees it as different and copies it again.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("source changed during copy")
+        self.strerror = "source changed during copy"

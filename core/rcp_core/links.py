@@ -1,0 +1,67 @@
+"""Hard links inside the copied tree stay hard links (like ``cp -a`` and ``rsync -H``).
+
+Only regular files with ``st_nlink > 1`` are tracked, keyed by source (device, inode).
+The first name seen becomes the *leader*: it copies the data, then releases the
+followers, which link to the leader's destination. An entry is dropped once all of the
+inode's names were seen, so memory is bounded by the multiply-linked inodes in flight.
+A follower waits only for a leader that is already copying in another thread, so the
+wait always ends; if the leader failed, the follower copies the data itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True, eq=False)
+class Leader:
+    """The first copy of a multiply-linked inode.
+
+    :param anchor_fd: the job's destination anchor directory.
+    :param path: the leader's destination path relative to ``anchor_fd``.
+    :param ok: set by the leader: its destination holds the inode's data.
+    """
+
+    anchor_fd: int
+    path: str
+    remaining: int
+    done: threading.Event = field(default_factory=threading.Event)
+    ok: bool = False
+
+
+class LinkMap:
+    """Thread-safe map from source inode to its leader."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._leaders: dict[tuple[int, int], Leader] = {}
+
+    def claim(
+        self, key: tuple[int, int], nlink: int, anchor_fd: int, path: str
+    ) -> tuple[Leader, bool]:
+        """Register one name of inode ``key``.
+
+        :returns: the leader and whether the caller *is* the leader (and must call
+            :meth:`finish` after copying).
+        """
+        with self._lock:
+            leader = self._leaders.get(key)
+            if leader is None:
+                leader = Leader(anchor_fd, path, remaining=nlink - 1)
+                self._leaders[key] = leader
+                return leader, True
+            leader.remaining -= 1
+            if leader.remaining <= 0:
+                del self._leaders[key]
+            return leader, False
+
+    def finish(self, key: tuple[int, int], leader: Leader, ok: bool) -> None:
+        """The leader is done; ``ok`` says whether followers may link to it."""
+        leader.ok = ok
+        leader.done.set()
+        if not ok:
+            with self._lock:
+                # Let the next name of this inode become the leader and copy it.
+                if self._leaders.get(key) is leader:
+                    del self._leaders[key]

@@ -1,0 +1,107 @@
+"""Applying preserved metadata to a finished entry, in the one safe order.
+
+Files are created ``0600`` and directories ``0700`` so the copy can always write into
+them; this module widens them afterwards, in this order:
+
+1. owner (``fchown``; EPERM is ignored when not root: "when permitted");
+2. mode (after chown, which clears setuid/setgid bits);
+3. extended attributes and POSIX ACLs (ACLs are the ``system.posix_acl_*`` attributes;
+   an ACL the source lacks is removed, so an inherited default ACL does not widen access);
+4. times, last, with ns precision, because every change above bumps ctime and a rerun
+   relies on mtime to detect a finished file.
+
+Without ``mode``, new entries get ``0666``/``0777`` minus the umask, like ``cp``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+
+from rcp_core.settings import Preserve
+
+ACL_NAMES = ("system.posix_acl_access", "system.posix_acl_default")
+_IGNORED_XATTR_ERRNOS = frozenset({errno.ENODATA, errno.ENOTSUP})
+
+
+class Metadata:
+    """Applies one run's preserve settings; immutable and shared by all workers.
+
+    :param preserve: what to keep.
+    :param umask: the process umask, read once before workers start.
+    """
+
+    def __init__(self, preserve: Preserve, umask: int) -> None:
+        self.preserve = preserve
+        self.file_mode_default = 0o666 & ~umask
+        self.dir_mode_default = 0o777 & ~umask
+        self.copy_xattrs = preserve.xattrs or preserve.acls
+        # Only root may write security.* attributes; others skip them quietly.
+        self.security_xattrs = os.geteuid() == 0
+
+    def _owner(self, fd: int, st: os.stat_result) -> None:
+        with contextlib.suppress(PermissionError):  # not permitted: keep ours, as cp -p
+            os.fchown(fd, st.st_uid, st.st_gid)
+
+    def _xattrs(self, src: int, dst: int) -> None:
+        names = os.listxattr(src)
+        wanted = set()
+        for name in names:
+            is_acl = name in ACL_NAMES
+            if (self.preserve.acls if is_acl else self.preserve.xattrs) and (
+                self.security_xattrs or not name.startswith("security.")
+            ):
+                wanted.add(name)
+                os.setxattr(dst, name, os.getxattr(src, name))
+        if self.preserve.acls:
+            for name in ACL_NAMES:
+                if name not in wanted:
+                    try:
+                        os.removexattr(dst, name)
+                    except OSError as exc:
+                        if exc.errno not in _IGNORED_XATTR_ERRNOS:
+                            raise
+
+    def apply(
+        self, src: int, dst: int, st: os.stat_result, *, is_dir: bool, times: bool
+    ) -> None:
+        """Apply metadata to an open file or directory ``dst`` copied from ``src``.
+
+        :param times: set atime/mtime; ``False`` when the source changed during the
+            copy, so that a rerun sees the file as different and copies it again.
+        """
+        if self.preserve.owner:
+            self._owner(dst, st)
+        if self.preserve.mode:
+            os.fchmod(dst, stat.S_IMODE(st.st_mode))
+        else:
+            os.fchmod(dst, self.dir_mode_default if is_dir else self.file_mode_default)
+        if self.copy_xattrs:
+            self._xattrs(src, dst)
+        if times and self.preserve.times:
+            os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    def apply_by_name(self, dir_fd: int, name: str, st: os.stat_result) -> None:
+        """Apply metadata to a symlink or special file that cannot be opened for it."""
+        is_link = stat.S_ISLNK(st.st_mode)
+        if self.preserve.owner:
+            with contextlib.suppress(PermissionError):  # as in _owner
+                os.chown(
+                    name, st.st_uid, st.st_gid, dir_fd=dir_fd, follow_symlinks=False
+                )
+        if not is_link:
+            mode = (
+                stat.S_IMODE(st.st_mode)
+                if self.preserve.mode
+                else self.file_mode_default
+            )
+            os.chmod(name, mode, dir_fd=dir_fd)
+        if self.preserve.times:
+            os.utime(
+                name,
+                ns=(st.st_atime_ns, st.st_mtime_ns),
+                dir_fd=dir_fd,
+                follow_symlinks=False,
+            )

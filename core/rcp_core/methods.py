@@ -1,0 +1,145 @@
+"""The data path of one file: the fastest method the storage accepts, in order.
+
+1. ``FICLONERANGE`` reflink: shares extents (XFS, btrfs); no data is moved.
+2. ``os.copy_file_range``: in-kernel copy, server-side on NFS 4.2.
+3. sparse-aware copy: for files with holes, copies only the data ranges found with
+   ``SEEK_DATA``/``SEEK_HOLE`` and sets the length, so holes stay holes.
+4. ``pread``/``pwrite`` through one buffer: works everywhere.
+
+A method failing with EXDEV, EOPNOTSUPP, ENOSYS, EINVAL, ETXTBSY or ENOTTY falls through
+to the next one; "not supported" answers are remembered per (source device, destination
+device) so later files skip the probe. Sparse files skip step 2 (copy_file_range fills
+holes on some filesystems) but use it for each data range. At most ``size`` bytes (the
+size seen at open) are copied; if the source shrank, the copy ends at the real end.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import struct
+
+FICLONERANGE = 0x4020940D
+UNSUPPORTED_ERRNOS = frozenset(
+    {errno.EXDEV, errno.EOPNOTSUPP, errno.ENOSYS, errno.ENOTTY}
+)
+# EINVAL (e.g. an unaligned clone of a file that grew) and ETXTBSY say nothing about
+# the device pair, so they fall through for this file only.
+FALLBACK_ERRNOS = UNSUPPORTED_ERRNOS | {errno.EINVAL, errno.ETXTBSY}
+BUFFER_SIZE = 1 << 20
+CHUNK = 1 << 30
+
+
+class DataCopier:
+    """Copies file data; shared by all workers of a run (its only state is a cache).
+
+    The cache maps a (source device, destination device) pair to the methods that pair
+    has refused; a race between two workers only costs one extra probe.
+    """
+
+    def __init__(self) -> None:
+        self._refused: dict[tuple[int, int, str], bool] = {}
+
+    def _allowed(self, devs: tuple[int, int], method: str) -> bool:
+        return (devs[0], devs[1], method) not in self._refused
+
+    def _refuse(self, devs: tuple[int, int], method: str, exc: OSError) -> None:
+        if exc.errno not in FALLBACK_ERRNOS:
+            raise exc
+        if exc.errno in UNSUPPORTED_ERRNOS:
+            self._refused[(devs[0], devs[1], method)] = True
+
+    def copy(
+        self, src: int, dst: int, size: int, sparse: bool, devs: tuple[int, int]
+    ) -> tuple[str | None, int]:
+        """Copy ``size`` bytes from ``src`` to the empty file ``dst``.
+
+        :param sparse: the source has fewer blocks than its size (holes).
+        :param devs: ``(st_dev of source, st_dev of destination)``.
+        :returns: the method name (``None`` for an empty file) and bytes copied.
+        """
+        if size == 0:
+            return None, 0
+        if self._allowed(devs, "reflink"):
+            try:
+                fcntl.ioctl(dst, FICLONERANGE, struct.pack("qQQQ", src, 0, size, 0))
+            except OSError as exc:
+                self._refuse(devs, "reflink", exc)
+            else:
+                return "reflink", size
+        if sparse:
+            return "sparse", self._copy_sparse(src, dst, size, devs)
+        if self._allowed(devs, "copy_file_range"):
+            try:
+                copied = _copy_range(src, dst, 0, size)
+            except OSError as exc:
+                self._refuse(devs, "copy_file_range", exc)
+            else:
+                return "copy_file_range", copied
+        return "readwrite", _read_write(src, dst, 0, size)
+
+    def _copy_sparse(self, src: int, dst: int, size: int, devs: tuple[int, int]) -> int:
+        copied = 0
+        offset = 0
+        end = size
+        while offset < size:
+            try:
+                start = os.lseek(src, offset, os.SEEK_DATA)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:  # only a hole remains
+                    break
+                raise
+            if start >= size:
+                break
+            stop = min(os.lseek(src, start, os.SEEK_HOLE), size)
+            n = self._copy_extent(src, dst, start, stop - start, devs)
+            copied += n
+            if n < stop - start:  # the source shrank under us
+                end = start + n
+                break
+            offset = stop
+        end = min(end, os.fstat(src).st_size)
+        os.ftruncate(dst, end)
+        return copied
+
+    def _copy_extent(
+        self, src: int, dst: int, offset: int, length: int, devs: tuple[int, int]
+    ) -> int:
+        if self._allowed(devs, "copy_file_range"):
+            try:
+                return _copy_range(src, dst, offset, length)
+            except OSError as exc:
+                self._refuse(devs, "copy_file_range", exc)
+        return _read_write(src, dst, offset, length)
+
+
+def _copy_range(src: int, dst: int, offset: int, length: int) -> int:
+    done = 0
+    while done < length:
+        n = os.copy_file_range(
+            src,
+            dst,
+            min(length - done, CHUNK),
+            offset_src=offset + done,
+            offset_dst=offset + done,
+        )
+        if n == 0:
+            break
+        done += n
+    return done
+
+
+def _read_write(src: int, dst: int, offset: int, length: int) -> int:
+    buf = bytearray(min(BUFFER_SIZE, length))
+    view = memoryview(buf)
+    done = 0
+    while done < length:
+        n = os.preadv(src, [view[: min(len(buf), length - done)]], offset + done)
+        if n == 0:
+            break
+        written = 0
+        while written < n:
+            written += os.pwrite(dst, view[written:n], offset + done + written)
+        done += n
+    return done

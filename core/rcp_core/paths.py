@@ -1,0 +1,111 @@
+"""Operand semantics, like rcp's: turn ``SRC... DST`` into copy jobs, or refuse.
+
+- ``rcp SRC DST`` creates exactly ``DST`` (its parent must exist);
+- ``rcp SRC DST/`` copies into the existing directory ``DST`` as ``DST/basename(SRC)``;
+- several sources need the trailing slash, and are copied concurrently;
+- an existing destination is refused unless a policy allows changing it;
+- ``/`` as a source, a destination equal to or inside its source, a missing source or
+  destination parent, and two sources with the same name are refused.
+
+Every refusal is a :class:`~rcp_core.errors.UsageError` raised before anything is written.
+Paths are mapped with ``os.path`` arithmetic on whole components, never string replace.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rcp_core.errors import UsageError
+from rcp_core.settings import CopySettings, ExistingPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One source operand and where it goes.
+
+    :param src_parent: absolute directory holding the source entry.
+    :param src_name: the source entry's name in ``src_parent``.
+    :param dst_parent: absolute, existing directory that receives the copy.
+    :param dst_name: the name the copy gets in ``dst_parent``.
+    :param dst_exists: whether ``dst_parent/dst_name`` existed when planned.
+    """
+
+    src_parent: str
+    src_name: str
+    dst_parent: str
+    dst_name: str
+    dst_exists: bool
+
+    @property
+    def src(self) -> str:
+        return os.path.join(self.src_parent, self.src_name)
+
+    @property
+    def dst(self) -> str:
+        return os.path.join(self.dst_parent, self.dst_name)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _source(operand: str, dereference: bool) -> tuple[str, str, os.stat_result]:
+    if not operand:
+        raise UsageError("empty source operand")
+    absolute = os.path.abspath(operand)
+    if operand.endswith("/") or dereference:
+        # A trailing slash names the directory a symlink points to, as in POSIX.
+        absolute = os.path.realpath(absolute)
+    if absolute == "/":
+        raise UsageError("refusing to copy '/' as a source")
+    try:
+        st = os.stat(absolute) if dereference else os.lstat(absolute)
+    except OSError as exc:
+        raise UsageError(f"source {operand!r}: {exc.strerror}") from exc
+    parent, name = os.path.split(absolute)
+    return parent, name, st
+
+
+def plan_jobs(operands: Sequence[str], settings: CopySettings) -> list[Job]:
+    """Validate ``operands`` (sources then destination) and return one job per source."""
+    if len(operands) < 2:
+        raise UsageError("need at least one source and a destination")
+    *sources, destination = operands
+    into = destination.endswith("/")
+    if len(sources) > 1 and not into:
+        raise UsageError(
+            "several sources need a trailing slash on the destination (DST/)"
+        )
+    if len(sources) > 1 and settings.delete:
+        raise UsageError("--delete works with a single source only")
+    dst_abs = os.path.abspath(destination)
+    if into and not os.path.isdir(dst_abs):
+        raise UsageError(f"destination directory {destination!r} does not exist")
+    if not into and not os.path.isdir(os.path.dirname(dst_abs)):
+        raise UsageError(f"destination parent of {destination!r} does not exist")
+
+    jobs: list[Job] = []
+    for operand in sources:
+        src_parent, src_name, st = _source(operand, settings.dereference)
+        dst_parent, dst_name = (dst_abs, src_name) if into else os.path.split(dst_abs)
+        target = os.path.join(os.path.realpath(dst_parent), dst_name)
+        source_path = os.path.join(os.path.realpath(src_parent), src_name)
+        if target == source_path:
+            raise UsageError(f"source {operand!r} and destination are the same")
+        if stat.S_ISDIR(st.st_mode) and _inside(target, os.path.realpath(source_path)):
+            raise UsageError(f"destination is inside the source {operand!r}")
+        exists = os.path.lexists(os.path.join(dst_parent, dst_name))
+        if exists and settings.existing is ExistingPolicy.ERROR:
+            raise UsageError(
+                f"destination {os.path.join(dst_parent, dst_name)!r} exists "
+                "(use --overwrite, --update or --ignore-existing)"
+            )
+        jobs.append(Job(src_parent, src_name, dst_parent, dst_name, exists))
+
+    names = [job.dst_name for job in jobs]
+    if len(set(names)) != len(names):
+        raise UsageError("two sources have the same name; they would collide")
+    return jobs

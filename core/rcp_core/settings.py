@@ -1,0 +1,195 @@
+"""What a copy run is asked to do: one frozen value, validated when it is built.
+
+Invariants enforced here (a violation is a :class:`~rcp_core.errors.UsageError`, raised
+before anything is touched):
+
+- at most one policy for existing destinations (overwrite, update, ignore-existing);
+- ``delete`` mirrors, so it needs a policy that may change the destination and excludes
+  ``ignore-existing``;
+- bounds are positive.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from rcp_core.errors import UsageError
+
+
+class ExistingPolicy(enum.Enum):
+    """What to do with a destination entry that already exists."""
+
+    ERROR = "error"
+    """Never touch it: an existing destination root is a usage error."""
+    OVERWRITE = "overwrite"
+    """Replace it unless it is identical under ``overwrite_compare``."""
+    UPDATE = "update"
+    """Replace it only when the source is newer (mtime) and not identical."""
+    IGNORE_EXISTING = "ignore-existing"
+    """Keep it as it is; only missing entries are created."""
+
+
+class CompareAttr(enum.Enum):
+    """Attributes that make two files "identical" for overwrite decisions."""
+
+    SIZE = "size"
+    MTIME = "mtime"
+    MODE = "mode"
+    UID = "uid"
+    GID = "gid"
+    CTIME = "ctime"
+    CHECKSUM = "checksum"
+
+    @classmethod
+    def parse(cls, text: str) -> frozenset[CompareAttr]:
+        """Parse ``"size,mtime"``; an unknown word is a usage error."""
+        try:
+            return frozenset(cls(word.strip()) for word in text.split(",") if word)
+        except ValueError as exc:
+            known = ",".join(a.value for a in cls)
+            raise UsageError(f"bad --overwrite-compare {text!r} (use {known})") from exc
+
+
+class DryRun(enum.Enum):
+    """How much a dry run reports."""
+
+    BRIEF = "brief"
+    """What would be copied, replaced or removed."""
+    ALL = "all"
+    """Also what would be skipped or left unchanged."""
+    EXPLAIN = "explain"
+    """Like ``all``, with the reason (rule, comparison) for each line."""
+
+
+class PreserveAttr(enum.Enum):
+    """Metadata beyond file data that a copy can keep."""
+
+    MODE = "mode"
+    TIMES = "times"
+    OWNER = "owner"
+    XATTRS = "xattrs"
+    ACLS = "acls"
+
+
+@dataclass(frozen=True, slots=True)
+class Preserve:
+    """The metadata to keep; symlinks and hard links are always kept as links.
+
+    ``default`` keeps mode and times (so reruns can skip unchanged files), ``all`` adds
+    owner (when permitted), extended attributes and POSIX ACLs, ``none`` keeps data only:
+    new entries get ``0666``/``0777`` minus the umask.
+    """
+
+    attrs: frozenset[PreserveAttr] = frozenset({PreserveAttr.MODE, PreserveAttr.TIMES})
+
+    @classmethod
+    def parse(cls, text: str) -> Preserve:
+        """Parse ``default``, ``all``, ``none`` or a list like ``mode,times,owner``."""
+        if text == "default":
+            return cls()
+        if text == "all":
+            return cls(frozenset(PreserveAttr))
+        if text == "none":
+            return cls(frozenset())
+        try:
+            return cls(frozenset(PreserveAttr(w.strip()) for w in text.split(",") if w))
+        except ValueError as exc:
+            known = ",".join(a.value for a in PreserveAttr)
+            raise UsageError(
+                f"bad --preserve {text!r} (use default, all, none or {known})"
+            ) from exc
+
+    @property
+    def mode(self) -> bool:
+        return PreserveAttr.MODE in self.attrs
+
+    @property
+    def times(self) -> bool:
+        return PreserveAttr.TIMES in self.attrs
+
+    @property
+    def owner(self) -> bool:
+        return PreserveAttr.OWNER in self.attrs
+
+    @property
+    def xattrs(self) -> bool:
+        return PreserveAttr.XATTRS in self.attrs
+
+    @property
+    def acls(self) -> bool:
+        return PreserveAttr.ACLS in self.attrs
+
+
+def _tuple(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
+
+
+@dataclass(frozen=True, slots=True)
+class CopySettings:
+    """Every knob of a copy run. Defaults are safe: nothing existing is touched.
+
+    :param existing: policy for entries that already exist at the destination.
+    :param overwrite_compare: attributes that make a file identical (skipped).
+    :param delete: remove destination entries absent from the source (mirror), only
+        after that directory's subtree copied cleanly, never outside the destination.
+    :param delete_excluded: with ``delete``, also remove entries that filters exclude
+        (they are protected otherwise).
+    :param preserve: metadata to keep.
+    :param dereference: follow symlinks in the source (with loop detection).
+    :param skip_specials: count FIFOs, sockets and devices that cannot be recreated
+        as skipped instead of as errors.
+    :param includes: include globs; see :mod:`rcp_core.filters`.
+    :param excludes: exclude globs; excludes win.
+    :param filter_file: a file of ``--include``/``--exclude`` lines.
+    :param gitignore: honour ``.gitignore`` files found in the source.
+    :param dry_run: report what would happen and change nothing.
+    :param fail_early: stop at the first error instead of collecting them.
+    :param max_workers: worker threads; ``None`` picks a default from the CPU count.
+    :param max_open_files: bound on descriptors; ``None`` derives it from RLIMIT_NOFILE.
+    :param ops_throttle: metadata operations per second (0 = unlimited).
+    :param retries: attempts for an operation failing with a transient error.
+    :param retry_delay: first retry backoff in seconds.
+    """
+
+    existing: ExistingPolicy = ExistingPolicy.ERROR
+    overwrite_compare: frozenset[CompareAttr] = frozenset(
+        {CompareAttr.SIZE, CompareAttr.MTIME}
+    )
+    delete: bool = False
+    delete_excluded: bool = False
+    preserve: Preserve = field(default_factory=Preserve)
+    dereference: bool = False
+    skip_specials: bool = False
+    includes: Sequence[str] = ()
+    excludes: Sequence[str] = ()
+    filter_file: str | None = None
+    gitignore: bool = False
+    dry_run: DryRun | None = None
+    fail_early: bool = False
+    max_workers: int | None = None
+    max_open_files: int | None = None
+    ops_throttle: float = 0.0
+    retries: int = 3
+    retry_delay: float = 0.05
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "includes", _tuple(self.includes))
+        object.__setattr__(self, "excludes", _tuple(self.excludes))
+        if self.delete and self.existing is ExistingPolicy.IGNORE_EXISTING:
+            raise UsageError("--delete conflicts with --ignore-existing")
+        if self.delete and self.existing is ExistingPolicy.ERROR:
+            object.__setattr__(self, "existing", ExistingPolicy.OVERWRITE)
+        if self.delete_excluded and not self.delete:
+            raise UsageError("--delete-excluded needs --delete")
+        if not self.overwrite_compare:
+            raise UsageError("--overwrite-compare needs at least one attribute")
+        for name in ("max_workers", "max_open_files"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise UsageError(f"{name.replace('_', '-')} must be at least 1")
+        if self.ops_throttle < 0:
+            raise UsageError("ops-throttle must not be negative")
+        if self.retries < 1:
+            raise UsageError("retries must be at least 1")

@@ -1,0 +1,129 @@
+"""Counters of a run: lock-free per-worker tallies, merged into one immutable summary.
+
+Each worker thread owns one :class:`Tally` and is the only writer of it; readers (the
+progress ticker, the final merge) only read. Every key exists from the start, so a
+reader iterating a tally never sees it change size.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+OUTCOMES = ("copied", "unchanged", "skipped", "removed")
+KINDS = ("files", "dirs", "symlinks", "hardlinks", "specials", "bytes")
+METHODS = ("reflink", "copy_file_range", "sparse", "readwrite")
+KEYS = (
+    *(f"{outcome}.{kind}" for outcome in OUTCOMES for kind in KINDS),
+    *(f"method.{method}" for method in METHODS),
+    "errors",
+)
+
+
+class Tally(dict[str, int]):
+    """Counters of one worker; ``tally["copied.files"] += 1`` is the whole API."""
+
+    def __init__(self) -> None:
+        super().__init__(dict.fromkeys(KEYS, 0))
+
+
+def merge(tallies: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """Sum tallies key by key."""
+    total = dict.fromkeys(KEYS, 0)
+    for tally in tallies:
+        for key, value in tally.items():
+            total[key] += value
+    return total
+
+
+def human_bytes(n: float) -> str:
+    """``1536`` -> ``"1.5 KiB"``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """Wall time, CPU time and peak RSS of a run (the process's, for CPU and RSS)."""
+
+    walltime: float
+    cpu_user: float
+    cpu_system: float
+    peak_rss: int
+
+    @classmethod
+    def since(cls, start: float, usage: resource.struct_rusage) -> Resources:
+        now = resource.getrusage(resource.RUSAGE_SELF)
+        return cls(
+            walltime=time.monotonic() - start,
+            cpu_user=now.ru_utime - usage.ru_utime,
+            cpu_system=now.ru_stime - usage.ru_stime,
+            peak_rss=now.ru_maxrss * 1024,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The result of a run: counters by outcome and kind, methods used, resources.
+
+    ``counts`` has every key of :data:`KEYS`, e.g. ``counts["copied.files"]``.
+    """
+
+    counts: Mapping[str, int]
+    resources: Resources
+    errors: tuple[tuple[str, int, str], ...] = field(default=())
+    dry_run: bool = False
+
+    def __getitem__(self, key: str) -> int:
+        return self.counts[key]
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (what Airflow pushes to XCom)."""
+        out: dict[str, Any] = {
+            outcome: {kind: self.counts[f"{outcome}.{kind}"] for kind in KINDS}
+            for outcome in OUTCOMES
+        }
+        out["methods"] = {m: self.counts[f"method.{m}"] for m in METHODS}
+        out["errors"] = self.counts["errors"]
+        out["error_list"] = [
+            {"error": key, "count": count, "example": example}
+            for key, count, example in self.errors
+        ]
+        out["dry_run"] = self.dry_run
+        r = self.resources
+        out["walltime_s"] = round(r.walltime, 6)
+        out["cpu_user_s"] = round(r.cpu_user, 6)
+        out["cpu_system_s"] = round(r.cpu_system, 6)
+        out["peak_rss_bytes"] = r.peak_rss
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2, sort_keys=True)
+
+    def render(self) -> str:
+        """Human text, one ``label: value`` per line, stable for scripts to parse."""
+        c = self.counts
+        lines = []
+        for outcome in OUTCOMES:
+            parts = [f"{kind} {c[f'{outcome}.{kind}']}" for kind in KINDS[:-1]]
+            parts.append(human_bytes(c[f"{outcome}.bytes"]))
+            lines.append(f"{outcome + ':':<11}" + "  ".join(parts))
+        lines.append(
+            "methods:   " + "  ".join(f"{m} {c[f'method.{m}']}" for m in METHODS)
+        )
+        lines.append(f"errors:    {c['errors']}")
+        for key, count, example in self.errors:
+            lines.append(f"  {count} x {key} (e.g. {example})")
+        r = self.resources
+        lines.append(
+            f"walltime:  {r.walltime:.2f}s  cpu user {r.cpu_user:.2f}s"
+            f"  system {r.cpu_system:.2f}s  peak RSS {human_bytes(r.peak_rss)}"
+        )
+        return "\n".join(lines)

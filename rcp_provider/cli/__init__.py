@@ -1,0 +1,1 @@
+"""Command-line entry points: thin argparse glue over ``rcp_core``."""

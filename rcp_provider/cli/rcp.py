@@ -1,0 +1,239 @@
+"""The ``rcp`` command: parallel copy with rcp's operand rules and flags.
+
+Exit status: 0 when everything was copied, 1 when any entry failed (a partial summary
+is still printed with ``--summary``), 2 for bad input (one line on stderr, nothing
+touched), 130 when interrupted. Logs and the summary go to stdout, progress to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rcp_core import (
+    CompareAttr,
+    CopyFailedError,
+    CopySettings,
+    DryRun,
+    ExistingPolicy,
+    Preserve,
+    Summary,
+    UsageError,
+    copy,
+)
+from rcp_core.progress import BarProgress, Progress, TextProgress
+from rcp_provider.cli.common import OneLineErrorParser, configure_logging
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineErrorParser(
+        prog="rcp",
+        description="Copy files and trees in parallel. SRC DST creates DST; "
+        "SRC... DST/ copies into the directory DST.",
+    )
+    parser.add_argument("paths", nargs="+", metavar="SRC... DST")
+    existing = parser.add_argument_group("existing destinations")
+    existing.add_argument(
+        "-o",
+        "--overwrite",
+        action="store_true",
+        help="replace entries that differ (see --overwrite-compare)",
+    )
+    existing.add_argument(
+        "--overwrite-compare",
+        default="size,mtime",
+        help="what makes files identical: size,mtime,mode,uid,gid,"
+        "ctime,checksum (default size,mtime)",
+    )
+    existing.add_argument(
+        "-u",
+        "--update",
+        action="store_true",
+        help="replace only entries older than the source",
+    )
+    existing.add_argument(
+        "--ignore-existing", action="store_true", help="never touch existing entries"
+    )
+    existing.add_argument(
+        "--delete",
+        action="store_true",
+        help="mirror: remove destination entries absent from the source",
+    )
+    existing.add_argument(
+        "--delete-excluded",
+        action="store_true",
+        help="with --delete, also remove excluded entries",
+    )
+    meta = parser.add_argument_group("what is copied")
+    meta.add_argument(
+        "-p",
+        "--preserve",
+        default="default",
+        help="default (mode,times), all (+owner,xattrs,acls), none, "
+        "or a list of mode,times,owner,xattrs,acls",
+    )
+    meta.add_argument(
+        "-L", "--dereference", action="store_true", help="follow symlinks in the source"
+    )
+    meta.add_argument(
+        "--skip-specials",
+        action="store_true",
+        help="count FIFOs, sockets and devices that cannot be "
+        "recreated as skipped, not as errors",
+    )
+    filters = parser.add_argument_group("filters")
+    filters.add_argument("--include", action="append", default=[], metavar="GLOB")
+    filters.add_argument("--exclude", action="append", default=[], metavar="GLOB")
+    filters.add_argument("--filter-file", metavar="PATH")
+    filters.add_argument(
+        "--gitignore", action="store_true", help="honour .gitignore files in the source"
+    )
+    run = parser.add_argument_group("running")
+    run.add_argument(
+        "--dry-run",
+        nargs="?",
+        const="brief",
+        choices=[d.value for d in DryRun],
+        help="show what would happen; change nothing",
+    )
+    run.add_argument(
+        "-e", "--fail-early", action="store_true", help="stop at the first error"
+    )
+    run.add_argument("--max-workers", type=int, help="worker threads")
+    run.add_argument(
+        "--max-open-files",
+        type=int,
+        help="descriptor budget (default: 80%% of RLIMIT_NOFILE, max 4096)",
+    )
+    run.add_argument(
+        "--ops-throttle",
+        type=float,
+        default=0.0,
+        help="metadata operations per second (0 = unlimited)",
+    )
+    run.add_argument(
+        "--retries",
+        type=int,
+        default=3,
+        help="attempts for transiently failing operations",
+    )
+    out = parser.add_argument_group("output")
+    out.add_argument("--progress", action="store_true", help="show progress on stderr")
+    out.add_argument("--progress-type", choices=["auto", "bar", "text"], default="auto")
+    out.add_argument(
+        "--progress-interval",
+        type=float,
+        help="seconds between text updates (default 10)",
+    )
+    out.add_argument(
+        "--summary", action="store_true", help="print a summary at the end"
+    )
+    out.add_argument("--summary-json", metavar="PATH", help="write the summary as JSON")
+    out.add_argument("-v", "--verbose", action="count", default=0)
+    out.add_argument("-q", "--quiet", action="store_true", help="no error lines")
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> CopySettings:
+    """Map parsed flags to engine settings; conflicting flags are a usage error."""
+    if args.overwrite and args.ignore_existing:
+        raise UsageError("--overwrite conflicts with --ignore-existing")
+    if args.update and args.ignore_existing:
+        raise UsageError("--update conflicts with --ignore-existing")
+    existing = ExistingPolicy.ERROR
+    if args.ignore_existing:
+        existing = ExistingPolicy.IGNORE_EXISTING
+    elif args.update:
+        existing = ExistingPolicy.UPDATE
+    elif args.overwrite:
+        existing = ExistingPolicy.OVERWRITE
+    return CopySettings(
+        existing=existing,
+        overwrite_compare=CompareAttr.parse(args.overwrite_compare),
+        delete=args.delete,
+        delete_excluded=args.delete_excluded,
+        preserve=Preserve.parse(args.preserve),
+        dereference=args.dereference,
+        skip_specials=args.skip_specials,
+        includes=args.include,
+        excludes=args.exclude,
+        filter_file=args.filter_file,
+        gitignore=args.gitignore,
+        dry_run=DryRun(args.dry_run) if args.dry_run else None,
+        fail_early=args.fail_early,
+        max_workers=args.max_workers,
+        max_open_files=args.max_open_files,
+        ops_throttle=args.ops_throttle,
+        retries=args.retries,
+    )
+
+
+def progress_renderer(args: argparse.Namespace) -> Callable[[Progress], None] | None:
+    if not (args.progress or args.progress_interval) or args.dry_run:
+        return None
+    kind = args.progress_type
+    if kind == "auto":
+        kind = "bar" if sys.stderr.isatty() else "text"
+    if kind == "bar":
+        return BarProgress(sys.stderr)
+    return TextProgress(sys.stderr, interval=args.progress_interval or 10.0)
+
+
+def report(args: argparse.Namespace, summary: Summary) -> None:
+    if args.summary or args.verbose:
+        print(summary.render(), flush=True)
+    if args.summary_json:
+        Path(args.summary_json).write_text(summary.to_json() + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose, args.quiet)
+    try:
+        settings = settings_from(args)
+        renderer = progress_renderer(args)
+        interval = 0.2 if isinstance(renderer, BarProgress) else 1.0
+        cancel = threading.Event()
+        outcome: list[Summary | BaseException] = []
+
+        def run() -> None:
+            try:
+                outcome.append(
+                    copy(
+                        args.paths[:-1],
+                        args.paths[-1],
+                        settings,
+                        on_progress=renderer,
+                        progress_interval=interval,
+                        cancel=cancel,
+                    )
+                )
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
+                outcome.append(exc)
+
+        worker = threading.Thread(target=run, name="rcp-main")
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(0.2)
+        except KeyboardInterrupt:
+            cancel.set()
+            worker.join()
+            print("rcp: interrupted", file=sys.stderr)
+            return 130
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+    except UsageError as exc:
+        print(f"rcp: error: {exc}", file=sys.stderr)
+        return 2
+    except CopyFailedError as exc:
+        report(args, exc.summary)
+        print(f"rcp: {exc}", file=sys.stderr)
+        return 1
+    report(args, result)
+    return 0
