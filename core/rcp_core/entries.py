@@ -334,6 +334,10 @@ def _copy_special(
             tally["skipped.specials"] += 1
             ctx.dry("keep", "special", path, reason)
             return
+        if action is Action.UNCHANGED:
+            tally["unchanged.specials"] += 1
+            ctx.dry("unchanged", "special", path, reason)
+            return
     if ctx.dry_run is not None:
         tally["copied.specials"] += 1
         ctx.dry("replace" if old else "create", "special", path)

@@ -138,7 +138,7 @@ def retrying(attempts: int, base_delay: float) -> Callable[[Callable[[], T]], T]
         retry=tenacity.retry_if_exception(lambda e: classify(e) is Kind.TRANSIENT),
         stop=tenacity.stop_after_attempt(max(1, attempts)),
         wait=tenacity.wait_exponential_jitter(
-            initial=base_delay, max=2.0, jitter=base_delay
+            multiplier=base_delay, max=2.0, jitter=base_delay
         ),
         reraise=True,
     )

@@ -62,8 +62,12 @@ def decide(
         return Action.REPLACE, "destination has another type"
     if policy is ExistingPolicy.UPDATE and dst.st_mtime_ns >= src.st_mtime_ns:
         return Action.KEEP, "destination is not older (update)"
+    if stat.S_ISLNK(src.st_mode):
+        return Action.REPLACE, "exists"  # the caller compares link targets
     if not stat.S_ISREG(src.st_mode):
-        return Action.REPLACE, "exists"
+        if src.st_rdev != dst.st_rdev:
+            return Action.REPLACE, "device number differs"
+        return Action.UNCHANGED, "same special file"
     for attr in compare:
         if not _attr_equal(attr, src, dst):
             return Action.REPLACE, f"{attr.value} differs"

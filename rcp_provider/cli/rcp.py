@@ -94,8 +94,6 @@ def build_parser() -> argparse.ArgumentParser:
     run = parser.add_argument_group("running")
     run.add_argument(
         "--dry-run",
-        nargs="?",
-        const="brief",
         choices=[d.value for d in DryRun],
         help="show what would happen; change nothing",
     )

@@ -1,0 +1,104 @@
+"""The rcp command line: exit codes, one-line errors, summary and progress streams."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RCP = [
+    sys.executable,
+    "-c",
+    "from rcp_provider.cli.rcp import main; raise SystemExit(main())",
+]
+
+
+def rcp(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*RCP, *args], capture_output=True, text=True, cwd=cwd, timeout=120, check=False
+    )
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Path:
+    root = tmp_path / "src"
+    (root / "d").mkdir(parents=True)
+    for i in range(50):
+        (root / "d" / f"f{i}").write_bytes(os.urandom(100))
+    (root / "big").write_bytes(os.urandom(3 << 20))
+    return root
+
+
+def test_copy_summary_and_json(src: Path, tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    result = rcp(
+        "--summary", "--summary-json", str(out), str(src), str(tmp_path / "dst")
+    )
+    assert result.returncode == 0, result.stderr
+    assert "copied:" in result.stdout
+    assert "files 51" in result.stdout
+    data = json.loads(out.read_text())
+    assert data["copied"]["files"] == 51
+    assert data["copied"]["dirs"] == 2
+    assert data["copied"]["bytes"] == 50 * 100 + (3 << 20)
+    assert data["errors"] == 0
+    assert sum(data["methods"].values()) == 51
+    assert data["peak_rss_bytes"] > 0
+
+
+def test_progress_goes_to_stderr_as_text(src: Path, tmp_path: Path) -> None:
+    result = rcp("--progress", "--progress-type", "text", str(src), str(tmp_path / "d"))
+    assert result.returncode == 0
+    assert "====" in result.stderr  # the final block is always printed
+    assert "copied:" in result.stderr
+    assert "====" not in result.stdout
+    assert "\r" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--overwrite", "--ignore-existing"],
+        ["--update", "--ignore-existing"],
+        ["--preserve", "colour"],
+        ["--overwrite-compare", "size,weight"],
+        ["--dry-run", "loud"],
+        ["--max-workers", "zero"],
+    ],
+)
+def test_bad_flags_one_line_exit_2(src: Path, tmp_path: Path, args: list[str]) -> None:
+    result = rcp(*args, str(src), str(tmp_path / "dst"))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("rcp: error:")
+    assert not (tmp_path / "dst").exists()
+
+
+def test_existing_destination_exit_2(src: Path, tmp_path: Path) -> None:
+    (tmp_path / "dst").mkdir()
+    result = rcp(str(src), str(tmp_path / "dst"))
+    assert result.returncode == 2
+    assert "exists" in result.stderr
+    assert os.listdir(tmp_path / "dst") == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads unreadable files")
+def test_unreadable_file_exit_1_with_partial_summary(src: Path, tmp_path: Path) -> None:
+    (src / "d" / "f0").chmod(0)
+    result = rcp("--summary", str(src), str(tmp_path / "dst"))
+    assert result.returncode == 1
+    assert "files 50" in result.stdout
+    assert "Permission denied" in result.stdout
+
+
+def test_dry_run_lists_and_changes_nothing(src: Path, tmp_path: Path) -> None:
+    result = rcp("--dry-run", "brief", str(src), str(tmp_path / "dst"))
+    assert result.returncode == 0
+    assert "would copy file 'src/big'" in result.stdout
+    assert "would create dir 'src/d'" in result.stdout
+    assert not (tmp_path / "dst").exists()

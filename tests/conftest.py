@@ -1,0 +1,110 @@
+"""Fixtures shared by every test: loop-mounted filesystems, tree building, tree diffs.
+
+The helpers live in tests/support and are imported as `support.<module>` (see below);
+these fixtures are thin wrappers so a test can ask for them by name.
+
+Privilege policy: a test marked `privileged`, or using a loop-mount fixture (which marks
+it so), is skipped with a reason when not root. As root it must run: a missing mkfs,
+losetup or mount is a failure that says to run `make system`, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from support import loopfs
+from support.treecmp import TreeCompare, compare_trees
+from support.treespec import Spec, make_tree
+
+GIB = 1024 * loopfs.MIB
+LOOP_FIXTURES = frozenset(
+    {"xfs_reflink", "ext4_fs", "small_fs", "xfs_tmp_path", "ext4_tmp_path"}
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    root = os.geteuid() == 0
+    for item in items:
+        loop = bool(LOOP_FIXTURES.intersection(getattr(item, "fixturenames", ())))
+        if loop:
+            item.add_marker(pytest.mark.privileged)
+        if not root and item.get_closest_marker("privileged") is not None:
+            reason = "needs root: loop mount" if loop else "needs root"
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def require_loop(fstype: loopfs.Fstype) -> None:
+    """Skip when not root; fail when root but the tools are missing."""
+    gate = loopfs.gate(os.geteuid(), loopfs.missing_tools(fstype))
+    if gate.action == "skip":
+        pytest.skip(gate.reason)
+    if gate.action == "fail":
+        pytest.fail(gate.reason, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def xfs_reflink(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Mount point of a 1 GiB XFS with reflink=1, shared by the whole session."""
+    require_loop("xfs")
+    workdir = tmp_path_factory.mktemp("xfs-reflink")
+    with loopfs.loop_mount(workdir, "xfs", GIB) as mnt:
+        yield mnt
+
+
+@pytest.fixture(scope="session")
+def ext4_fs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Mount point of a 1 GiB ext4, shared by the whole session."""
+    require_loop("ext4")
+    workdir = tmp_path_factory.mktemp("ext4")
+    with loopfs.loop_mount(workdir, "ext4", GIB) as mnt:
+        yield mnt
+
+
+@pytest.fixture
+def xfs_tmp_path(xfs_reflink: Path) -> Iterator[Path]:
+    """A fresh directory on the session's XFS, removed after the test."""
+    path = Path(tempfile.mkdtemp(prefix="t-", dir=xfs_reflink))
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.fixture
+def ext4_tmp_path(ext4_fs: Path) -> Iterator[Path]:
+    """A fresh directory on the session's ext4, removed after the test."""
+    path = Path(tempfile.mkdtemp(prefix="t-", dir=ext4_fs))
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.fixture
+def small_fs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[loopfs.SmallFs]:
+    """Factory `small_fs(size_mib=16, fstype="ext4") -> Path` of tiny filesystems
+    (e.g. for ENOSPC); each is unmounted and detached when the test ends."""
+    with ExitStack() as stack:
+
+        def make(size_mib: int = 16, fstype: loopfs.Fstype = "ext4") -> Path:
+            require_loop(fstype)
+            workdir = tmp_path_factory.mktemp(f"small-{fstype}")
+            size = size_mib * loopfs.MIB
+            return stack.enter_context(loopfs.loop_mount(workdir, fstype, size))
+
+        yield make
+
+
+@pytest.fixture(name="make_tree")
+def make_tree_fixture() -> Callable[[Path, Spec], Path]:
+    """`make_tree(root, spec) -> root`: build a `support.treespec` spec."""
+    return make_tree
+
+
+@pytest.fixture
+def tree_compare() -> TreeCompare:
+    """`compare_trees(src, dst, *, mode, times, owner, xattrs, hardlinks, sparse)`."""
+    return compare_trees
