@@ -7,13 +7,18 @@ import logging
 import sys
 from typing import NoReturn
 
+from rcp_core.errors import UsageError
+
 
 class OneLineErrorParser(argparse.ArgumentParser):
-    """``prog: error: message`` on one line and exit status 2, without the usage dump."""
+    """Reports bad arguments as a :class:`UsageError`, without the usage dump.
+
+    Each tool's ``main`` prints every usage error the same way: ``prog: error: ...`` on
+    one line of stderr, exit status 2.
+    """
 
     def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
+        raise UsageError(message)
 
 
 def configure_logging(verbose: int, quiet: bool) -> None:

@@ -188,10 +188,9 @@ def report(args: argparse.Namespace, summary: Summary) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    configure_logging(args.verbose, args.quiet)
     try:
+        args = build_parser().parse_args(argv)
+        configure_logging(args.verbose, args.quiet)
         settings = settings_from(args)
         renderer = progress_renderer(args)
         interval = 0.2 if isinstance(renderer, BarProgress) else 1.0

@@ -1,0 +1,80 @@
+"""The distribution's shape: import names, console scripts, and what the engine imports."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("name", ["core", "operators"])
+def test_source_roots_are_not_importable(name: str, tmp_path: Path) -> None:
+    """`core/` and `operators/` are source roots: only their packages are installed."""
+    result = python(f"import {name}", cwd=tmp_path)
+    assert result.returncode != 0
+    assert "ModuleNotFoundError" in result.stderr
+
+
+def test_packages_import_from_anywhere(tmp_path: Path) -> None:
+    result = python("import rcp_core, rcp_operators, rcp_provider", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+def test_engine_imports_no_airflow_or_fsspec(tmp_path: Path) -> None:
+    code = (
+        "import sys, rcp_core, rcp_core.engine, rcp_provider, rcp_provider.cli.rcp\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('airflow', 'fsspec'))\n"
+        "print(bad); raise SystemExit(1 if bad else 0)"
+    )
+    result = python(code, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("script", ["rcp", "rcp-filegen"])
+def test_console_scripts_installed(script: str) -> None:
+    path = shutil.which(script, path=str(BIN))
+    assert path is not None
+    result = subprocess.run(
+        [path, "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0
+    assert "usage:" in result.stdout
+
+
+def test_ruff_bans_source_root_imports(tmp_path: Path) -> None:
+    """The lint gate refuses `import core` / `from operators import ...`."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import core\nfrom operators import x\n\nprint(core, x)\n")
+    result = subprocess.run(
+        [
+            str(BIN / "ruff"),
+            "check",
+            "--config",
+            str(ROOT / "pyproject.toml"),
+            str(bad),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stdout.count("TID251") == 2
