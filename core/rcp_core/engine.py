@@ -31,22 +31,16 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rcp_core.context import Context, log
-from rcp_core.entries import (
-    DIR_FLAGS,
-    copy_file,
-    copy_other,
-    copy_symlink,
-    existing,
-    remove_entry,
-)
+from rcp_core.entries import copy_file, copy_other, copy_symlink, existing
 from rcp_core.errors import CopyFailedError, Kind, classify, entry_error, retrying
 from rcp_core.existing import Action, decide
 from rcp_core.filters import GitIgnores, Verdict
 from rcp_core.paths import Job, plan_jobs
 from rcp_core.progress import Progress
+from rcp_core.remove import Protect, remove_entry
 from rcp_core.settings import CopySettings
 from rcp_core.summary import Resources, Summary, Tally, merge
-from rcp_core.tree import DirNode
+from rcp_core.tree import DIR_FLAGS, DirNode
 
 if TYPE_CHECKING:
     from os import _ScandirIterator as ScandirIterator
@@ -234,7 +228,10 @@ class Engine:
         self, tally: Tally, parent: DirNode, name: str, dst_name: str, rel: str
     ) -> DirNode | None:
         ctx = self.ctx
-        flags = DIR_FLAGS if ctx.settings.dereference else DIR_FLAGS | os.O_NOFOLLOW
+        follow = ctx.settings.dereference or (
+            parent.job is not None and parent.job.follow_root
+        )
+        flags = DIR_FLAGS if follow else DIR_FLAGS | os.O_NOFOLLOW
         src_fd = os.open(name, flags, dir_fd=parent.src_fd)
         try:
             st = os.fstat(src_fd)
@@ -320,12 +317,20 @@ class Engine:
             return ignores.with_file(node.rel, f.read())
 
     def _classify(self, entry: os.DirEntry[str]) -> Op | None:
-        """The copy op for a non-directory entry; ``None`` means it is a directory."""
-        if entry.is_dir(follow_symlinks=self.settings.dereference):
-            return None
-        if entry.is_file(follow_symlinks=self.settings.dereference):
-            return copy_file
-        if entry.is_symlink() and not self.settings.dereference:
+        """The copy op for a non-directory entry; ``None`` means it is a directory.
+
+        An entry whose type cannot be read (a -L loop, a vanished entry) goes to
+        ``copy_other``, which reports it as that entry's error.
+        """
+        follow = self.settings.dereference
+        try:
+            if entry.is_dir(follow_symlinks=follow):
+                return None
+            if entry.is_file(follow_symlinks=follow):
+                return copy_file
+        except OSError:
+            return copy_other
+        if entry.is_symlink() and not follow:
             return copy_symlink
         return copy_other
 
@@ -433,34 +438,38 @@ class Engine:
     def _prune(self, tally: Tally, node: DirNode) -> None:
         """``--delete``: remove destination entries the source does not have.
 
-        Entries the filters exclude are protected unless ``delete_excluded``; an
-        excluded entry that the source does have is removed only with it.
+        Entries the filters exclude are protected unless ``delete_excluded``, also
+        inside an extraneous directory (which then stays, holding them); an excluded
+        entry that the source does have is removed only with ``delete_excluded``.
         """
         ctx = self.ctx
         if node.dst_fd is None:
             return
-        with os.scandir(node.dst_fd) as it:
+        dst_fd = node.dst_fd
+
+        def excluded(rel: str, is_dir: bool) -> bool:
+            decision = ctx.filter.decide(
+                rel, is_dir, under_include=node.under_include, ignores=node.ignores
+            )
+            return decision.verdict is Verdict.EXCLUDE
+
+        protect: Protect | None = None
+        if ctx.filter.active and not ctx.settings.delete_excluded:
+            protect = excluded
+        with os.scandir(dst_fd) as it:
             for entry in it:
                 name = entry.name
-                excluded = ctx.filter.active and (
-                    ctx.filter.decide(
-                        node.child_rel(name),
-                        entry.is_dir(follow_symlinks=False),
-                        under_include=node.under_include,
-                        ignores=node.ignores,
-                    ).verdict
-                    is Verdict.EXCLUDE
-                )
-                if excluded:
+                rel = node.child_rel(name)
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if ctx.filter.active and excluded(rel, is_dir):
                     if not ctx.settings.delete_excluded:
                         continue  # protected: excluded names are not ours to remove
                 elif _in_source(node.src_fd, name):
                     continue
-                path = node.display(node.child_rel(name))
-                ctx.dry("remove", "entry", path, "not in source")
+                ctx.dry("remove", "entry", node.display(rel), "not in source")
                 if ctx.dry_run is None:
                     st = entry.stat(follow_symlinks=False)
-                    remove_entry(node.dst_fd, name, st, tally)
+                    remove_entry(dst_fd, name, st, tally, rel=rel, protect=protect)
 
     # -- the run ----------------------------------------------------------------
 
@@ -483,13 +492,18 @@ class Engine:
             anchor=None,
             job=job,
             fresh=False,
-            under_include=True,
             ignores=GitIgnores.root() if ctx.filter.gitignore else None,
         )
-        anchor.dst_dev = os.fstat(dst_fd).st_dev
-        st = (os.stat if self.settings.dereference else os.lstat)(
-            job.src_name, dir_fd=src_fd
-        )
+        try:
+            anchor.dst_dev = os.fstat(dst_fd).st_dev
+            st = os.stat(
+                job.src_name,
+                dir_fd=src_fd,
+                follow_symlinks=self.settings.dereference or job.follow_root,
+            )
+        except BaseException:
+            anchor.close()
+            raise
         if stat.S_ISDIR(st.st_mode):
             self._hold(anchor)
             self._push(self._visit, anchor, job.src_name, job.dst_name, "")

@@ -13,6 +13,8 @@ Safety invariants, for every entry type:
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -21,13 +23,13 @@ from rcp_core.context import Context
 from rcp_core.errors import SourceChangedError
 from rcp_core.existing import Action, decide, same_content
 from rcp_core.links import Leader
+from rcp_core.remove import remove_entry
 from rcp_core.settings import CompareAttr
 from rcp_core.summary import Tally
 from rcp_core.tree import DirNode
 
 SRC_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
 NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 def temp_name(name: str) -> str:
@@ -47,57 +49,22 @@ def existing(node: DirNode, name: str) -> os.stat_result | None:
         return None
 
 
-def remove_entry(dir_fd: int, name: str, st: os.stat_result, tally: Tally) -> None:
-    """Remove ``name`` (a whole tree if it is a directory), counting what went.
-
-    Iterative, fd-relative, never follows symlinks: a symlink is removed, not its target.
-    """
-    if not stat.S_ISDIR(st.st_mode):
-        os.unlink(name, dir_fd=dir_fd)
-        _count_removed(tally, st)
-        return
-    stack: list[tuple[int, str, int]] = [(dir_fd, name, -1)]
-    while stack:
-        parent_fd, dir_name, fd = stack[-1]
-        if fd < 0:
-            fd = os.open(dir_name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent_fd)
-            stack[-1] = (parent_fd, dir_name, fd)
-        descended = False
-        with os.scandir(fd) as it:
-            for entry in it:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append((fd, entry.name, -1))
-                    descended = True
-                    break
-                child = entry.stat(follow_symlinks=False)
-                os.unlink(entry.name, dir_fd=fd)
-                _count_removed(tally, child)
-        if descended:
-            continue
-        os.close(fd)
-        stack.pop()
-        os.rmdir(dir_name, dir_fd=parent_fd)
-        tally["removed.dirs"] += 1
-
-
-def _count_removed(tally: Tally, st: os.stat_result) -> None:
-    if stat.S_ISREG(st.st_mode):
-        tally["removed.files"] += 1
-        tally["removed.bytes"] += st.st_size
-    elif stat.S_ISLNK(st.st_mode):
-        tally["removed.symlinks"] += 1
-    else:
-        tally["removed.specials"] += 1
-
-
 def _commit(
     node: DirNode, tmp: str, name: str, old: os.stat_result, tally: Tally
 ) -> None:
-    """Move the finished ``tmp`` over ``name``; a directory in the way goes first."""
+    """Move the finished ``tmp`` over ``name``; a directory in the way goes first.
+
+    If this fails, ``tmp`` is removed: no temporary name outlives its call.
+    """
     assert node.dst_fd is not None
-    if stat.S_ISDIR(old.st_mode):
-        remove_entry(node.dst_fd, name, old, tally)
-    os.rename(tmp, name, src_dir_fd=node.dst_fd, dst_dir_fd=node.dst_fd)
+    try:
+        if stat.S_ISDIR(old.st_mode):
+            remove_entry(node.dst_fd, name, old, tally)
+        os.rename(tmp, name, src_dir_fd=node.dst_fd, dst_dir_fd=node.dst_fd)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=node.dst_fd)
+        raise
 
 
 def _plan(
@@ -141,8 +108,13 @@ def copy_file(
             )
             if not is_leader:
                 leader.done.wait()
-                if leader.ok and _link(ctx, tally, node, dst_name, rel, leader):
-                    return
+                try:
+                    if leader.ok and _link(ctx, tally, node, dst_name, rel, leader):
+                        return
+                except OSError as exc:
+                    if exc.errno != errno.EMLINK:
+                        raise  # EMLINK: the inode has all the links it can take
+
             else:
                 ok = False
                 try:
@@ -218,7 +190,8 @@ def _link(
     old = existing(node, dst_name)
     if old is not None:
         try:
-            first = os.lstat(leader.path, dir_fd=leader.anchor_fd)
+            with leader.located() as (leader_dir, leader_name):
+                first = os.lstat(leader_name, dir_fd=leader_dir)
         except FileNotFoundError:
             return False
         if (first.st_dev, first.st_ino) == (old.st_dev, old.st_ino):
@@ -229,21 +202,23 @@ def _link(
             tally["skipped.hardlinks"] += 1
             ctx.dry("keep", "hard link", path, "destination exists")
             return True
-    tally["copied.hardlinks"] += 1
     if ctx.dry_run is not None:
+        tally["copied.hardlinks"] += 1
         ctx.dry("link", "hard link", path, f"to {leader.path}")
         return True
     assert node.dst_fd is not None
     target = temp_name(dst_name) if old is not None else dst_name
-    os.link(
-        leader.path,
-        target,
-        src_dir_fd=leader.anchor_fd,
-        dst_dir_fd=node.dst_fd,
-        follow_symlinks=False,
-    )
+    with leader.located() as (leader_dir, leader_name):
+        os.link(
+            leader_name,
+            target,
+            src_dir_fd=leader_dir,
+            dst_dir_fd=node.dst_fd,
+            follow_symlinks=False,
+        )
     if old is not None:
         _commit(node, target, dst_name, old, tally)
+    tally["copied.hardlinks"] += 1
     return True
 
 
@@ -302,9 +277,13 @@ def copy_other(
     rel: str,
     st: os.stat_result | None = None,
 ) -> None:
-    """Dispatch an entry whose type was not known, or recreate a special file."""
+    """Dispatch an entry whose type was not known, or recreate a special file.
+
+    Under ``dereference`` the entry is followed, so a symlink loop (ELOOP) or a dangling
+    link (ENOENT) is this entry's error rather than a copied link.
+    """
     if st is None:
-        st = os.lstat(name, dir_fd=node.src_fd)
+        st = os.stat(name, dir_fd=node.src_fd, follow_symlinks=ctx.settings.dereference)
     mode = st.st_mode
     if stat.S_ISREG(mode):
         copy_file(ctx, tally, node, name, dst_name, rel)

@@ -10,8 +10,16 @@ wait always ends; if the leader failed, the follower copies the data itself.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from rcp_core.tree import DIR_FLAGS
+
+PATH_LIMIT = 4000
+"""Paths at least this long (PATH_MAX is 4096) are resolved one directory at a time."""
 
 
 @dataclass(slots=True, eq=False)
@@ -28,6 +36,25 @@ class Leader:
     remaining: int
     done: threading.Event = field(default_factory=threading.Event)
     ok: bool = False
+
+    @contextlib.contextmanager
+    def located(self) -> Iterator[tuple[int, str]]:
+        """Yield ``(directory fd, name)`` of the leader's copy, at any depth."""
+        if len(os.fsencode(self.path)) < PATH_LIMIT:
+            yield self.anchor_fd, self.path
+            return
+        *parents, name = self.path.split("/")
+        fd = self.anchor_fd
+        try:
+            for part in parents:
+                child = os.open(part, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                if fd != self.anchor_fd:
+                    os.close(fd)
+                fd = child
+            yield fd, name
+        finally:
+            if fd != self.anchor_fd:
+                os.close(fd)
 
 
 class LinkMap:

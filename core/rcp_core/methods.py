@@ -57,7 +57,8 @@ class DataCopier:
 
         :param sparse: the source has fewer blocks than its size (holes).
         :param devs: ``(st_dev of source, st_dev of destination)``.
-        :returns: the method name (``None`` for an empty file) and bytes copied.
+        :returns: the method name (``None`` for an empty file) and the length of the
+            copy (holes of a sparse file included, so every method counts alike).
         """
         if size == 0:
             return None, 0
@@ -80,7 +81,7 @@ class DataCopier:
         return "readwrite", _read_write(src, dst, 0, size)
 
     def _copy_sparse(self, src: int, dst: int, size: int, devs: tuple[int, int]) -> int:
-        copied = 0
+        """Copy the data ranges, keep the holes; return the copy's length."""
         offset = 0
         end = size
         while offset < size:
@@ -94,14 +95,13 @@ class DataCopier:
                 break
             stop = min(os.lseek(src, start, os.SEEK_HOLE), size)
             n = self._copy_extent(src, dst, start, stop - start, devs)
-            copied += n
             if n < stop - start:  # the source shrank under us
                 end = start + n
                 break
             offset = stop
         end = min(end, os.fstat(src).st_size)
         os.ftruncate(dst, end)
-        return copied
+        return end
 
     def _copy_extent(
         self, src: int, dst: int, offset: int, length: int, devs: tuple[int, int]

@@ -31,6 +31,8 @@ class Job:
     :param dst_parent: absolute, existing directory that receives the copy.
     :param dst_name: the name the copy gets in ``dst_parent``.
     :param dst_exists: whether ``dst_parent/dst_name`` existed when planned.
+    :param follow_root: the source is a symlink to follow (``-L``, or a trailing
+        slash as in POSIX); the copy keeps the operand's own name.
     """
 
     src_parent: str
@@ -38,6 +40,7 @@ class Job:
     dst_parent: str
     dst_name: str
     dst_exists: bool
+    follow_root: bool = False
 
     @property
     def src(self) -> str:
@@ -52,17 +55,15 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _source(operand: str, dereference: bool) -> tuple[str, str, os.stat_result]:
+def _source(operand: str, follow: bool) -> tuple[str, str, os.stat_result]:
+    """The operand's parent, name and type; ``follow`` reads through a symlink."""
     if not operand:
         raise UsageError("empty source operand")
     absolute = os.path.abspath(operand)
-    if operand.endswith("/") or dereference:
-        # A trailing slash names the directory a symlink points to, as in POSIX.
-        absolute = os.path.realpath(absolute)
-    if absolute == "/":
+    if absolute == "/" or os.path.realpath(absolute) == "/":
         raise UsageError("refusing to copy '/' as a source")
     try:
-        st = os.stat(absolute) if dereference else os.lstat(absolute)
+        st = os.stat(absolute) if follow else os.lstat(absolute)
     except OSError as exc:
         raise UsageError(f"source {operand!r}: {exc.strerror}") from exc
     parent, name = os.path.split(absolute)
@@ -89,11 +90,15 @@ def plan_jobs(operands: Sequence[str], settings: CopySettings) -> list[Job]:
 
     jobs: list[Job] = []
     for operand in sources:
-        src_parent, src_name, st = _source(operand, settings.dereference)
+        # A trailing slash names what a symlink points to, as in POSIX.
+        follow = settings.dereference or operand.endswith("/")
+        src_parent, src_name, st = _source(operand, follow)
         dst_parent, dst_name = (dst_abs, src_name) if into else os.path.split(dst_abs)
         target = os.path.join(os.path.realpath(dst_parent), dst_name)
         source_path = os.path.join(os.path.realpath(src_parent), src_name)
-        if target == source_path:
+        if target == source_path or (
+            follow and target == os.path.realpath(source_path)
+        ):
             raise UsageError(f"source {operand!r} and destination are the same")
         if stat.S_ISDIR(st.st_mode) and _inside(target, os.path.realpath(source_path)):
             raise UsageError(f"destination is inside the source {operand!r}")
@@ -103,7 +108,7 @@ def plan_jobs(operands: Sequence[str], settings: CopySettings) -> list[Job]:
                 f"destination {os.path.join(dst_parent, dst_name)!r} exists "
                 "(use --overwrite, --update or --ignore-existing)"
             )
-        jobs.append(Job(src_parent, src_name, dst_parent, dst_name, exists))
+        jobs.append(Job(src_parent, src_name, dst_parent, dst_name, exists, follow))
 
     names = [job.dst_name for job in jobs]
     if len(set(names)) != len(names):

@@ -18,6 +18,9 @@ from typing import Any
 
 from rcp_core.paths import Job
 
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+"""Flags to open a directory for fd-relative work (add ``O_NOFOLLOW`` unless following)."""
+
 
 @dataclass(slots=True, eq=False)
 class DirNode:
