@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -93,3 +96,38 @@ def test_dry_run_lists_and_changes_nothing(src: Path, tmp_path: Path) -> None:
     assert "would copy file 'src/big'" in result.stdout
     assert "would create dir 'src/d'" in result.stdout
     assert not (tmp_path / "dst").exists()
+
+
+def test_progress_bar_on_a_terminal(src: Path, tmp_path: Path) -> None:
+    """On a TTY, --progress draws a live bar (tqdm) on stderr instead of text blocks."""
+    controller, terminal = os.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    try:
+        proc = subprocess.run(
+            [*RCP, "--progress", str(src), str(tmp_path / "dst")],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            timeout=120,
+            check=False,
+        )
+        os.close(terminal)
+        terminal = -1
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # EIO: the terminal side is closed and drained
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(controller)
+        if terminal >= 0:
+            os.close(terminal)
+    assert proc.returncode == 0
+    text = drawn.decode(errors="replace")
+    assert "entries" in text
+    assert "====" not in text  # not the text-block renderer
+    assert "\r" in text  # a bar redraws in place
