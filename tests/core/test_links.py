@@ -1,0 +1,443 @@
+"""Symlinks, ``-L``, hard links and special files.
+
+Symlinks are copied as links (never followed) unless ``dereference``; then they become
+what they point at, and a loop is a counted error that does not stop the rest of the
+tree. Hard links inside the copied tree stay hard links. FIFOs, sockets and devices
+are recreated; a device a non-root user cannot create is an error, or a skip with
+``--skip-specials``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rcp_core import CopyFailedError, CopySettings, ExistingPolicy, copy
+from support.treecmp import TreeCompare
+from support.treespec import (
+    Dir,
+    Entry,
+    Fifo,
+    File,
+    HardLink,
+    Spec,
+    Symlink,
+    make_tree,
+)
+
+T = 1_600_000_000_123_456_789
+NOBODY = 65534
+RCP_MAIN = "from rcp_provider.cli.rcp import main; raise SystemExit(main())"
+DEREF = CopySettings(dereference=True)
+OVERWRITE = CopySettings(existing=ExistingPolicy.OVERWRITE)
+
+
+def is_link(path: Path) -> bool:
+    return stat.S_ISLNK(os.lstat(path).st_mode)
+
+
+def inode(path: Path) -> tuple[int, int]:
+    st = os.lstat(path)
+    return st.st_dev, st.st_ino
+
+
+# -- symlinks copied as links -----------------------------------------------------
+
+
+def test_symlinks_copied_as_links(tmp_path: Path, tree_compare: TreeCompare) -> None:
+    """Relative, absolute, dangling and directory symlinks keep their exact target
+    and ns mtime, and a link to a directory is not followed."""
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"outside")
+    src = make_tree(
+        tmp_path / "src",
+        {
+            "f": b"file",
+            "sub": Dir(),
+            "sub/g": b"g",
+            "rel": Symlink("f", mtime_ns=T),
+            "sub/up": Symlink("../f", mtime_ns=T + 1),
+            "abs": Symlink(str(outside), mtime_ns=T + 2),
+            "dangling": Symlink("does/not/exist", mtime_ns=T + 3),
+            "to_dir": Symlink("sub", mtime_ns=T + 4),
+            "odd": Symlink("a/./b//c/../", mtime_ns=T + 5),
+        },
+    )
+    dst = tmp_path / "dst"
+    summary = copy(str(src), str(dst))
+    assert tree_compare(src, dst) == []
+    assert summary["copied.symlinks"] == 6
+    assert summary["copied.files"] == 2
+    for name, target in [
+        ("rel", "f"),
+        ("abs", str(outside)),
+        ("dangling", "does/not/exist"),
+        ("to_dir", "sub"),
+        ("odd", "a/./b//c/../"),
+    ]:
+        assert is_link(dst / name), name
+        assert os.readlink(dst / name) == target
+    assert os.readlink(dst / "sub" / "up") == "../f"
+    assert os.lstat(dst / "to_dir").st_mtime_ns == T + 4
+    assert outside.read_bytes() == b"outside"
+
+
+@pytest.mark.parametrize("target_kind", ["dir", "file", "dangling"])
+def test_symlink_root_operand_copied_as_link(tmp_path: Path, target_kind: str) -> None:
+    """A symlink given as the source operand is copied as a link, not followed."""
+    target = tmp_path / "target"
+    if target_kind == "dir":
+        target.mkdir()
+        (target / "inside").write_bytes(b"x")
+    elif target_kind == "file":
+        target.write_bytes(b"x")
+    link = tmp_path / "link"
+    link.symlink_to("target")
+    os.utime(link, ns=(T, T), follow_symlinks=False)
+    dst = tmp_path / "copy"
+    summary = copy(str(link), str(dst))
+    assert is_link(dst)
+    assert os.readlink(dst) == "target"
+    assert os.lstat(dst).st_mtime_ns == T
+    assert summary["copied.symlinks"] == 1
+    assert summary["copied.files"] == summary["copied.dirs"] == 0
+
+
+# -- dereference ------------------------------------------------------------------
+
+
+def test_dereference_files_become_regular_files(tmp_path: Path) -> None:
+    """With -L, symlinks to files become regular files with the target's content
+    and metadata; the targets themselves are copied too."""
+    outside = make_tree(
+        tmp_path / "out", {"o": File(b"outside data", mode=0o640, mtime_ns=T)}
+    )
+    src = make_tree(
+        tmp_path / "src",
+        {
+            "f": File(b"inside data", mode=0o604, mtime_ns=T + 1),
+            "rel": Symlink("f"),
+            "abs": Symlink(str(outside / "o")),
+            "chain": Symlink("rel"),
+        },
+    )
+    dst = tmp_path / "dst"
+    summary = copy(str(src), str(dst), DEREF)
+    for name, data, mode, mtime in [
+        ("f", b"inside data", 0o604, T + 1),
+        ("rel", b"inside data", 0o604, T + 1),
+        ("chain", b"inside data", 0o604, T + 1),
+        ("abs", b"outside data", 0o640, T),
+    ]:
+        st = os.lstat(dst / name)
+        assert stat.S_ISREG(st.st_mode), name
+        assert (dst / name).read_bytes() == data
+        assert (stat.S_IMODE(st.st_mode), st.st_mtime_ns) == (mode, mtime), name
+    assert summary["copied.files"] == 4
+    assert summary["copied.symlinks"] == 0
+
+
+def test_dereference_dir_symlink_becomes_directory(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    """With -L, a symlink to a directory (inside or outside the tree) is copied as
+    a real directory holding the target's entries."""
+    outside = make_tree(
+        tmp_path / "outside",
+        {".": Dir(mode=0o750, mtime_ns=T), "a": b"a", "b": Dir(), "b/c": b"c"},
+    )
+    src = make_tree(
+        tmp_path / "src",
+        {
+            "real": Dir(),
+            "real/x": b"x",
+            "in": Symlink("real"),
+            "out": Symlink(str(outside)),
+        },
+    )
+    dst = tmp_path / "dst"
+    copy(str(src), str(dst), DEREF)
+    assert not is_link(dst / "out")
+    assert tree_compare(outside, dst / "out") == []
+    assert stat.S_ISDIR(os.lstat(dst / "in").st_mode)
+    assert (dst / "in" / "x").read_bytes() == b"x"
+
+
+def test_dereference_root_operand_symlink_to_dir(tmp_path: Path) -> None:
+    """With -L, a source operand that is a symlink to a directory is copied as a
+    directory under the exact destination name."""
+    make_tree(tmp_path / "target", {"f": b"f", "d": Dir(), "d/g": b"g"})
+    (tmp_path / "link").symlink_to("target")
+    copy(str(tmp_path / "link"), str(tmp_path / "copy"), DEREF)
+    assert stat.S_ISDIR(os.lstat(tmp_path / "copy").st_mode)
+    assert (tmp_path / "copy" / "d" / "g").read_bytes() == b"g"
+
+
+def test_dereference_root_operand_into_keeps_link_name(tmp_path: Path) -> None:
+    """``rcp -L link DST/`` copies as ``DST/link`` (the operand's name, as cp -L
+    does), not under the name of the directory the link points to."""
+    make_tree(tmp_path / "target", {"f": b"f"})
+    (tmp_path / "link").symlink_to("target")
+    into = tmp_path / "into"
+    into.mkdir()
+    copy(str(tmp_path / "link"), f"{into}/", DEREF)
+    assert sorted(os.listdir(into)) == ["link"]
+    assert (into / "link" / "f").read_bytes() == b"f"
+
+
+@pytest.mark.timeout(60)
+def test_dereference_dir_loop_is_counted_error(tmp_path: Path) -> None:
+    """With -L, ``sub/a -> .`` (a directory containing itself) is one counted error;
+    the run ends and every other entry is copied."""
+    src = make_tree(
+        tmp_path / "src",
+        {
+            "top": b"top",
+            "sub": Dir(),
+            "sub/a": Symlink("."),
+            "sub/up": Symlink(".."),
+            "sub/file": b"file",
+            "sub/deeper": Dir(),
+            "sub/deeper/g": b"g",
+        },
+    )
+    dst = tmp_path / "dst"
+    with pytest.raises(CopyFailedError) as info:
+        copy(str(src), str(dst), DEREF)
+    summary = info.value.summary
+    assert summary["errors"] == 2
+    assert (dst / "top").read_bytes() == b"top"
+    assert (dst / "sub" / "file").read_bytes() == b"file"
+    assert (dst / "sub" / "deeper" / "g").read_bytes() == b"g"
+    assert not os.path.lexists(dst / "sub" / "a" / "a")
+
+
+@pytest.mark.timeout(60)
+def test_dereference_self_loop_is_counted_error(tmp_path: Path) -> None:
+    """With -L, ``loop -> loop`` cannot be resolved (ELOOP): one counted error, and
+    the siblings in the same directory and elsewhere are still copied."""
+    spec: dict[str, Entry] = {"loop": Symlink("loop"), "d": Dir(), "d/g": b"g"}
+    for i in range(20):
+        spec[f"f{i:02}"] = b"f%d" % i
+    src = make_tree(tmp_path / "src", spec)
+    dst = tmp_path / "dst"
+    with pytest.raises(CopyFailedError) as info:
+        copy(str(src), str(dst), DEREF)
+    summary = info.value.summary
+    assert summary["errors"] == 1
+    assert summary["copied.files"] == 21
+    for i in range(20):
+        assert (dst / f"f{i:02}").read_bytes() == b"f%d" % i
+    assert (dst / "d" / "g").read_bytes() == b"g"
+    assert not os.path.lexists(dst / "loop")
+
+
+# -- hard links -------------------------------------------------------------------
+
+
+HARDLINKS: Spec = {
+    "a": Dir(),
+    "b": Dir(),
+    "c": Dir(),
+    "a/one": File(b"pair" * 1000, mode=0o640, mtime_ns=T),
+    "b/two": HardLink("a/one"),
+    "a/x": File(b"triple", mode=0o600, mtime_ns=T + 1),
+    "b/y": HardLink("a/x"),
+    "c/z": HardLink("a/x"),
+    "plain": File(b"plain", mtime_ns=T + 2),
+}
+
+
+def test_hardlinks_stay_linked(tmp_path: Path, tree_compare: TreeCompare) -> None:
+    """Groups of 2 and 3 names across directories share one inode in the copy;
+    data is copied once per inode and the extra names are counted as hard links."""
+    src = make_tree(tmp_path / "src", HARDLINKS)
+    dst = tmp_path / "dst"
+    summary = copy(str(src), str(dst))
+    assert tree_compare(src, dst, hardlinks=True) == []
+    assert inode(dst / "a" / "one") == inode(dst / "b" / "two")
+    assert inode(dst / "a" / "x") == inode(dst / "b" / "y") == inode(dst / "c" / "z")
+    assert inode(dst / "a" / "one") != inode(dst / "a" / "x")
+    assert os.stat(dst / "a" / "x").st_nlink == 3
+    assert os.stat(dst / "plain").st_nlink == 1
+    assert summary["copied.files"] == 3
+    assert summary["copied.hardlinks"] == 3
+    assert summary["copied.bytes"] == 4000 + 6 + 5
+
+
+def test_hardlinks_rerun_unchanged(tmp_path: Path, tree_compare: TreeCompare) -> None:
+    """A rerun with overwrite leaves hard links alone and reports them unchanged."""
+    src = make_tree(tmp_path / "src", HARDLINKS)
+    dst = tmp_path / "dst"
+    copy(str(src), str(dst))
+    before = {rel: inode(dst / rel) for rel in ("a/one", "b/two", "a/x", "c/z")}
+    summary = copy(str(src), str(dst), OVERWRITE)
+    assert summary["unchanged.files"] == 3
+    assert summary["unchanged.hardlinks"] == 3
+    assert summary["copied.files"] == summary["copied.hardlinks"] == 0
+    assert summary["copied.bytes"] == 0
+    assert {rel: inode(dst / rel) for rel in before} == before
+    assert tree_compare(src, dst, hardlinks=True) == []
+
+
+def test_hardlink_with_name_outside_tree_copied_as_file(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    """A name whose other links are all outside the tree becomes a plain file; an
+    inode with two names inside and one outside keeps the two inside linked."""
+    src = make_tree(
+        tmp_path / "src",
+        {"lonely": File(b"lonely", mtime_ns=T), "d": Dir(), "d/p": b"p", "q": b""},
+    )
+    os.link(src / "d" / "p", src / "q2")
+    os.unlink(src / "q")
+    os.link(src / "lonely", tmp_path / "outside1")
+    os.link(src / "d" / "p", tmp_path / "outside2")
+    dst = tmp_path / "dst"
+    summary = copy(str(src), str(dst))
+    assert tree_compare(src, dst, hardlinks=True) == []
+    st = os.stat(dst / "lonely")
+    assert stat.S_ISREG(st.st_mode)
+    assert st.st_nlink == 1
+    assert (dst / "lonely").read_bytes() == b"lonely"
+    assert st.st_mtime_ns == T
+    assert inode(dst / "d" / "p") == inode(dst / "q2")
+    assert os.stat(dst / "q2").st_nlink == 2
+    assert summary["copied.files"] == 2
+    assert summary["copied.hardlinks"] == 1
+    again = copy(str(src), str(dst), OVERWRITE)
+    assert again["unchanged.files"] == 2
+    assert again["unchanged.hardlinks"] == 1
+    assert again["copied.bytes"] == 0
+
+
+# -- special files ----------------------------------------------------------------
+
+
+def test_fifo_recreated(tmp_path: Path, tree_compare: TreeCompare) -> None:
+    """A FIFO is recreated as a FIFO with its mode and mtime (never opened)."""
+    src = make_tree(
+        tmp_path / "src", {"p": Fifo(mode=0o640, mtime_ns=T), "d": Dir(), "d/q": Fifo()}
+    )
+    dst = tmp_path / "dst"
+    summary = copy(str(src), str(dst))
+    assert stat.S_ISFIFO(os.lstat(dst / "p").st_mode)
+    assert stat.S_ISFIFO(os.lstat(dst / "d" / "q").st_mode)
+    assert tree_compare(src, dst) == []
+    assert summary["copied.specials"] == 2
+
+
+@pytest.mark.privileged
+def test_char_device_recreated_as_root(tmp_path: Path) -> None:
+    """As root, a character device is recreated with the same device number."""
+    src = tmp_path / "src"
+    src.mkdir()
+    os.mknod(src / "null", stat.S_IFCHR | 0o640, os.makedev(1, 3))
+    os.utime(src / "null", ns=(T, T))
+    dst = tmp_path / "dst"
+    summary = copy(str(src), str(dst))
+    st = os.lstat(dst / "null")
+    assert stat.S_ISCHR(st.st_mode)
+    assert st.st_rdev == os.makedev(1, 3)
+    assert stat.S_IMODE(st.st_mode) == 0o640
+    assert st.st_mtime_ns == T
+    assert summary["copied.specials"] == 1
+
+
+def test_unix_socket_recreated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tree_compare: TreeCompare
+) -> None:
+    """A UNIX socket bound in the source is recreated as a socket node."""
+    src = tmp_path / "src"
+    src.mkdir()
+    monkeypatch.chdir(src)  # sun_path is short: bind by a relative name
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.bind("sock")
+        os.chmod(src / "sock", 0o750)
+        os.utime(src / "sock", ns=(T, T))
+        dst = tmp_path / "dst"
+        summary = copy(str(src), str(dst))
+    assert stat.S_ISSOCK(os.lstat(dst / "sock").st_mode)
+    assert tree_compare(src, dst) == []
+    assert summary["copied.specials"] == 1
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A world-writable scratch dir in /tmp that an unprivileged user can use."""
+    path = Path(tempfile.mkdtemp(prefix="rcp-nobody-", dir="/tmp"))
+    path.chmod(0o777)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path)
+
+
+def rcp_as_nobody(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the rcp CLI as nobody:nogroup, without supplementary groups."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    cmd = [
+        "setpriv",
+        f"--reuid={NOBODY}",
+        f"--regid={NOBODY}",
+        "--clear-groups",
+        sys.executable,
+        "-c",
+        RCP_MAIN,
+        *args,
+    ]
+    return subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.mark.privileged
+@pytest.mark.parametrize("skip", [False, True])
+def test_device_as_non_root(shared_dir: Path, skip: bool) -> None:
+    """A non-root user cannot mknod a device: without --skip-specials it is a counted
+    error (exit 1), with it a counted skip (exit 0); the rest is copied either way."""
+    src = make_tree(
+        shared_dir / "src",
+        {
+            ".": Dir(mode=0o755),
+            "f": File(b"data", mode=0o644),
+            "d": Dir(mode=0o755),
+            "d/g": File(b"g", mode=0o644),
+            "p": Fifo(mode=0o644),
+        },
+    )
+    os.mknod(src / "d" / "dev", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    out = shared_dir / "summary.json"
+    args = ["--summary-json", str(out), str(src), str(shared_dir / "dst")]
+    result = rcp_as_nobody(shared_dir, *(["--skip-specials"] if skip else []), *args)
+    data = json.loads(out.read_text())
+    dst = shared_dir / "dst"
+    assert os.stat(dst).st_uid == NOBODY
+    assert (dst / "f").read_bytes() == b"data"
+    assert (dst / "d" / "g").read_bytes() == b"g"
+    assert stat.S_ISFIFO(os.lstat(dst / "p").st_mode)
+    assert not os.path.lexists(dst / "d" / "dev")
+    assert data["copied"]["files"] == 2
+    assert data["copied"]["specials"] == 1
+    if skip:
+        assert result.returncode == 0, result.stderr
+        assert data["skipped"]["specials"] == 1
+        assert data["errors"] == 0
+    else:
+        assert result.returncode == 1, result.stderr
+        assert data["errors"] == 1
+        assert data["skipped"]["specials"] == 0
+        assert "dev" in result.stderr + json.dumps(data["error_list"])
