@@ -38,7 +38,7 @@ from rcp_core.filters import GitIgnores, Verdict
 from rcp_core.paths import Job, plan_jobs
 from rcp_core.progress import Progress
 from rcp_core.remove import Protect, remove_entry
-from rcp_core.settings import CopySettings
+from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.summary import Resources, Summary, Tally, merge
 from rcp_core.tree import DIR_FLAGS, DirNode
 
@@ -168,7 +168,7 @@ class Engine:
             try:
                 fn()
             except OSError as exc:
-                if classify(exc) is not Kind.TRANSIENT:
+                if classify(exc) is not Kind.TRANSIENT or not self.settings.retries:
                     raise
                 self.retry(fn)
         except OSError as exc:
@@ -411,7 +411,12 @@ class Engine:
                 self._guarded(
                     tally, node, "delete", node.rel, lambda: self._prune(tally, node)
                 )
-            if ctx.dry_run is None and node.dst_fd is not None:
+            keep_existing = ctx.settings.existing is ExistingPolicy.IGNORE_EXISTING
+            if (
+                ctx.dry_run is None
+                and node.dst_fd is not None
+                and (node.created or not keep_existing)
+            ):
                 st, dst_fd = node.st, node.dst_fd
                 self._guarded(
                     tally,

@@ -55,6 +55,9 @@ class EntryError(RcpError, OSError):
         self.path = path
         self.cause = cause
 
+    def __str__(self) -> str:
+        return f"{self.op} {self.path!r}: {self.cause.strerror or self.cause}"
+
     def __reduce__(self) -> tuple[type[EntryError], tuple[str, str, OSError]]:
         return (type(self), (self.op, self.path, self.cause))
 

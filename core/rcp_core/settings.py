@@ -149,7 +149,8 @@ class CopySettings:
     :param max_workers: worker threads; ``None`` picks a default from the CPU count.
     :param max_open_files: bound on descriptors; ``None`` derives it from RLIMIT_NOFILE.
     :param ops_throttle: metadata operations per second (0 = unlimited).
-    :param retries: attempts for an operation failing with a transient error.
+    :param retries: how often an operation failing with a transient error is tried
+        again after its first attempt (0: never).
     :param retry_delay: first retry backoff in seconds.
     """
 
@@ -191,5 +192,5 @@ class CopySettings:
                 raise UsageError(f"{name.replace('_', '-')} must be at least 1")
         if self.ops_throttle < 0:
             raise UsageError("ops-throttle must not be negative")
-        if self.retries < 1:
-            raise UsageError("retries must be at least 1")
+        if self.retries < 0:
+            raise UsageError("retries must not be negative")

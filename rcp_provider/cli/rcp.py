@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--retries",
         type=int,
         default=3,
-        help="attempts for transiently failing operations",
+        help="retries of a transiently failing operation (0 = never; default 3)",
     )
     out = parser.add_argument_group("output")
     out.add_argument("--progress", action="store_true", help="show progress on stderr")
