@@ -1,0 +1,84 @@
+"""Resource bounds: open-file budget, worker count, metadata-ops throttle."""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import rcp_core
+from rcp_core import CopySettings
+from rcp_core.engine import OPEN_FILES_CAP, Engine, default_workers
+from rcp_core.paths import plan_jobs
+from rcp_core.throttle import TokenBucket
+
+
+@pytest.fixture
+def low_soft_limit() -> Iterator[int]:
+    """Lower the soft RLIMIT_NOFILE for the test; restore it afterwards."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    low = min(256, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+    try:
+        yield hard
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def engine_for(tmp_path: Path, settings: CopySettings) -> Engine:
+    (tmp_path / "src").mkdir(exist_ok=True)
+    jobs = plan_jobs([str(tmp_path / "src"), str(tmp_path / "dst")], settings)
+    return Engine(jobs, settings)
+
+
+def test_soft_open_files_limit_is_raised_to_hard(
+    tmp_path: Path, low_soft_limit: int
+) -> None:
+    engine = engine_for(tmp_path, CopySettings())
+    hard = low_soft_limit
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == hard
+    assert engine.max_open_files == min(int(hard * 0.8), OPEN_FILES_CAP)
+
+
+def test_max_open_files_bounds_the_workers(tmp_path: Path) -> None:
+    """Each worker may hold a source and a destination file plus directories."""
+    engine = engine_for(tmp_path, CopySettings(max_open_files=100))
+    assert engine.workers == default_workers(100) <= (100 - 64) // 4
+    assert engine_for(tmp_path, CopySettings(max_open_files=10)).workers == 1
+    assert default_workers(10**6) == min(32, 4 * (os.cpu_count() or 1))
+
+
+def test_explicit_workers_win(tmp_path: Path) -> None:
+    assert engine_for(tmp_path, CopySettings(max_workers=3)).workers == 3
+
+
+def test_token_bucket_allows_a_burst_then_paces() -> None:
+    """rate tokens at once, then one per 1/rate seconds (a lower bound: never faster)."""
+    bucket = TokenBucket(20.0)
+    start = time.monotonic()
+    for _ in range(20):
+        bucket.take()
+    burst = time.monotonic() - start
+    for _ in range(10):
+        bucket.take()
+    paced = time.monotonic() - start - burst
+    assert paced >= 10 / 20 * 0.9
+
+
+def test_ops_throttle_paces_a_copy(tmp_path: Path) -> None:
+    """40 entries at 20 metadata ops/s take at least a second after the burst."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(40):
+        (src / f"f{i}").write_bytes(b"x")
+    start = time.monotonic()
+    summary = rcp_core.copy(
+        str(src), str(tmp_path / "dst"), CopySettings(ops_throttle=20)
+    )
+    elapsed = time.monotonic() - start
+    assert summary["copied.files"] == 40
+    assert elapsed >= (40 - 20) / 20 * 0.9
