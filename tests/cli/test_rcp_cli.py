@@ -7,17 +7,12 @@ import json
 import os
 import struct
 import subprocess
-import sys
 import termios
 from pathlib import Path
 
 import pytest
 
-RCP = [
-    sys.executable,
-    "-c",
-    "from rcp_provider.cli.rcp import main; raise SystemExit(main())",
-]
+from support.nobody import RCP
 
 
 def rcp(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -15,8 +15,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,20 +24,11 @@ import pytest
 import rcp_core
 from rcp_core import CopySettings, EntryError, ExistingPolicy, FatalError, RcpError
 from rcp_core.errors import Kind, classify, entry_error, retrying
+from support import nobody
+from support.nobody import RCP, give_to_nobody, rcp_as_nobody
 from support.treecmp import TreeCompare
 from support.treespec import Dir, Entry, File, make_tree
 
-NOBODY = 65534
-RCP_AS_NOBODY = [
-    "setpriv",
-    f"--reuid={NOBODY}",
-    f"--regid={NOBODY}",
-    "--clear-groups",
-    sys.executable,
-    "-c",
-    "from rcp_provider.cli.rcp import main; raise SystemExit(main())",
-]
-RCP = RCP_AS_NOBODY[4:]
 T0 = 1_600_000_000 * 10**9
 
 
@@ -48,33 +37,8 @@ T0 = 1_600_000_000 * 10**9
 
 @pytest.fixture
 def world_dir() -> Iterator[Path]:
-    """A fresh ``0777`` directory under /tmp that ``nobody`` can reach and write."""
-    path = Path(tempfile.mkdtemp(prefix="rcp-nobody-", dir="/tmp"))
-    os.chmod(path, 0o777)
-    yield path
-    shutil.rmtree(path)
-
-
-def give_to_nobody(root: Path, unreadable: list[str]) -> None:
-    """chown everything under ``root`` to nobody, then ``chmod 000`` the named ones."""
-    os.chown(root, NOBODY, NOBODY)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in [*dirnames, *filenames]:
-            os.chown(os.path.join(dirpath, name), NOBODY, NOBODY, follow_symlinks=False)
-    for rel in unreadable:
-        os.chmod(root / rel, 0)
-
-
-def rcp_as_nobody(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*RCP_AS_NOBODY, *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=60,
-        check=False,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-    )
+    with nobody.world_dir() as path:
+        yield path
 
 
 @pytest.mark.privileged

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import stat
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from rcp_core import CopyFailedError, CopySettings, ExistingPolicy, copy
+from support.nobody import NOBODY, rcp_as_nobody, world_dir
 from support.treecmp import TreeCompare
 from support.treespec import (
     Dir,
@@ -36,8 +33,6 @@ from support.treespec import (
 )
 
 T = 1_600_000_000_123_456_789
-NOBODY = 65534
-RCP_MAIN = "from rcp_provider.cli.rcp import main; raise SystemExit(main())"
 DEREF = CopySettings(dereference=True)
 OVERWRITE = CopySettings(existing=ExistingPolicy.OVERWRITE)
 
@@ -374,34 +369,8 @@ def test_unix_socket_recreated(
 
 @pytest.fixture
 def shared_dir() -> Iterator[Path]:
-    """A world-writable scratch dir in /tmp that an unprivileged user can use."""
-    path = Path(tempfile.mkdtemp(prefix="rcp-nobody-", dir="/tmp"))
-    path.chmod(0o777)
-    try:
+    with world_dir() as path:
         yield path
-    finally:
-        shutil.rmtree(path)
-
-
-def rcp_as_nobody(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run the rcp CLI as nobody:nogroup, without supplementary groups."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
-    cmd = [
-        "setpriv",
-        f"--reuid={NOBODY}",
-        f"--regid={NOBODY}",
-        "--clear-groups",
-        sys.executable,
-        "-c",
-        RCP_MAIN,
-        *args,
-    ]
-    return subprocess.run(
-        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False
-    )
 
 
 @pytest.mark.privileged
