@@ -112,6 +112,7 @@ class Engine:
         self._pending_lock = threading.Lock()
         self._tallies: list[Tally] = []
         self._started = 0.0
+        self._crash: BaseException | None = None
 
     # -- scheduling -------------------------------------------------------------
 
@@ -137,6 +138,11 @@ class Engine:
                 fn, args = stack.pop()
             try:
                 fn(tally, *args)
+            except BaseException as exc:  # noqa: BLE001 - re-raised by run()
+                # A bug, not an entry error: stop everything rather than report a
+                # success with a subtree silently missing.
+                self._crash = self._crash or exc
+                self.ctx.stop(f"internal error: {exc!r}")
             finally:
                 with cond:
                     self._outstanding -= 1
@@ -574,6 +580,8 @@ class Engine:
         stop.set()
         for thread in helpers:
             thread.join()
+        if self._crash is not None:
+            raise self._crash
         counts = merge(self._tallies)
         if self.on_progress is not None:
             self.on_progress(self._progress(final=True))

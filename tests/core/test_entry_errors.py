@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 import rcp_core
+import rcp_core.metadata
 from rcp_core import CopySettings, EntryError, ExistingPolicy, FatalError, RcpError
 from rcp_core.errors import Kind, classify, entry_error, retrying
 from support import nobody
@@ -500,3 +501,29 @@ def test_persistent_transient_error_fails_after_retries_attempts(
     ]
     assert calls == [1 + retries]
     assert os.listdir(base / "dst") == ["g"]
+
+
+def test_an_internal_error_is_never_a_silent_success(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in a worker (not an OSError) stops the run and surfaces to the caller.
+
+    The injected fault stands for any programming error: the run must not report
+    success with part of the tree missing.
+    """
+    make_tree(
+        tmp_path / "src", {f"d{i}/f{j}": b"x" for i in range(4) for j in range(50)}
+    )
+    original = rcp_core.metadata.Metadata.apply
+    calls = 0
+
+    def broken(self: rcp_core.metadata.Metadata, *args: Any, **kwargs: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 7:
+            raise RuntimeError("injected bug")
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(rcp_core.metadata.Metadata, "apply", broken)
+    with pytest.raises(RuntimeError, match="injected bug"):
+        rcp_core.copy(str(tmp_path / "src"), str(tmp_path / "dst"))
