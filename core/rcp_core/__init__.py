@@ -14,6 +14,8 @@ from rcp_core.errors import (
     RcpError,
     UsageError,
 )
+from rcp_core.hookspecs import hookimpl
+from rcp_core.plugins import plugin_manager
 from rcp_core.settings import (
     CompareAttr,
     CopySettings,
@@ -36,4 +38,6 @@ __all__ = [
     "Summary",
     "UsageError",
     "copy",
+    "hookimpl",
+    "plugin_manager",
 ]

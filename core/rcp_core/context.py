@@ -9,13 +9,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
+from collections.abc import Mapping
 
-from rcp_core.errors import EntryError, FatalError
+import pluggy
+
+from rcp_core.errors import EntryError, FatalError, Kind, entry_error
 from rcp_core.filters import Filter
 from rcp_core.links import LinkMap
 from rcp_core.metadata import Metadata
 from rcp_core.methods import DataCopier
+from rcp_core.paths import Job
+from rcp_core.plugins import site_implemented
 from rcp_core.settings import CopySettings, DryRun
+from rcp_core.storage import StorageInfo
 from rcp_core.summary import Tally
 from rcp_core.throttle import TokenBucket
 from rcp_core.tree import DirNode
@@ -53,10 +59,25 @@ class ErrorLog:
 
 
 class Context:
-    """What every work item of a run needs."""
+    """What every work item of a run needs.
 
-    def __init__(self, settings: CopySettings, umask: int) -> None:
+    :param hook: the run's plugin hooks.
+    :param storage: each job's (source, destination) storage.
+    """
+
+    def __init__(
+        self,
+        settings: CopySettings,
+        umask: int,
+        hook: pluggy.HookRelay,
+        storage: Mapping[Job, tuple[StorageInfo, StorageInfo]],
+    ) -> None:
         self.settings = settings
+        self.hook = hook
+        self.storage = storage
+        # Per-file hooks are called only if a site plugin implements them (hot path).
+        self.choose_method = site_implemented(hook.rcp_choose_method)
+        self.pre_create = site_implemented(hook.rcp_pre_create)
         self.metadata = Metadata(settings.preserve, umask)
         self.copier = DataCopier()
         self.links = LinkMap()
@@ -73,6 +94,21 @@ class Context:
         self.dry_run = settings.dry_run
         self.stopping = False
         self.stop_reason: str | None = None
+
+    def storage_of(self, node: DirNode) -> tuple[StorageInfo, StorageInfo]:
+        """The (source, destination) storage of the job ``node`` belongs to."""
+        anchor = node.anchor or node
+        assert anchor.job is not None
+        return self.storage[anchor.job]
+
+    def classify(self, error: OSError) -> Kind:
+        """Transient, permanent or fatal, as the ``rcp_classify_error`` hook says."""
+        kind: Kind = self.hook.rcp_classify_error(error=error)
+        return kind
+
+    def error(self, op: str, path: str, cause: OSError) -> EntryError:
+        """The :class:`EntryError` for ``cause``, classified by the hook."""
+        return entry_error(op, path, cause, self.classify(cause))
 
     def fail(self, tally: Tally, node: DirNode, error: EntryError) -> None:
         """Record a per-entry error; stop the run if it is fatal or fail-early is on."""

@@ -1,6 +1,6 @@
-"""The scheduler: a bounded pool of worker threads over a depth-first work stack.
+"""The copy run: work items over open directory descriptors, served by a work pool.
 
-Work items are small closures over open directory descriptors:
+Work items (run by :class:`~rcp_core.pool.WorkPool`) are:
 
 - *visit* a directory: open it relative to its parent, create or reuse its
   destination, then scan it;
@@ -15,42 +15,52 @@ at most about ``SCAN_CHUNK`` items per directory on the current paths: memory st
 flat however large the tree is. Threads release the GIL in every syscall, which is
 where a copy spends its time on parallel and network filesystems.
 
+Before the run, the plugins (:mod:`rcp_core.plugins`) describe each job's storage and
+choose the concurrency; during it, the monitor (:mod:`rcp_core.monitor`) adapts the
+number of items in flight with :class:`~rcp_core.tuning.Controller`.
+
 A directory is finished (metadata applied, ``--delete`` pruning, descriptors closed)
 when the last item referring to it completes; see :mod:`rcp_core.tree`.
 """
 
 from __future__ import annotations
 
-import collections
+import dataclasses
 import os
 import resource
 import stat
 import threading
-import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import pluggy
 
 from rcp_core.context import Context, log
 from rcp_core.entries import copy_file, copy_other, copy_symlink, existing
-from rcp_core.errors import CopyFailedError, Kind, classify, entry_error, retrying
+from rcp_core.errors import CopyFailedError, Kind, retrying
 from rcp_core.existing import Action, decide
 from rcp_core.filters import GitIgnores, Verdict
+from rcp_core.monitor import Monitor, Observer
 from rcp_core.paths import Job, plan_jobs
-from rcp_core.progress import Progress
+from rcp_core.plugins import plugin_manager, site_implemented
+from rcp_core.pool import WorkPool
 from rcp_core.remove import Protect, remove_entry
 from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_core.storage import StorageInfo
 from rcp_core.summary import Resources, Summary, Tally, merge
 from rcp_core.tree import DIR_FLAGS, DirNode
+from rcp_core.tuning import Concurrency, Controller
 
 if TYPE_CHECKING:
     from os import _ScandirIterator as ScandirIterator
 
 SCAN_CHUNK = 256
 BATCH = 32
-MAX_DEFAULT_WORKERS = 32
 OPEN_FILES_CAP = 4096
+FDS_PER_WORKER = 4
+"""A worker holds a source and a destination file, plus directories on its path."""
+FD_RESERVE = 64
 
-Item = tuple[Callable[..., None], tuple[Any, ...]]
 Op = Callable[[Context, Tally, DirNode, str, str, str], None]
 
 
@@ -67,17 +77,50 @@ def raise_open_files_limit() -> int:
     return soft
 
 
-def default_workers(max_open_files: int) -> int:
-    """Threads: 4 per core (most time is spent waiting in syscalls), within fd bounds."""
-    by_cpu = min(MAX_DEFAULT_WORKERS, 4 * (os.cpu_count() or 1))
-    return max(1, min(by_cpu, (max_open_files - 64) // 4))
+def storage_of(hook: pluggy.HookRelay, path: str) -> StorageInfo:
+    """Ask the plugins what storage ``path`` (a directory) is on."""
+    fd = os.open(path, DIR_FLAGS)
+    try:
+        info: StorageInfo = hook.rcp_detect_storage(path=path, fd=fd)
+    finally:
+        os.close(fd)
+    return info
+
+
+def choose_concurrency(
+    hook: pluggy.HookRelay,
+    storage: Iterable[tuple[StorageInfo, StorageInfo]],
+    settings: CopySettings,
+    max_open_files: int,
+) -> Concurrency:
+    """The plugins' choice for the most demanding pair, within the descriptor budget.
+
+    ``--max-workers`` fixes the number of workers (no adaptation).
+    """
+    cpus = len(os.sched_getaffinity(0))
+    choices: list[Concurrency] = [
+        hook.rcp_choose_concurrency(source=src, destination=dst, cpus=cpus)
+        for src, dst in storage
+    ]
+    chosen = max(choices, key=lambda c: c.initial)
+    if settings.max_workers:
+        chosen = Concurrency.fixed(settings.max_workers, chosen.chunk_size)
+    budget = max(1, (max_open_files - FD_RESERVE) // FDS_PER_WORKER)
+    return dataclasses.replace(
+        chosen,
+        initial=min(chosen.initial, budget),
+        minimum=min(chosen.minimum, budget),
+        maximum=min(chosen.maximum, budget),
+    )
 
 
 class Engine:
     """One copy run. Build it, call :meth:`run` once.
 
     :param jobs: planned by :func:`rcp_core.paths.plan_jobs`.
-    :param on_progress: called from a ticker thread every ``progress_interval``
+    :param plugins: the run's plugin manager (:func:`rcp_core.plugins.plugin_manager`
+        by default: built-in plugin plus installed site plugins).
+    :param on_progress: called from the monitor thread every ``progress_interval``
         seconds, and once at the end, with a :class:`~rcp_core.progress.Progress`.
     :param cancel: set it from any thread to stop the run as soon as possible.
     """
@@ -87,67 +130,45 @@ class Engine:
         jobs: Sequence[Job],
         settings: CopySettings,
         *,
-        on_progress: Callable[[Progress], None] | None = None,
+        plugins: pluggy.PluginManager | None = None,
+        on_progress: Observer | None = None,
         progress_interval: float = 1.0,
         cancel: threading.Event | None = None,
     ) -> None:
         self.jobs = jobs
         self.settings = settings
+        self.hook = (plugins or plugin_manager()).hook
         soft = raise_open_files_limit()
         self.max_open_files = settings.max_open_files or min(
             int(soft * 0.8), OPEN_FILES_CAP
         )
-        self.workers = settings.max_workers or default_workers(self.max_open_files)
+        storage: Mapping[Job, tuple[StorageInfo, StorageInfo]] = {
+            job: (
+                storage_of(self.hook, job.src_parent),
+                storage_of(self.hook, job.dst_parent),
+            )
+            for job in jobs
+        }
+        self.concurrency = choose_concurrency(
+            self.hook, storage.values(), settings, self.max_open_files
+        )
         umask = os.umask(0o022)
         os.umask(umask)
-        self.ctx = Context(settings, umask)
-        self.retry = retrying(settings.retries, settings.retry_delay)
-        self.on_progress = on_progress
+        self.ctx = Context(settings, umask, self.hook, storage)
+        self.retry = retrying(settings.retries, settings.retry_delay, self.ctx.classify)
+        self.pool = WorkPool(
+            self.concurrency.maximum,
+            self.concurrency.initial,
+            on_crash=lambda exc: self.ctx.stop(f"internal error: {exc!r}"),
+        )
+        self.observers: list[Observer] = [on_progress] if on_progress else []
+        if site_implemented(self.hook.rcp_progress):
+            self.observers.append(lambda p: self.hook.rcp_progress(progress=p))
         self.progress_interval = progress_interval
         self.cancel = cancel or threading.Event()
-        self._stack: collections.deque[Item] = collections.deque()
-        self._cond = threading.Condition(threading.Lock())
-        self._outstanding = 0
-        self._idle = 0
         self._pending_lock = threading.Lock()
-        self._tallies: list[Tally] = []
-        self._started = 0.0
-        self._crash: BaseException | None = None
-
-    # -- scheduling -------------------------------------------------------------
-
-    def _push(self, fn: Callable[..., None], *args: Any) -> None:
-        with self._cond:
-            self._stack.append((fn, args))
-            self._outstanding += 1
-            if self._idle:
-                self._cond.notify()
-
-    def _worker(self) -> None:
-        tally = Tally()
-        self._tallies.append(tally)
-        stack, cond = self._stack, self._cond
-        while True:
-            with cond:
-                while not stack and self._outstanding:
-                    self._idle += 1
-                    cond.wait()
-                    self._idle -= 1
-                if not stack:
-                    return
-                fn, args = stack.pop()
-            try:
-                fn(tally, *args)
-            except BaseException as exc:  # noqa: BLE001 - re-raised by run()
-                # A bug, not an entry error: stop everything rather than report a
-                # success with a subtree silently missing.
-                self._crash = self._crash or exc
-                self.ctx.stop(f"internal error: {exc!r}")
-            finally:
-                with cond:
-                    self._outstanding -= 1
-                    if not self._outstanding:
-                        cond.notify_all()
+        self.limits: list[int] = []
+        """The limits the controller chose, one per tick (for tests and reports)."""
 
     def _hold(self, node: DirNode, n: int = 1) -> None:
         with self._pending_lock:
@@ -174,11 +195,14 @@ class Engine:
             try:
                 fn()
             except OSError as exc:
-                if classify(exc) is not Kind.TRANSIENT or not self.settings.retries:
+                if (
+                    self.ctx.classify(exc) is not Kind.TRANSIENT
+                    or not self.settings.retries
+                ):
                     raise
                 self.retry(fn)
         except OSError as exc:
-            self.ctx.fail(tally, node, entry_error(op, node.display(rel), exc))
+            self.ctx.fail(tally, node, self.ctx.error(op, node.display(rel), exc))
             return False
         return True
 
@@ -201,10 +225,10 @@ class Engine:
         for i, (name, op) in enumerate(batch):
             if self.ctx.stopping:
                 break
-            if self._idle and len(batch) - i > 1:
+            if self.pool.starving and len(batch) - i > 1:
                 # Others are idle: give them the rest, so big files spread out.
                 self._hold(node)
-                self._push(self._batch, node, batch[i + 1 :])
+                self.pool.push(self._batch, node, batch[i + 1 :])
                 self._entry(tally, node, name, name, node.child_rel(name), op)
                 break
             self._entry(tally, node, name, name, node.child_rel(name), op)
@@ -313,7 +337,7 @@ class Engine:
             node.dst_dev = os.fstat(node.dst_fd).st_dev
         return True
 
-    def _gitignores(self, node: DirNode) -> Any:
+    def _gitignores(self, node: DirNode) -> GitIgnores:
         ignores = node.ignores if node.ignores is not None else GitIgnores.root()
         try:
             fd = os.open(".gitignore", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=node.src_fd)
@@ -370,7 +394,9 @@ class Engine:
                     break
         except OSError as exc:
             self.ctx.fail(
-                tally, node, entry_error("read directory", node.display(node.rel), exc)
+                tally,
+                node,
+                self.ctx.error("read directory", node.display(node.rel), exc),
             )
             if it is not None:
                 it.close()
@@ -378,14 +404,14 @@ class Engine:
             return
         if not done:
             self._hold(node)
-            self._push(self._scan, node, it)
+            self.pool.push(self._scan, node, it)
         else:
             it.close()
         self._hold(node, len(dirs) + (len(files) + BATCH - 1) // BATCH)
         for start in range(0, len(files), BATCH):
-            self._push(self._batch, node, files[start : start + BATCH])
+            self.pool.push(self._batch, node, files[start : start + BATCH])
         for name, rel in dirs:
-            self._push(self._visit, node, name, name, rel)
+            self.pool.push(self._visit, node, name, name, rel)
         self._release(tally, node)
 
     def _included(self, tally: Tally, node: DirNode, name: str, is_dir: bool) -> bool:
@@ -439,7 +465,7 @@ class Engine:
             ctx.fail(
                 tally,
                 node,
-                entry_error("finish directory", node.display(node.rel), exc),
+                self.ctx.error("finish directory", node.display(node.rel), exc),
             )
         finally:
             if parent is not None and node.failed:
@@ -517,84 +543,71 @@ class Engine:
             raise
         if stat.S_ISDIR(st.st_mode):
             self._hold(anchor)
-            self._push(self._visit, anchor, job.src_name, job.dst_name, "")
+            self.pool.push(self._visit, anchor, job.src_name, job.dst_name, "")
         else:
             op: Op = copy_file if stat.S_ISREG(st.st_mode) else copy_other
             if stat.S_ISLNK(st.st_mode):
                 op = copy_symlink
             self._hold(anchor)
-            self._push(self._root_entry, anchor, job, op)
+            self.pool.push(self._root_entry, anchor, job, op)
         self._release(tally, anchor)
 
     def _root_entry(self, tally: Tally, anchor: DirNode, job: Job, op: Op) -> None:
         self._entry(tally, anchor, job.src_name, job.dst_name, "", op)
         self._release(tally, anchor)
 
-    def _ticker(self, stop: threading.Event) -> None:
-        assert self.on_progress is not None
-        while not stop.wait(self.progress_interval):
-            self.on_progress(self._progress(final=False))
-
-    def _progress(self, final: bool) -> Progress:
-        return Progress(
-            counts=merge(list(self._tallies)),
-            elapsed=time.monotonic() - self._started,
-            pending=self._outstanding,
-            final=final,
-        )
-
-    def _watch_cancel(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            if self.cancel.wait(0.1):
-                self.ctx.stop("cancelled")
-                return
-
     def run(self) -> Summary:
-        """Copy everything; return the summary or raise :class:`CopyFailedError`."""
-        self._started = time.monotonic()
+        """Copy everything; return the summary or raise :class:`CopyFailedError`.
+
+        The ``rcp_run_finished`` hook sees the summary (or the failure) either way.
+        """
         usage = resource.getrusage(resource.RUSAGE_SELF)
+        controller = Controller(self.concurrency) if self.concurrency.adaptive else None
+        monitor = Monitor(
+            self.pool,
+            controller,
+            self.observers,
+            self.progress_interval,
+            self.cancel,
+            on_cancel=lambda: self.ctx.stop("cancelled"),
+        )
         setup = Tally()
-        self._tallies.append(setup)
+        self.pool.tallies.append(setup)
         for job in self.jobs:
             try:
                 self._start_job(setup, job)
             except OSError as exc:
                 setup["errors"] += 1
-                self.ctx.errors.add(entry_error("start", job.src_name, exc))
-        stop = threading.Event()
-        helpers = [
-            threading.Thread(target=self._watch_cancel, args=(stop,), daemon=True)
-        ]
-        if self.on_progress is not None:
-            helpers.append(
-                threading.Thread(target=self._ticker, args=(stop,), daemon=True)
+                self.ctx.errors.add(self.ctx.error("start", job.src_name, exc))
+        monitor.start()
+        try:
+            self.pool.run()
+        except BaseException as exc:
+            self.hook.rcp_run_finished(summary=None, error=exc)
+            raise
+        finally:
+            monitor.stop()
+            self.limits = monitor.limits
+            log.debug(
+                "concurrency %s: limits %s",
+                self.concurrency,
+                ",".join(map(str, self.limits)),
             )
-        threads = [
-            threading.Thread(target=self._worker, name=f"rcp-worker-{i}", daemon=True)
-            for i in range(self.workers)
-        ]
-        for thread in helpers + threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        stop.set()
-        for thread in helpers:
-            thread.join()
-        if self._crash is not None:
-            raise self._crash
-        counts = merge(self._tallies)
-        if self.on_progress is not None:
-            self.on_progress(self._progress(final=True))
+        counts = merge(self.pool.tallies)
         summary = Summary(
             counts=counts,
-            resources=Resources.since(self._started, usage),
+            resources=Resources.since(monitor.started, usage),
             errors=tuple(self.ctx.errors.report()),
             dry_run=self.settings.dry_run is not None,
         )
+        failure: CopyFailedError | None = None
         if counts["errors"] or self.ctx.stop_reason == "cancelled":
-            raise CopyFailedError(
+            failure = CopyFailedError(
                 summary, list(summary.errors), stopped=self.ctx.stopping
             )
+        self.hook.rcp_run_finished(summary=summary, error=failure)
+        if failure is not None:
+            raise failure
         return summary
 
 
@@ -611,7 +624,8 @@ def copy(
     destination: str | os.PathLike[str],
     settings: CopySettings | None = None,
     *,
-    on_progress: Callable[[Progress], None] | None = None,
+    plugins: pluggy.PluginManager | Iterable[object] | None = None,
+    on_progress: Observer | None = None,
     progress_interval: float = 1.0,
     cancel: threading.Event | None = None,
 ) -> Summary:
@@ -620,6 +634,8 @@ def copy(
     A ``destination`` string ending in ``/`` means "into this directory" (needed for
     several sources); otherwise it is the exact name of the copy.
 
+    :param plugins: a plugin manager, or plugin objects to register besides the
+        built-in and installed ones (tests, per-call overrides).
     :raises UsageError: bad operands or settings; nothing was touched.
     :raises CopyFailedError: some entries failed; ``.summary`` has the partial counts.
     """
@@ -629,9 +645,12 @@ def copy(
     settings = settings or CopySettings()
     jobs = plan_jobs(operands, settings)
     log.debug("copying %d source(s)", len(jobs))
+    if not isinstance(plugins, pluggy.PluginManager):
+        plugins = plugin_manager(plugins or ())
     return Engine(
         jobs,
         settings,
+        plugins=plugins,
         on_progress=on_progress,
         progress_interval=progress_interval,
         cancel=cancel,

@@ -30,6 +30,8 @@ from rcp_core.tree import DirNode
 
 SRC_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
 NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+PRE_CREATED_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+"""A site's ``rcp_pre_create`` made the (empty) file; open it, never create."""
 
 
 def temp_name(name: str) -> str:
@@ -154,14 +156,34 @@ def _copy_data(
         return True
     assert node.dst_fd is not None
     target = temp_name(dst_name) if old is not None else dst_name
-    dst = os.open(target, NEW_FILE_FLAGS, 0o600, dir_fd=node.dst_fd)
+    start = None
+    pre_created = False
+    if ctx.choose_method or ctx.pre_create:
+        source, destination = ctx.storage_of(node)
+        if ctx.choose_method:
+            start = ctx.hook.rcp_choose_method(
+                path=path, size=st.st_size, source=source, destination=destination
+            )
+        pre_created = ctx.pre_create and bool(
+            ctx.hook.rcp_pre_create(
+                dir_fd=node.dst_fd,
+                name=target,
+                size=st.st_size,
+                destination=destination,
+            )
+        )
+    flags = PRE_CREATED_FLAGS if pre_created else NEW_FILE_FLAGS
+    dst = os.open(target, flags, 0o600, dir_fd=node.dst_fd)
     try:
+        if pre_created:
+            _check_pre_created(dst, target)
         method, copied = ctx.copier.copy(
             src,
             dst,
             st.st_size,
             st.st_blocks * 512 < st.st_size,
             (st.st_dev, node.dst_dev),
+            start,
         )
         after = os.fstat(src)
         changed = after.st_size != st.st_size or after.st_mtime_ns != st.st_mtime_ns
@@ -180,6 +202,15 @@ def _copy_data(
     if changed:
         raise SourceChangedError()
     return True
+
+
+def _check_pre_created(fd: int, name: str) -> None:
+    """A pre-created file must be a new, empty regular file (never user data)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size:
+        raise FileExistsError(
+            errno.EEXIST, "pre-created entry is not an empty file", name
+        )
 
 
 def _link(

@@ -9,7 +9,9 @@
     └── CopyFailedError                raised at the end of a run that had errors; carries
                                        the partial summary and the deduplicated error list
 
-Classification (:func:`classify`) is decided here and nowhere else:
+Classification is decided in one place: :func:`classify` holds the errno table, and a
+run asks it through the ``rcp_classify_error`` hook (whose built-in implementation is
+:func:`classify`), so a site may override it for its storage:
 
 - *transient* errnos (EAGAIN, EINTR, ETIMEDOUT, ESTALE, EBUSY, ...) are retried a small,
   configurable number of times with jittered backoff (tenacity), and only they are;
@@ -124,21 +126,36 @@ def classify(exc: BaseException) -> Kind:
     return Kind.PERMANENT
 
 
-def entry_error(op: str, path: str, cause: OSError) -> EntryError:
-    """Wrap ``cause`` in the right :class:`EntryError` subclass for its classification."""
-    if classify(cause) is Kind.FATAL:
+Classifier = Callable[[OSError], Kind]
+
+
+def entry_error(
+    op: str, path: str, cause: OSError, kind: Kind | None = None
+) -> EntryError:
+    """Wrap ``cause`` in the :class:`EntryError` subclass its ``kind`` calls for.
+
+    :param kind: the classification, if the caller already made it.
+    """
+    if (kind or classify(cause)) is Kind.FATAL:
         return FatalError(op, path, cause)
     return EntryError(op, path, cause)
 
 
-def retrying(attempts: int, base_delay: float) -> Callable[[Callable[[], T]], T]:
+def retrying(
+    attempts: int, base_delay: float, classifier: Classifier = classify
+) -> Callable[[Callable[[], T]], T]:
     """Return ``run(fn)`` that calls ``fn`` and retries it on transient errors only.
 
     :param attempts: total tries (1 disables retrying).
     :param base_delay: first backoff in seconds; doubles with jitter, capped at 2 s.
+    :param classifier: decides what is transient (the run's ``rcp_classify_error``).
     """
+
+    def transient(exc: BaseException) -> bool:
+        return isinstance(exc, OSError) and classifier(exc) is Kind.TRANSIENT
+
     policy = tenacity.Retrying(
-        retry=tenacity.retry_if_exception(lambda e: classify(e) is Kind.TRANSIENT),
+        retry=tenacity.retry_if_exception(transient),
         stop=tenacity.stop_after_attempt(max(1, attempts)),
         wait=tenacity.wait_exponential_jitter(
             multiplier=base_delay, max=2.0, jitter=base_delay

@@ -51,25 +51,36 @@ class DataCopier:
             self._refused[(devs[0], devs[1], method)] = True
 
     def copy(
-        self, src: int, dst: int, size: int, sparse: bool, devs: tuple[int, int]
+        self,
+        src: int,
+        dst: int,
+        size: int,
+        sparse: bool,
+        devs: tuple[int, int],
+        start: str | None = None,
     ) -> tuple[str | None, int]:
         """Copy ``size`` bytes from ``src`` to the empty file ``dst``.
 
         :param sparse: the source has fewer blocks than its size (holes).
         :param devs: ``(st_dev of source, st_dev of destination)``.
+        :param start: begin the chain at this method (a site's ``rcp_choose_method``):
+            ``copy_file_range`` skips reflink, ``sparse`` copies every file by data
+            ranges, ``readwrite`` uses plain reads and writes only.
         :returns: the method name (``None`` for an empty file) and the length of the
             copy (holes of a sparse file included, so every method counts alike).
         """
         if size == 0:
             return None, 0
-        if self._allowed(devs, "reflink"):
+        if start == "readwrite":
+            return "readwrite", _read_write(src, dst, 0, size)
+        if start is None and self._allowed(devs, "reflink"):
             try:
                 fcntl.ioctl(dst, FICLONERANGE, struct.pack("qQQQ", src, 0, size, 0))
             except OSError as exc:
                 self._refuse(devs, "reflink", exc)
             else:
                 return "reflink", size
-        if sparse:
+        if sparse or start == "sparse":
             return "sparse", self._copy_sparse(src, dst, size, devs)
         if self._allowed(devs, "copy_file_range"):
             try:

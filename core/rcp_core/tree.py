@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
+from rcp_core.filters import GitIgnores
 from rcp_core.paths import Job
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -53,7 +53,7 @@ class DirNode:
     created: bool = False
     traverse_only: bool = False
     under_include: bool = False
-    ignores: Any = None
+    ignores: GitIgnores | None = None
     dst_dev: int = 0
     pending: int = 1
     failed: bool = False

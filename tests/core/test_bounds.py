@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import resource
 import time
 from collections.abc import Iterator
@@ -12,7 +11,7 @@ import pytest
 
 import rcp_core
 from rcp_core import CopySettings
-from rcp_core.engine import OPEN_FILES_CAP, Engine, default_workers
+from rcp_core.engine import FD_RESERVE, FDS_PER_WORKER, OPEN_FILES_CAP, Engine
 from rcp_core.paths import plan_jobs
 from rcp_core.throttle import TokenBucket
 
@@ -46,14 +45,24 @@ def test_soft_open_files_limit_is_raised_to_hard(
 
 def test_max_open_files_bounds_the_workers(tmp_path: Path) -> None:
     """Each worker may hold a source and a destination file plus directories."""
-    engine = engine_for(tmp_path, CopySettings(max_open_files=100))
-    assert engine.workers == default_workers(100) <= (100 - 64) // 4
-    assert engine_for(tmp_path, CopySettings(max_open_files=10)).workers == 1
-    assert default_workers(10**6) == min(32, 4 * (os.cpu_count() or 1))
+    budget = (100 - FD_RESERVE) // FDS_PER_WORKER
+    for settings in (
+        CopySettings(max_open_files=100),
+        CopySettings(max_open_files=100, max_workers=50),
+    ):
+        bounds = engine_for(tmp_path, settings).concurrency
+        assert bounds.maximum <= budget
+        assert bounds.minimum <= bounds.initial <= bounds.maximum
+        assert engine_for(tmp_path, settings).pool.threads == bounds.maximum
+    tiny = engine_for(tmp_path, CopySettings(max_open_files=10)).concurrency
+    assert (tiny.minimum, tiny.initial, tiny.maximum) == (1, 1, 1)
 
 
-def test_explicit_workers_win(tmp_path: Path) -> None:
-    assert engine_for(tmp_path, CopySettings(max_workers=3)).workers == 3
+def test_explicit_workers_are_fixed(tmp_path: Path) -> None:
+    """--max-workers N: exactly N in flight, no adaptation."""
+    bounds = engine_for(tmp_path, CopySettings(max_workers=3)).concurrency
+    assert (bounds.minimum, bounds.initial, bounds.maximum) == (3, 3, 3)
+    assert not bounds.adaptive
 
 
 def test_token_bucket_allows_a_burst_then_paces() -> None:

@@ -450,11 +450,12 @@ def concurrent_writer(
         size: int,
         sparse: bool,
         devs: tuple[int, int],
+        start: str | None = None,
     ) -> tuple[str | None, int]:
         if not asked:
             change()
         asked.append(size)
-        return real(self, src, dst, size, sparse, devs)
+        return real(self, src, dst, size, sparse, devs, start)
 
     monkeypatch.setattr(rcp_core.methods.DataCopier, "copy", racing)
     return asked
@@ -553,12 +554,13 @@ def test_refused_clone_of_one_file_is_not_remembered(
         size: int,
         sparse: bool,
         devs: tuple[int, int],
+        start: str | None = None,
     ) -> tuple[str | None, int]:
         if not grown:  # the first file copied grows after it was opened
             grown.append(os.readlink(f"/proc/self/fd/{src_fd}"))
             with open(grown[0], "ab") as f:
                 f.write(b"more")
-        return real(self, src_fd, dst_fd, size, sparse, devs)
+        return real(self, src_fd, dst_fd, size, sparse, devs, start)
 
     monkeypatch.setattr(rcp_core.methods.DataCopier, "copy", racing)
     dst = xfs_tmp_path / "dst"

@@ -1,0 +1,48 @@
+"""The built-in plugin: the engine's defaults, registered ``trylast`` so sites override.
+
+Starting points per storage (the controller then adapts within the bounds):
+
+============================  =========  =========  ==========================
+storage (either side)         initial    maximum    large files in chunks of
+============================  =========  =========  ==========================
+network / parallel / FUSE     16         128        64 MiB
+rotational disk               2          8          never
+local solid state, tmpfs      CPUs       8 x CPUs   never
+============================  =========  =========  ==========================
+
+On shared storage each operation waits for a round trip, so many requests in flight
+hide it (rcp's report: NFS 1 kB files wanted 128). On a local disk the file-create rate
+and the CPU bound a copy early, so it starts small and grows only while that helps.
+"""
+
+from __future__ import annotations
+
+from rcp_core.errors import Kind, classify
+from rcp_core.hookspecs import hookimpl
+from rcp_core.storage import StorageInfo, detect
+from rcp_core.tuning import Concurrency
+
+MIB = 1 << 20
+SHARED_CHUNK = 64 * MIB
+
+
+class BuiltinPlugin:
+    """Storage detection, concurrency defaults and the errno classification."""
+
+    @hookimpl(trylast=True)
+    def rcp_detect_storage(self, path: str, fd: int) -> StorageInfo:
+        return detect(fd)
+
+    @hookimpl(trylast=True)
+    def rcp_choose_concurrency(
+        self, source: StorageInfo, destination: StorageInfo, cpus: int
+    ) -> Concurrency:
+        if source.shared or destination.shared:
+            return Concurrency(16, 1, 128, chunk_size=SHARED_CHUNK)
+        if source.rotational or destination.rotational:
+            return Concurrency(2, 1, 8)
+        return Concurrency(cpus, 1, 8 * cpus)
+
+    @hookimpl(trylast=True)
+    def rcp_classify_error(self, error: OSError) -> Kind:
+        return classify(error)

@@ -1,0 +1,105 @@
+"""The run's monitor thread: adapts concurrency, reports progress, watches for cancel.
+
+Every ``SAMPLE`` seconds it samples how many items run; every ``TICK`` seconds it feeds
+the controller one :class:`~rcp_core.tuning.Tick` (mean busy workers, work finished)
+and applies the new limit to the pool; every ``progress_interval`` seconds it hands a
+:class:`~rcp_core.progress.Progress` snapshot to the observers. All of it reads only
+samples, so a slow observer delays reports, never the copy.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from rcp_core.pool import WorkPool
+from rcp_core.progress import Progress
+from rcp_core.summary import merge
+from rcp_core.tuning import Controller, Tick
+
+SAMPLE = 0.05
+TICK = 0.5
+MIB = 1 << 20
+
+Observer = Callable[[Progress], None]
+
+
+def work_units(progress: Progress) -> float:
+    """Work done so far: entries handled plus MiB copied."""
+    return progress.entries + progress.counts["copied.bytes"] / MIB
+
+
+class Monitor:
+    """Runs beside a pool until :meth:`stop`.
+
+    :param controller: adapts ``pool.limit``; ``None`` keeps it fixed.
+    :param observers: progress callbacks.
+    :param cancel: when set, ``on_cancel`` is called once.
+    """
+
+    def __init__(
+        self,
+        pool: WorkPool,
+        controller: Controller | None,
+        observers: Sequence[Observer],
+        progress_interval: float,
+        cancel: threading.Event,
+        on_cancel: Callable[[], None],
+    ) -> None:
+        self.pool = pool
+        self.controller = controller
+        self.observers = observers
+        self.progress_interval = progress_interval
+        self.cancel = cancel
+        self.on_cancel = on_cancel
+        self.started = time.monotonic()
+        self.limits: list[int] = [pool.limit]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name="rcp-monitor", daemon=True
+        )
+
+    def snapshot(self, final: bool = False) -> Progress:
+        return Progress(
+            counts=merge(list(self.pool.tallies)),
+            elapsed=time.monotonic() - self.started,
+            pending=self.pool.outstanding,
+            final=final,
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread, then give observers the final snapshot."""
+        self._stop.set()
+        self._thread.join()
+        final = self.snapshot(final=True)
+        for observer in self.observers:
+            observer(final)
+
+    def _run(self) -> None:
+        tick_start = last_report = time.monotonic()
+        busy_sum = 0.0
+        samples = 0
+        done_before = 0.0
+        cancelled = False
+        while not self._stop.wait(SAMPLE):
+            if not cancelled and self.cancel.is_set():
+                cancelled = True
+                self.on_cancel()
+            busy_sum += self.pool.running
+            samples += 1
+            now = time.monotonic()
+            if self.controller is not None and now - tick_start >= TICK:
+                done = work_units(self.snapshot())
+                tick = Tick(now - tick_start, busy_sum / samples, done - done_before)
+                self.pool.limit = self.controller.update(tick)
+                self.limits.append(self.pool.limit)
+                done_before, busy_sum, samples, tick_start = done, 0.0, 0, now
+            if self.observers and now - last_report >= self.progress_interval:
+                last_report = now
+                progress = self.snapshot()
+                for observer in self.observers:
+                    observer(progress)

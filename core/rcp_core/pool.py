@@ -1,0 +1,121 @@
+"""Worker threads over a depth-first work stack, with an adjustable limit in flight.
+
+Items are ``(fn, args)`` pairs run as ``fn(tally, *args)``, each worker passing its own
+:class:`~rcp_core.summary.Tally`. Workers pop the newest item first (depth-first), so
+the stack stays about as deep as the work in flight. ``limit`` caps how many items run
+at once; the adaptive controller moves it between 1 and the number of threads while
+the run goes on.
+
+The pool ends when no item is queued or running. An unexpected exception in an item
+(a bug: items handle their own ``OSError``\\ s) is kept, stops the pool through
+``on_crash``, and is re-raised by :meth:`run`, so a run never "succeeds" with work
+silently lost.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from rcp_core.summary import Tally
+
+Item = tuple[Callable[..., None], tuple[Any, ...]]
+
+
+class WorkPool:
+    """A LIFO work stack served by ``threads`` workers, ``limit`` of them at a time.
+
+    :param threads: worker threads to start (the most that may ever run at once).
+    :param limit: how many may run at once at the start.
+    :param on_crash: called once with the first unexpected exception of an item.
+    """
+
+    def __init__(
+        self, threads: int, limit: int, on_crash: Callable[[BaseException], None]
+    ) -> None:
+        self.threads = threads
+        self._limit = max(1, min(limit, threads))
+        self._on_crash = on_crash
+        self._stack: collections.deque[Item] = collections.deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._outstanding = 0
+        self._running = 0
+        self._waiting = 0
+        self.tallies: list[Tally] = []
+        self.crash: BaseException | None = None
+
+    @property
+    def limit(self) -> int:
+        return self._limit
+
+    @limit.setter
+    def limit(self, value: int) -> None:
+        with self._cond:
+            self._limit = max(1, min(value, self.threads))
+            self._cond.notify_all()
+
+    @property
+    def running(self) -> int:
+        """Items running now (a sample; may change at once)."""
+        return self._running
+
+    @property
+    def outstanding(self) -> int:
+        """Items queued or running (a sample)."""
+        return self._outstanding
+
+    @property
+    def starving(self) -> bool:
+        """Workers wait for work while the limit would let them run (a hint)."""
+        return self._waiting > 0 and self._running < self._limit
+
+    def push(self, fn: Callable[..., None], *args: Any) -> None:
+        with self._cond:
+            self._stack.append((fn, args))
+            self._outstanding += 1
+            if self._waiting:
+                self._cond.notify()
+
+    def _worker(self) -> None:
+        tally = Tally()
+        self.tallies.append(tally)
+        stack, cond = self._stack, self._cond
+        while True:
+            with cond:
+                while (not stack or self._running >= self._limit) and self._outstanding:
+                    self._waiting += 1
+                    cond.wait()
+                    self._waiting -= 1
+                if not stack:
+                    return
+                fn, args = stack.pop()
+                self._running += 1
+            try:
+                fn(tally, *args)
+            except BaseException as exc:  # noqa: BLE001 - re-raised by run()
+                if self.crash is None:
+                    self.crash = exc
+                    self._on_crash(exc)
+            finally:
+                with cond:
+                    self._running -= 1
+                    self._outstanding -= 1
+                    if not self._outstanding:
+                        cond.notify_all()  # all done: let every worker exit
+                    elif self._waiting:
+                        cond.notify()  # a slot under the limit is free
+
+    def run(self) -> None:
+        """Serve items until none is queued or running; re-raise a crash."""
+        workers = [
+            threading.Thread(target=self._worker, name=f"rcp-worker-{i}", daemon=True)
+            for i in range(self.threads)
+        ]
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join()
+        if self.crash is not None:
+            raise self.crash

@@ -1,0 +1,138 @@
+"""Concurrency bounds and the adaptive controller that moves within them.
+
+The controller is Vegas-like. Each tick it receives how many workers were busy on
+average and how much work they finished (entries, plus one unit per MiB of data). From
+those it derives the *time per unit of work per worker*::
+
+    latency = busy_workers * tick_seconds / units
+
+While more workers only hide waiting (network round trips, parallel filesystems), the
+rate grows with them and the latency stays at its baseline; once the storage or the CPU
+saturates, extra workers only queue, and the latency grows with them. So:
+
+- latency below ``alpha`` x baseline while the limit is what holds workers back: grow
+  (by a quarter, at least one) -- latency is hiding work;
+- latency above ``beta`` x baseline: shrink (by a fifth, at least one) -- the storage
+  slowed down or is saturated;
+- in between: hold.
+
+The baseline is the lowest latency seen since the last *probe*: now and then (after 2,
+4, 8, ... ticks, then every ``probe_every``) the controller halves the limit for one
+tick and takes that tick's latency as the new baseline, as BBR re-measures its minimum
+RTT. A probe finds the true baseline when the run started above the storage's knee, and
+follows storage that got permanently slower or faster; between probes the baseline
+cannot creep upwards. A probe costs about half a tick of throughput every
+``probe_every`` ticks. The controller is a pure function of its inputs: tests drive it
+with simulated storage.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Concurrency:
+    """How many workers copy at once, and within which bounds the controller moves.
+
+    :param initial: workers in flight at the start.
+    :param minimum: the controller never goes below this.
+    :param maximum: ... nor above this (also the number of threads started).
+    :param adaptive: let the controller move; ``False`` keeps ``initial`` fixed.
+    :param chunk_size: files larger than this are copied as chunks in parallel;
+        0 copies every file whole.
+    """
+
+    initial: int
+    minimum: int = 1
+    maximum: int = 64
+    adaptive: bool = True
+    chunk_size: int = 0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.minimum <= self.initial <= self.maximum:
+            raise ValueError(
+                f"need 1 <= minimum <= initial <= maximum, got {self.minimum}, "
+                f"{self.initial}, {self.maximum}"
+            )
+        if self.chunk_size < 0:
+            raise ValueError("chunk_size must not be negative")
+
+    @classmethod
+    def fixed(cls, workers: int, chunk_size: int = 0) -> Concurrency:
+        """Exactly ``workers``, never adapted."""
+        return cls(workers, workers, workers, adaptive=False, chunk_size=chunk_size)
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """What happened during one controller tick.
+
+    :param seconds: the tick's length.
+    :param busy: workers running an item, averaged over the tick.
+    :param units: work finished: entries plus MiB of data.
+    """
+
+    seconds: float
+    busy: float
+    units: float
+
+
+class Controller:
+    """Sets the number of workers in flight from measured per-unit latency.
+
+    :param bounds: the range to move in, and where to start.
+    :param alpha: grow below this latency ratio.
+    :param beta: shrink above this latency ratio.
+    :param probe_every: the most ticks between two baseline probes.
+    """
+
+    def __init__(
+        self,
+        bounds: Concurrency,
+        *,
+        alpha: float = 1.25,
+        beta: float = 1.6,
+        probe_every: int = 20,
+    ) -> None:
+        self.bounds = bounds
+        self.alpha = alpha
+        self.beta = beta
+        self.probe_every = probe_every
+        self.limit = bounds.initial
+        self._baseline = math.inf
+        self._restore: int | None = None
+        self._probe_gap = 2
+        self._until_probe = self._probe_gap
+
+    @property
+    def probing(self) -> bool:
+        """The current limit is a probe, restored after one tick."""
+        return self._restore is not None
+
+    def update(self, tick: Tick) -> int:
+        """Feed one tick (run at the current limit); return the limit for the next."""
+        if not self.bounds.adaptive or tick.units <= 0 or tick.busy <= 0:
+            return self.limit  # nothing measured: no evidence either way
+        latency = tick.busy * tick.seconds / tick.units
+        if self._restore is not None:
+            # Measured at reduced concurrency: the freshest, least queued baseline.
+            self._baseline = latency
+            self.limit, self._restore = self._restore, None
+            return self.limit
+        self._baseline = min(self._baseline, latency)
+        ratio = latency / self._baseline
+        if ratio > self.beta:
+            shrunk = min(self.limit - 1, int(self.limit * 0.8))
+            self.limit = max(self.bounds.minimum, shrunk)
+        elif ratio < self.alpha and tick.busy >= 0.75 * self.limit:
+            grown = self.limit + max(1, self.limit // 4)
+            self.limit = min(self.bounds.maximum, grown)
+        self._until_probe -= 1
+        if self._until_probe <= 0 and self.limit > self.bounds.minimum:
+            self._probe_gap = min(self.probe_every, self._probe_gap * 2)
+            self._until_probe = self._probe_gap
+            self._restore = self.limit
+            self.limit = max(self.bounds.minimum, self.limit // 2)
+        return self.limit

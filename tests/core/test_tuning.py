@@ -1,0 +1,141 @@
+"""The adaptive controller on simulated storage: deterministic, no sleeps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from rcp_core.tuning import Concurrency, Controller, Tick
+
+TICK = 0.5
+Storage = Callable[[int, int], tuple[float, float]]
+"""(workers in flight, tick number) -> (busy workers, work units done in the tick)."""
+
+
+def servers(capacity: int, latency: float) -> Storage:
+    """Storage with ``capacity`` parallel servers of ``latency`` seconds per unit.
+
+    Up to ``capacity`` requests are served at once (a network round trip each: more in
+    flight hide it); beyond that, requests queue and only add latency.
+    """
+
+    def serve(workers: int, tick: int) -> tuple[float, float]:
+        return workers, TICK * min(workers, capacity) / latency
+
+    return serve
+
+
+def cpu_bound(cores: int, latency: float, contention: float = 0.05) -> Storage:
+    """Work limited by ``cores``; every extra thread also costs a little (GIL, locks)."""
+
+    def serve(workers: int, tick: int) -> tuple[float, float]:
+        penalty = 1 + contention * max(0, workers - cores)
+        return workers, TICK * min(workers, cores) / latency / penalty
+
+    return serve
+
+
+def run(
+    controller: Controller, storage: Storage, ticks: int, start: int = 0
+) -> list[int]:
+    """Drive the controller; return the limits it chose, leaving out its probe ticks."""
+    limits = []
+    for t in range(start, start + ticks):
+        busy, units = storage(controller.limit, t)
+        limit = controller.update(Tick(TICK, busy, units))
+        if not controller.probing:
+            limits.append(limit)
+    return limits
+
+
+def test_grows_where_latency_hides_work() -> None:
+    """NFS-like: 128 servers at 0.5 ms; starting at 16 it climbs to near 128."""
+    controller = Controller(Concurrency(16, 1, 256))
+    limits = run(controller, servers(128, 0.0005), 60)
+    assert 128 <= limits[-1] <= 128 * 1.6
+    assert limits.index(max(limits)) < 30  # multiplicative growth: no crawl
+
+
+def test_settles_low_when_cpu_bound() -> None:
+    """Tiny files on a fast local disk: two cores do all there is to do."""
+    controller = Controller(Concurrency(8, 1, 64))
+    limits = run(controller, cpu_bound(2, 0.00005), 60)
+    assert limits[-1] <= 3
+    assert min(limits) >= 1
+
+
+def test_backs_off_when_storage_slows_down() -> None:
+    """The storage loses 7 of its 8 servers mid-run: the controller backs off."""
+    controller = Controller(Concurrency(8, 1, 64))
+
+    def degrading(workers: int, tick: int) -> tuple[float, float]:
+        capacity = 32 if tick < 40 else 4
+        return servers(capacity, 0.001)(workers, tick)
+
+    before = run(controller, degrading, 40)
+    assert before[-1] >= 32
+    after = run(controller, degrading, 40, start=40)
+    assert after[-1] <= 4 * controller.beta
+    assert after[5] < before[-1] / 2  # within a few ticks it has acted
+
+
+def test_holds_inside_the_band() -> None:
+    """At capacity the latency ratio sits between alpha and beta: no oscillation
+    (probes aside, which last one tick)."""
+    controller = Controller(Concurrency(16, 1, 64))
+    limits = run(controller, servers(16, 0.001), 40)
+    assert set(limits[-20:]) == {limits[-1]}
+
+
+def test_stays_within_bounds() -> None:
+    controller = Controller(Concurrency(4, 2, 8))
+    assert max(run(controller, servers(1000, 0.001), 30)) == 8
+    controller = Controller(Concurrency(4, 2, 8))
+    assert min(run(controller, cpu_bound(1, 0.001, contention=1.0), 30)) >= 2
+
+
+def test_no_evidence_no_change() -> None:
+    """Idle ticks (nothing finished, nobody busy) leave the limit alone."""
+    controller = Controller(Concurrency(5, 1, 64))
+    for _ in range(10):
+        assert controller.update(Tick(TICK, 0.0, 0.0)) == 5
+        assert controller.update(Tick(TICK, 3.0, 0.0)) == 5
+
+
+def test_does_not_grow_when_the_limit_is_not_what_holds_back() -> None:
+    """Two busy workers under a limit of 16 (a tree's tail): no reason to grow."""
+    controller = Controller(Concurrency(16, 1, 64))
+    for _ in range(10):
+        controller.update(Tick(TICK, 2.0, 2 * TICK / 0.001))
+    assert controller.limit == 16
+
+
+def test_probes_refresh_the_baseline_at_low_concurrency() -> None:
+    """A probe halves the limit for one tick, then the limit comes back."""
+    controller = Controller(Concurrency(16, 1, 64), probe_every=4)
+    seen = []
+    for t in range(20):
+        busy, units = servers(16, 0.001)(controller.limit, t)
+        seen.append((controller.update(Tick(TICK, busy, units)), controller.probing))
+    probes = [i for i, (_, probing) in enumerate(seen) if probing]
+    assert len(probes) >= 3
+    for i in probes:
+        assert seen[i][0] == seen[i - 1][0] // 2 or seen[i - 1][1]
+        assert seen[i + 1][0] >= seen[i][0] * 2 - 1
+
+
+def test_fixed_concurrency_never_moves() -> None:
+    controller = Controller(Concurrency.fixed(4))
+    assert set(run(controller, servers(128, 0.001), 20)) == {4}
+
+
+@pytest.mark.parametrize(
+    ("initial", "minimum", "maximum", "chunk"),
+    [(0, 1, 4, 0), (5, 1, 4, 0), (2, 3, 4, 0), (2, 1, 4, -1)],
+)
+def test_bad_bounds_are_refused(
+    initial: int, minimum: int, maximum: int, chunk: int
+) -> None:
+    with pytest.raises(ValueError, match=r"must|need"):
+        Concurrency(initial, minimum, maximum, chunk_size=chunk)
