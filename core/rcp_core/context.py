@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import pluggy
 
+from rcp_core.chunks import Chunking
 from rcp_core.errors import EntryError, FatalError, Kind, entry_error
 from rcp_core.filters import Filter
 from rcp_core.links import LinkMap
@@ -75,6 +76,8 @@ class Context:
         self.settings = settings
         self.hook = hook
         self.storage = storage
+        self.chunking: Chunking | None = None
+        """Set by the engine when the run splits large files."""
         # Per-file hooks are called only if a site plugin implements them (hot path).
         self.choose_method = site_implemented(hook.rcp_choose_method)
         self.pre_create = site_implemented(hook.rcp_pre_create)

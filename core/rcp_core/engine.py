@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import pluggy
 
+from rcp_core.chunks import Chunking
 from rcp_core.context import Context, log
 from rcp_core.entries import copy_file, copy_other, copy_symlink, existing
 from rcp_core.errors import CopyFailedError, Kind, retrying
@@ -161,6 +162,12 @@ class Engine:
             self.concurrency.initial,
             on_crash=lambda exc: self.ctx.stop(f"internal error: {exc!r}"),
         )
+        if self.concurrency.chunk_size:
+            self.ctx.chunking = Chunking(
+                self.concurrency.chunk_size,
+                spawn=lambda work: self.pool.push(_help, work),
+                helpers=lambda: self.pool.limit - 1,
+            )
         self.observers: list[Observer] = [on_progress] if on_progress else []
         if site_implemented(self.hook.rcp_progress):
             self.observers.append(lambda p: self.hook.rcp_progress(progress=p))
@@ -609,6 +616,11 @@ class Engine:
         if failure is not None:
             raise failure
         return summary
+
+
+def _help(tally: Tally, work: Callable[[], None]) -> None:
+    """A pool item that helps copy another worker's large file."""
+    work()
 
 
 def _in_source(src_fd: int, name: str) -> bool:

@@ -184,6 +184,7 @@ def _copy_data(
             st.st_blocks * 512 < st.st_size,
             (st.st_dev, node.dst_dev),
             start,
+            ctx.chunking,
         )
         after = os.fstat(src)
         changed = after.st_size != st.st_size or after.st_mtime_ns != st.st_mtime_ns

@@ -1,6 +1,8 @@
 """The data path of one file: the fastest method the storage accepts, in order.
 
 1. ``FICLONERANGE`` reflink: shares extents (XFS, btrfs); no data is moved.
+   Otherwise, where the run allows it (shared storage), a large dense file is split
+   into chunks that several workers copy with the methods below (:mod:`rcp_core.chunks`).
 2. ``os.copy_file_range``: in-kernel copy, server-side on NFS 4.2.
 3. sparse-aware copy: for files with holes, copies only the data ranges found with
    ``SEEK_DATA``/``SEEK_HOLE`` and sets the length, so holes stay holes.
@@ -19,6 +21,8 @@ import errno
 import fcntl
 import os
 import struct
+
+from rcp_core.chunks import ChunkedCopy, Chunking
 
 FICLONERANGE = 0x4020940D
 UNSUPPORTED_ERRNOS = frozenset(
@@ -58,6 +62,7 @@ class DataCopier:
         sparse: bool,
         devs: tuple[int, int],
         start: str | None = None,
+        chunking: Chunking | None = None,
     ) -> tuple[str | None, int]:
         """Copy ``size`` bytes from ``src`` to the empty file ``dst``.
 
@@ -66,6 +71,8 @@ class DataCopier:
         :param start: begin the chain at this method (a site's ``rcp_choose_method``):
             ``copy_file_range`` skips reflink, ``sparse`` copies every file by data
             ranges, ``readwrite`` uses plain reads and writes only.
+        :param chunking: split a dense file larger than its ``chunk_size`` into
+            chunks copied by several workers (after reflink was refused).
         :returns: the method name (``None`` for an empty file) and the length of the
             copy (holes of a sparse file included, so every method counts alike).
         """
@@ -82,6 +89,17 @@ class DataCopier:
                 return "reflink", size
         if sparse or start == "sparse":
             return "sparse", self._copy_sparse(src, dst, size, devs)
+        if chunking is not None and size > chunking.chunk_size:
+            chunked = ChunkedCopy(
+                size,
+                chunking.chunk_size,
+                lambda offset, length: self._copy_extent(
+                    src, dst, offset, length, devs
+                ),
+            )
+            copied = chunked.run(chunking.spawn, chunking.helpers())
+            allowed = self._allowed(devs, "copy_file_range")
+            return "copy_file_range" if allowed else "readwrite", copied
         if self._allowed(devs, "copy_file_range"):
             try:
                 copied = _copy_range(src, dst, 0, size)
