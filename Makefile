@@ -5,7 +5,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux
+SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux fuse3 libfuse3-3
 DEMO_DIR ?= /tmp/rcp-demo
 
 .PHONY: demo test check pytest format system clean
@@ -13,7 +13,7 @@ DEMO_DIR ?= /tmp/rcp-demo
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,bench]'
 	touch $@
 
 # apt only where we are root on Debian; elsewhere the tests that need these tools skip with a reason.

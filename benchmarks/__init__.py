@@ -1,0 +1,1 @@
+"""The benchmark harness and its emulated storage (run modules with `python -m`)."""
