@@ -104,14 +104,22 @@ class Context:
         assert anchor.job is not None
         return self.storage[anchor.job]
 
-    def classify(self, error: OSError) -> Kind:
-        """Transient, permanent or fatal, as the ``rcp_classify_error`` hook says."""
-        kind: Kind = self.hook.rcp_classify_error(error=error)
+    def classify(self, error: OSError, node: DirNode | None = None) -> Kind:
+        """Transient, permanent or fatal, as the ``rcp_classify_error`` hook says.
+
+        :param node: where the error happened, to tell the hook the job's storage.
+        """
+        source, destination = self.storage_of(node) if node else (None, None)
+        kind: Kind = self.hook.rcp_classify_error(
+            error=error, source=source, destination=destination
+        )
         return kind
 
-    def error(self, op: str, path: str, cause: OSError) -> EntryError:
+    def error(
+        self, op: str, path: str, cause: OSError, node: DirNode | None = None
+    ) -> EntryError:
         """The :class:`EntryError` for ``cause``, classified by the hook."""
-        return entry_error(op, path, cause, self.classify(cause))
+        return entry_error(op, path, cause, self.classify(cause, node))
 
     def fail(self, tally: Tally, node: DirNode, error: EntryError) -> None:
         """Record a per-entry error; stop the run if it is fatal or fail-early is on."""

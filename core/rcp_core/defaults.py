@@ -45,4 +45,4 @@ class BuiltinPlugin:
 
     @hookimpl(trylast=True)
     def rcp_classify_error(self, error: OSError) -> Kind:
-        return classify(error)
+        return classify(error)  # the errno table, whatever the storage

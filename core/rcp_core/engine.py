@@ -78,9 +78,9 @@ def raise_open_files_limit() -> int:
     return soft
 
 
-def storage_of(hook: pluggy.HookRelay, path: str) -> StorageInfo:
-    """Ask the plugins what storage ``path`` (a directory) is on."""
-    fd = os.open(path, DIR_FLAGS)
+def storage_of(hook: pluggy.HookRelay, path: str, follow: bool = True) -> StorageInfo:
+    """Ask the plugins what storage ``path`` is on (opened ``O_PATH``: no I/O)."""
+    fd = os.open(path, os.O_PATH | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
     try:
         info: StorageInfo = hook.rcp_detect_storage(path=path, fd=fd)
     finally:
@@ -145,8 +145,14 @@ class Engine:
         )
         storage: Mapping[Job, tuple[StorageInfo, StorageInfo]] = {
             job: (
-                storage_of(self.hook, job.src_parent),
-                storage_of(self.hook, job.dst_parent),
+                # The trees themselves: a source or an existing destination may be a
+                # mount point (``rcp /mnt/nfs /data/x``), unlike their parents.
+                storage_of(self.hook, job.src, settings.dereference or job.follow_root),
+                storage_of(
+                    self.hook,
+                    job.dst if job.dst_exists else job.dst_parent,
+                    follow=False,
+                ),
             )
             for job in jobs
         }
@@ -156,7 +162,7 @@ class Engine:
         umask = os.umask(0o022)
         os.umask(umask)
         self.ctx = Context(settings, umask, self.hook, storage)
-        self.retry = retrying(settings.retries, settings.retry_delay, self.ctx.classify)
+        self.retry = retrying(settings.retries, settings.retry_delay)
         self.pool = WorkPool(
             self.concurrency.maximum,
             self.concurrency.initial,
@@ -202,14 +208,13 @@ class Engine:
             try:
                 fn()
             except OSError as exc:
-                if (
-                    self.ctx.classify(exc) is not Kind.TRANSIENT
-                    or not self.settings.retries
-                ):
+                kind = self.ctx.classify(exc, node)
+                if kind is not Kind.TRANSIENT or not self.settings.retries:
                     raise
-                self.retry(fn)
+                self.retry(fn, lambda e: self.ctx.classify(e, node))
         except OSError as exc:
-            self.ctx.fail(tally, node, self.ctx.error(op, node.display(rel), exc))
+            error = self.ctx.error(op, node.display(rel), exc, node)
+            self.ctx.fail(tally, node, error)
             return False
         return True
 
@@ -403,7 +408,7 @@ class Engine:
             self.ctx.fail(
                 tally,
                 node,
-                self.ctx.error("read directory", node.display(node.rel), exc),
+                self.ctx.error("read directory", node.display(node.rel), exc, node),
             )
             if it is not None:
                 it.close()
@@ -472,7 +477,7 @@ class Engine:
             ctx.fail(
                 tally,
                 node,
-                self.ctx.error("finish directory", node.display(node.rel), exc),
+                self.ctx.error("finish directory", node.display(node.rel), exc, node),
             )
         finally:
             if parent is not None and node.failed:

@@ -23,6 +23,7 @@ from rcp_core.context import Context
 from rcp_core.errors import SourceChangedError
 from rcp_core.existing import Action, decide, same_content
 from rcp_core.links import Leader
+from rcp_core.methods import METHODS
 from rcp_core.remove import remove_entry
 from rcp_core.settings import CompareAttr
 from rcp_core.summary import Tally
@@ -164,6 +165,10 @@ def _copy_data(
             start = ctx.hook.rcp_choose_method(
                 path=path, size=st.st_size, source=source, destination=destination
             )
+            if start is not None and start not in METHODS:
+                raise ValueError(
+                    f"rcp_choose_method returned {start!r}, not one of {METHODS}"
+                )
         pre_created = ctx.pre_create and bool(
             ctx.hook.rcp_pre_create(
                 dir_fd=node.dst_fd,
@@ -173,7 +178,13 @@ def _copy_data(
             )
         )
     flags = PRE_CREATED_FLAGS if pre_created else NEW_FILE_FLAGS
-    dst = os.open(target, flags, 0o600, dir_fd=node.dst_fd)
+    try:
+        dst = os.open(target, flags, 0o600, dir_fd=node.dst_fd)
+    except OSError:
+        if pre_created:  # the hook made it for this call: ours to remove
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                os.unlink(target, dir_fd=node.dst_fd)
+        raise
     try:
         if pre_created:
             _check_pre_created(dst, target)

@@ -142,20 +142,16 @@ def entry_error(
 
 
 def retrying(
-    attempts: int, base_delay: float, classifier: Classifier = classify
-) -> Callable[[Callable[[], T]], T]:
-    """Return ``run(fn)`` that calls ``fn`` and retries it on transient errors only.
+    attempts: int, base_delay: float
+) -> Callable[[Callable[[], T], Classifier], T]:
+    """Return ``run(fn, classifier)``: call ``fn``, retry it on transient errors only.
 
     :param attempts: total tries (1 disables retrying).
     :param base_delay: first backoff in seconds; doubles with jitter, capped at 2 s.
-    :param classifier: decides what is transient (the run's ``rcp_classify_error``).
+    The classifier (the run's ``rcp_classify_error`` for the entry at hand) decides
+    what is transient.
     """
-
-    def transient(exc: BaseException) -> bool:
-        return isinstance(exc, OSError) and classifier(exc) is Kind.TRANSIENT
-
-    policy = tenacity.Retrying(
-        retry=tenacity.retry_if_exception(transient),
+    base = tenacity.Retrying(
         stop=tenacity.stop_after_attempt(max(1, attempts)),
         wait=tenacity.wait_exponential_jitter(
             multiplier=base_delay, max=2.0, jitter=base_delay
@@ -163,8 +159,11 @@ def retrying(
         reraise=True,
     )
 
-    def run(fn: Callable[[], T]) -> T:
-        return policy(fn)
+    def run(fn: Callable[[], T], classifier: Classifier = classify) -> T:
+        def transient(exc: BaseException) -> bool:
+            return isinstance(exc, OSError) and classifier(exc) is Kind.TRANSIENT
+
+        return base.copy(retry=tenacity.retry_if_exception(transient))(fn)
 
     return run
 

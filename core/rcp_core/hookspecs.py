@@ -31,11 +31,12 @@ hookimpl = pluggy.HookimplMarker("rcp")
 def rcp_detect_storage(path: str, fd: int) -> StorageInfo | None:
     """Describe the storage holding ``path``.
 
-    Called once per job root (source and destination), in the thread that starts the
-    run, before any worker exists. firstresult.
+    Called once per job for its source and its destination, in the thread that starts
+    the run, before any worker exists. firstresult.
 
-    :param path: the directory, for messages and path-based tools.
-    :param fd: an open descriptor of it, for ``fstatfs``/``ioctl``.
+    :param path: the source operand, or the destination (its parent directory when it
+        does not exist yet), for messages and path-based tools.
+    :param fd: an ``O_PATH`` descriptor of it: ``fstatfs`` works, reads do not.
     """
 
 
@@ -85,11 +86,17 @@ def rcp_pre_create(
 
 
 @hookspec(firstresult=True)
-def rcp_classify_error(error: OSError) -> Kind | None:
+def rcp_classify_error(
+    error: OSError, source: StorageInfo | None, destination: StorageInfo | None
+) -> Kind | None:
     """Classify an error as transient (retried), permanent (this entry) or fatal (stop).
 
     Called in a worker thread, only when an operation failed. The built-in
     implementation uses the errno table in :mod:`rcp_core.errors`. firstresult.
+
+    :param source: the storage of the job the error happened in (``None`` if the
+        error is not tied to one job), so a site can say "EIO is transient on Lustre".
+    :param destination: likewise.
     """
 
 

@@ -25,6 +25,8 @@ import struct
 from rcp_core.chunks import ChunkedCopy, Chunking
 
 FICLONERANGE = 0x4020940D
+METHODS = ("reflink", "copy_file_range", "sparse", "readwrite")
+"""The chain, in order; a site may start it at any of these."""
 UNSUPPORTED_ERRNOS = frozenset(
     {errno.EXDEV, errno.EOPNOTSUPP, errno.ENOSYS, errno.ENOTTY}
 )
@@ -80,7 +82,7 @@ class DataCopier:
             return None, 0
         if start == "readwrite":
             return "readwrite", _read_write(src, dst, 0, size)
-        if start is None and self._allowed(devs, "reflink"):
+        if start in (None, "reflink") and self._allowed(devs, "reflink"):
             try:
                 fcntl.ioctl(dst, FICLONERANGE, struct.pack("qQQQ", src, 0, size, 0))
             except OSError as exc:

@@ -9,6 +9,7 @@ samples, so a slow observer delays reports, never the copy.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -17,6 +18,8 @@ from rcp_core.pool import WorkPool
 from rcp_core.progress import Progress
 from rcp_core.summary import merge
 from rcp_core.tuning import Controller, Tick
+
+log = logging.getLogger("rcp_core")
 
 SAMPLE = 0.05
 TICK = 0.5
@@ -49,7 +52,7 @@ class Monitor:
     ) -> None:
         self.pool = pool
         self.controller = controller
-        self.observers = observers
+        self.observers = list(observers)
         self.progress_interval = progress_interval
         self.cancel = cancel
         self.on_cancel = on_cancel
@@ -75,9 +78,17 @@ class Monitor:
         """Stop the thread, then give observers the final snapshot."""
         self._stop.set()
         self._thread.join()
-        final = self.snapshot(final=True)
-        for observer in self.observers:
-            observer(final)
+        self._report(self.snapshot(final=True))
+
+    def _report(self, progress: Progress) -> None:
+        """Hand ``progress`` to every observer; a failing observer never stops the run
+        (it is logged once and dropped)."""
+        for observer in list(self.observers):
+            try:
+                observer(progress)
+            except Exception:
+                log.exception("progress observer %r failed; dropping it", observer)
+                self.observers.remove(observer)
 
     def _run(self) -> None:
         tick_start = last_report = time.monotonic()
@@ -100,6 +111,4 @@ class Monitor:
                 done_before, busy_sum, samples, tick_start = done, 0.0, 0, now
             if self.observers and now - last_report >= self.progress_interval:
                 last_report = now
-                progress = self.snapshot()
-                for observer in self.observers:
-                    observer(progress)
+                self._report(self.snapshot())

@@ -31,6 +31,14 @@ def plugin_manager(
     pm.register(BuiltinPlugin(), name=BUILTIN)
     if entry_points and not os.environ.get(DISABLE_ENV):
         pm.load_setuptools_entrypoints(PROJECT)
+        for name, plugin in pm.list_name_plugin():
+            if isinstance(plugin, type):
+                # Its hooks would fail on first call, in a worker; fail here instead.
+                raise pluggy.PluginValidationError(
+                    plugin,
+                    f"entry point {name!r} names the class {plugin.__qualname__}: "
+                    "point it at an instance or a module",
+                )
     for plugin in plugins:
         pm.register(plugin)
     pm.check_pending()

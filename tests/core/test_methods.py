@@ -17,6 +17,7 @@ import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -450,12 +451,12 @@ def concurrent_writer(
         size: int,
         sparse: bool,
         devs: tuple[int, int],
-        start: str | None = None,
+        *args: Any,
     ) -> tuple[str | None, int]:
         if not asked:
             change()
         asked.append(size)
-        return real(self, src, dst, size, sparse, devs, start)
+        return real(self, src, dst, size, sparse, devs, *args)
 
     monkeypatch.setattr(rcp_core.methods.DataCopier, "copy", racing)
     return asked
@@ -554,13 +555,13 @@ def test_refused_clone_of_one_file_is_not_remembered(
         size: int,
         sparse: bool,
         devs: tuple[int, int],
-        start: str | None = None,
+        *args: Any,
     ) -> tuple[str | None, int]:
         if not grown:  # the first file copied grows after it was opened
             grown.append(os.readlink(f"/proc/self/fd/{src_fd}"))
             with open(grown[0], "ab") as f:
                 f.write(b"more")
-        return real(self, src_fd, dst_fd, size, sparse, devs, start)
+        return real(self, src_fd, dst_fd, size, sparse, devs, *args)
 
     monkeypatch.setattr(rcp_core.methods.DataCopier, "copy", racing)
     dst = xfs_tmp_path / "dst"
