@@ -194,3 +194,5 @@ class CopySettings:
             raise UsageError("ops-throttle must not be negative")
         if self.retries < 0:
             raise UsageError("retries must not be negative")
+        if self.retry_delay < 0:
+            raise UsageError("retry-delay must not be negative")

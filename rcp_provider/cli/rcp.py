@@ -118,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=3,
         help="retries of a transiently failing operation (0 = never; default 3)",
     )
+    run.add_argument(
+        "--retry-delay",
+        type=float,
+        default=0.05,
+        help="first retry backoff in seconds; doubles with jitter up to 2 s",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--progress", action="store_true", help="show progress on stderr")
     out.add_argument("--progress-type", choices=["auto", "bar", "text"], default="auto")
@@ -166,6 +172,7 @@ def settings_from(args: argparse.Namespace) -> CopySettings:
         max_open_files=args.max_open_files,
         ops_throttle=args.ops_throttle,
         retries=args.retries,
+        retry_delay=args.retry_delay,
     )
 
 
