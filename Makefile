@@ -5,10 +5,11 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux fuse3 libfuse3-3
+SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux fuse3 libfuse3-3 libfuse3-dev pkg-config
 DEMO_DIR ?= /tmp/rcp-demo
+LATENCYFS := benchmarks/latencyfs/latencyfs
 
-.PHONY: demo test check pytest format system clean
+.PHONY: demo test check pytest format system clean latencyfs
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,7 +37,7 @@ format: $(VENV)/.installed
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-pytest: system $(VENV)/.installed
+pytest: system $(VENV)/.installed latencyfs
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test: pytest check
@@ -44,5 +45,18 @@ test: pytest check
 demo: system $(VENV)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" DEMO_DIR="$(DEMO_DIR)" bash scripts/demo.sh
 
+# The emulated NFS of the benchmarks and their tests (benchmarks/latencyfs.py starts it).
+# Without libfuse3-dev (not root, so no apt) it is not built and its root-only tests skip.
+latencyfs: system
+	@if pkg-config --exists fuse3 2>/dev/null; then \
+	  $(MAKE) --no-print-directory $(LATENCYFS); \
+	else \
+	  echo "latencyfs: libfuse3-dev missing, not built (its tests need root and skip)"; \
+	fi
+
+$(LATENCYFS): benchmarks/latencyfs/latencyfs.c
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror $$(pkg-config --cflags fuse3) \
+	  -o $@ $< $$(pkg-config --libs fuse3) -lm
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(LATENCYFS)

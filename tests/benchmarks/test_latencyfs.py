@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import json
+import math
 import os
 import shutil
 import signal
@@ -24,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.latencyfs import LatencyFsError, mounted
+from benchmarks import latencyfs
+from benchmarks.latencyfs import DAEMON, LatencyFsError, mounted
 from rcp_core import CopySettings, Preserve, copy
 from support.loopfs import is_mountpoint
 from support.nobody import NOBODY, world_dir
@@ -98,7 +100,7 @@ def daemon_pid(mnt: Path) -> int:
         if proc.name.isdigit():
             with suppress(OSError):
                 argv = (proc / "cmdline").read_bytes().split(b"\0")
-                if b"benchmarks.latencyfs" in argv and os.fsencode(mnt) in argv:
+                if argv[0] == os.fsencode(DAEMON) and os.fsencode(mnt) in argv:
                     return int(proc.name)
     raise LookupError(f"no latencyfs process for {mnt}")
 
@@ -338,6 +340,41 @@ def test_concurrent_requests_overlap(fs: Fs) -> None:
     )
 
 
+def test_many_concurrent_requests_overlap(tmp_path: Path) -> None:
+    """64 callers wait side by side: far faster than a 10-thread server could serve.
+
+    One thread's stats give a lower bound on the round trips per stat (each sleeps the
+    delay, one after another), so on a 10-wide server the parallel run would need at
+    least stats x round trips x delay / 10. The names are looked up for the first time
+    in the parallel run, all in one directory: such lookups are parallel too.
+    """
+    require_fuse()
+    threads, per_thread, delay_ms, sample = 64, 20, 2.0, 50
+    n = threads * per_thread
+    backing, mnt = dirs(tmp_path)
+    for i in range(n + sample):
+        (backing / f"f{i}").write_bytes(b"x")
+    paths = [mnt / f"f{i}" for i in range(n)]
+
+    def batch(k: int) -> None:
+        for p in paths[k::threads]:
+            p.stat()
+
+    with mounted(backing, mnt, delay_ms), ThreadPoolExecutor(threads) as pool:
+        one_by_one = elapsed(
+            lambda: [(mnt / f"f{n + i}").stat() for i in range(sample)]
+        )
+        parallel = elapsed(lambda: list(pool.map(batch, range(threads))))
+
+    round_trips = math.floor(one_by_one / sample / (delay_ms / 1000))
+    ten_wide = n * round_trips * (delay_ms / 1000) / 10
+    assert round_trips >= 1
+    assert parallel < ten_wide / 2, (
+        f"{n} stats of {round_trips} round trips in {threads} threads: "
+        f"{parallel * 1000:.0f} ms; 10 at a time needs {ten_wide * 1000:.0f} ms"
+    )
+
+
 # -- rcp through the mount -------------------------------------------------------------
 
 
@@ -418,15 +455,40 @@ def _dead(mnt: Path) -> bool:
 def test_mount_failure_reports_daemon_stderr(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The daemon cannot start: its libfuse is an empty file (the loader exits 127)."""
     require_fuse()
     backing, mnt = dirs(tmp_path)
-    monkeypatch.setenv("FUSE_LIBRARY_PATH", str(tmp_path / "no-libfuse.so"))
+    (tmp_path / "libfuse3.so.3").write_bytes(b"")
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))
     with (
-        pytest.raises(LatencyFsError, match=r"(?s)exited 1 .*no-libfuse\.so"),
+        pytest.raises(LatencyFsError, match=r"(?s)exited 127 .*libfuse3\.so\.3"),
         mounted(backing, mnt),
     ):
         pass
     assert not is_mountpoint(mnt)
+
+
+def test_daemon_options_are_checked(tmp_path: Path) -> None:
+    require_fuse()
+    backing, mnt = dirs(tmp_path)
+    with (
+        pytest.raises(LatencyFsError, match=r"exited 1 .*delay_ms must be a number"),
+        mounted(backing, mnt, 1e300),
+    ):
+        pass
+    assert not is_mountpoint(mnt)
+
+
+def test_missing_daemon_says_to_build_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backing, mnt = dirs(tmp_path)
+    monkeypatch.setattr(latencyfs, "DAEMON", tmp_path / "latencyfs")
+    with (
+        pytest.raises(LatencyFsError, match=r"not built: run `make latencyfs`"),
+        mounted(backing, mnt),
+    ):
+        pass
 
 
 def test_bad_arguments_are_refused(tmp_path: Path) -> None:

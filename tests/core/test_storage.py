@@ -13,15 +13,13 @@ import errno
 import os
 import re
 import subprocess
-import sys
-import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import rcp_core
+from benchmarks.latencyfs import mounted
 from rcp_core import CopySettings, ExistingPolicy, hookimpl
 from rcp_core.defaults import SHARED_CHUNK
 from rcp_core.plugins import DISABLE_ENV, plugin_manager
@@ -83,54 +81,13 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", str(mnt)], check=True, capture_output=True)
 
 
-FUSE_FS = textwrap.dedent(
-    """
-    import errno, stat, sys
-    import mfusepy
-
-    class Empty(mfusepy.Operations):
-        use_ns = True
-
-        def getattr(self, path, fh=None):
-            if path == "/":
-                return {"st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2}
-            raise mfusepy.FuseOSError(errno.ENOENT)
-
-        def readdir(self, path, fh):
-            return [".", ".."]
-
-    mfusepy.FUSE(Empty(), sys.argv[1], foreground=True, fsname="rcp-test",
-                 subtype="rcptest")
-    """
-)
-
-
 @pytest.fixture
 def fuse_mount(tmp_path: Path) -> Iterator[Path]:
-    """An empty FUSE filesystem (mfusepy, type ``fuse.rcptest``) mounted for this test."""
-    mnt = tmp_path / "fuse"
-    mnt.mkdir()
-    log = (tmp_path / "fuse.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", FUSE_FS, str(mnt)], stdout=log, stderr=log
-    )
-    try:
-        deadline = time.monotonic() + MOUNT_TIMEOUT
-        while not os.path.ismount(mnt):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail(f"FUSE mount failed: {(tmp_path / 'fuse.log').read_text()}")
-            time.sleep(0.02)
+    """The benchmarks' FUSE passthrough (type ``fuse.latencyfs``), no delay."""
+    (tmp_path / "backing").mkdir()
+    (tmp_path / "fuse").mkdir()
+    with mounted(tmp_path / "backing", tmp_path / "fuse", delay_ms=0) as mnt:
         yield mnt
-    finally:
-        if os.path.ismount(mnt):
-            subprocess.run(["fusermount3", "-u", str(mnt)], check=True)
-        try:
-            proc.wait(timeout=MOUNT_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 # -- detect() --------------------------------------------------------------------------
@@ -167,7 +124,7 @@ def test_detects_tmpfs(tmpfs: Path) -> None:
 def test_detects_fuse_by_its_mountinfo_type(fuse_mount: Path) -> None:
     """FUSE's one magic is refined to the mount's type (``fuse.<subtype>``): shared."""
     info = detect_path(fuse_mount)
-    assert (info.fstype, info.magic) == ("fuse.rcptest", 0x65735546)
+    assert (info.fstype, info.magic) == ("fuse.latencyfs", 0x65735546)
     assert info.rotational is None
     assert info.shared
 
