@@ -134,10 +134,14 @@ class Context:
             self.stop_reason = reason
             self.stopping = True
 
-    def dry(self, action: str, kind: str, path: str, reason: str = "") -> None:
-        """Report one dry-run line; skips and unchanged entries only above ``brief``."""
+    def dry(
+        self, action: str, kind: str, node: DirNode, rel: str, reason: str = ""
+    ) -> None:
+        """Report one dry-run line for ``rel`` in ``node``'s job; skips and unchanged
+        entries only above ``brief``. Costs one comparison outside dry runs."""
         if self.dry_run is None:
             return
+        path = node.display(rel)
         quiet = action in ("skip", "unchanged", "keep")
         if quiet and self.dry_run is DryRun.BRIEF:
             return

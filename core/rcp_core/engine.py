@@ -317,7 +317,6 @@ class Engine:
     def _make_dst_dir(self, tally: Tally, parent: DirNode, node: DirNode) -> bool:
         """Create or reuse the destination directory; ``False`` to skip the subtree."""
         ctx = self.ctx
-        path = node.display(node.rel)
         assert node.st is not None
         old = existing(parent, node.dst_name)
         if old is not None:
@@ -326,10 +325,10 @@ class Engine:
             )
             if action is Action.KEEP:
                 tally["skipped.dirs"] += 1
-                ctx.dry("keep", "dir", path, reason)
+                ctx.dry("keep", "dir", node, node.rel, reason)
                 return False
             if action is Action.REPLACE:
-                ctx.dry("replace", "dir", path, reason)
+                ctx.dry("replace", "dir", node, node.rel, reason)
                 if ctx.dry_run is None:
                     assert parent.dst_fd is not None
                     remove_entry(parent.dst_fd, node.dst_name, old, tally)
@@ -337,7 +336,7 @@ class Engine:
         if old is None:
             node.fresh = node.created = True
             if ctx.dry_run is not None:
-                ctx.dry("create", "dir", path)
+                ctx.dry("create", "dir", node, node.rel)
                 return True
             assert parent.dst_fd is not None
             os.mkdir(node.dst_name, 0o700, dir_fd=parent.dst_fd)
@@ -435,7 +434,7 @@ class Engine:
             return True
         kind = "dir" if is_dir else "entry"
         tally["skipped.dirs" if is_dir else "skipped.files"] += 1
-        self.ctx.dry("skip", kind, node.display(rel), f"excluded by {decision.pattern}")
+        self.ctx.dry("skip", kind, node, rel, f"excluded by {decision.pattern}")
         return False
 
     def _finish(self, tally: Tally, node: DirNode) -> None:
@@ -515,7 +514,7 @@ class Engine:
                         continue  # protected: excluded names are not ours to remove
                 elif _in_source(node.src_fd, name):
                     continue
-                ctx.dry("remove", "entry", node.display(rel), "not in source")
+                ctx.dry("remove", "entry", node, rel, "not in source")
                 if ctx.dry_run is None:
                     st = entry.stat(follow_symlinks=False)
                     remove_entry(dst_fd, name, st, tally, rel=rel, protect=protect)

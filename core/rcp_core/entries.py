@@ -141,17 +141,16 @@ def _copy_data(
 ) -> bool:
     """Write the file; ``True`` when the destination now holds the source's data."""
     action, old, reason = _plan(ctx, node, dst_name, st, src)
-    path = node.display(rel)
     if action is Action.UNCHANGED:
         tally["unchanged.files"] += 1
-        ctx.dry("unchanged", "file", path, reason)
+        ctx.dry("unchanged", "file", node, rel, reason)
         return True
     if action is Action.KEEP:
         tally["skipped.files"] += 1
-        ctx.dry("keep", "file", path, reason)
+        ctx.dry("keep", "file", node, rel, reason)
         return False
     if ctx.dry_run is not None:
-        ctx.dry("replace" if old else "copy", "file", path, reason)
+        ctx.dry("replace" if old else "copy", "file", node, rel, reason)
         tally["copied.files"] += 1
         tally["copied.bytes"] += st.st_size
         return True
@@ -163,7 +162,10 @@ def _copy_data(
         source, destination = ctx.storage_of(node)
         if ctx.choose_method:
             start = ctx.hook.rcp_choose_method(
-                path=path, size=st.st_size, source=source, destination=destination
+                path=node.display(rel),
+                size=st.st_size,
+                source=source,
+                destination=destination,
             )
             if start is not None and start not in METHODS:
                 raise ValueError(
@@ -229,7 +231,6 @@ def _link(
     ctx: Context, tally: Tally, node: DirNode, dst_name: str, rel: str, leader: Leader
 ) -> bool:
     """Make ``dst_name`` another name of the leader's copy; ``False`` to copy instead."""
-    path = node.display(rel)
     old = existing(node, dst_name)
     if old is not None:
         try:
@@ -239,15 +240,15 @@ def _link(
             return False
         if (first.st_dev, first.st_ino) == (old.st_dev, old.st_ino):
             tally["unchanged.hardlinks"] += 1
-            ctx.dry("unchanged", "hard link", path, "already linked")
+            ctx.dry("unchanged", "hard link", node, rel, "already linked")
             return True
         if ctx.settings.existing.value == "ignore-existing":
             tally["skipped.hardlinks"] += 1
-            ctx.dry("keep", "hard link", path, "destination exists")
+            ctx.dry("keep", "hard link", node, rel, "destination exists")
             return True
     if ctx.dry_run is not None:
         tally["copied.hardlinks"] += 1
-        ctx.dry("link", "hard link", path, f"to {leader.path}")
+        ctx.dry("link", "hard link", node, rel, f"to {leader.path}")
         return True
     assert node.dst_fd is not None
     target = temp_name(dst_name) if old is not None else dst_name
@@ -274,7 +275,6 @@ def copy_symlink(
         copy_other(ctx, tally, node, name, dst_name, rel, st)
         return
     target = os.readlink(name, dir_fd=node.src_fd)
-    path = node.display(rel)
     old = existing(node, dst_name)
     if old is not None:
         assert node.dst_fd is not None
@@ -289,15 +289,15 @@ def copy_symlink(
             action, reason = Action.UNCHANGED, "same target"
         if action is Action.KEEP:
             tally["skipped.symlinks"] += 1
-            ctx.dry("keep", "symlink", path, reason)
+            ctx.dry("keep", "symlink", node, rel, reason)
             return
         if action is Action.UNCHANGED:
             tally["unchanged.symlinks"] += 1
-            ctx.dry("unchanged", "symlink", path, reason)
+            ctx.dry("unchanged", "symlink", node, rel, reason)
             return
     tally["copied.symlinks"] += 1
     if ctx.dry_run is not None:
-        ctx.dry("replace" if old else "copy", "symlink", path, f"-> {target}")
+        ctx.dry("replace" if old else "copy", "symlink", node, rel, f"-> {target}")
         return
     assert node.dst_fd is not None
     link_name = temp_name(dst_name) if old is not None else dst_name
@@ -346,7 +346,6 @@ def _copy_special(
     rel: str,
     st: os.stat_result,
 ) -> None:
-    path = node.display(rel)
     old = existing(node, dst_name)
     if old is not None:
         action, reason = decide(
@@ -354,15 +353,15 @@ def _copy_special(
         )
         if action is Action.KEEP:
             tally["skipped.specials"] += 1
-            ctx.dry("keep", "special", path, reason)
+            ctx.dry("keep", "special", node, rel, reason)
             return
         if action is Action.UNCHANGED:
             tally["unchanged.specials"] += 1
-            ctx.dry("unchanged", "special", path, reason)
+            ctx.dry("unchanged", "special", node, rel, reason)
             return
     if ctx.dry_run is not None:
         tally["copied.specials"] += 1
-        ctx.dry("replace" if old else "create", "special", path)
+        ctx.dry("replace" if old else "create", "special", node, rel)
         return
     assert node.dst_fd is not None
     target = temp_name(dst_name) if old is not None else dst_name

@@ -34,9 +34,14 @@ class Metadata:
     """
 
     def __init__(self, preserve: Preserve, umask: int) -> None:
-        self.preserve = preserve
         self.file_mode_default = 0o666 & ~umask
         self.dir_mode_default = 0o777 & ~umask
+        # Plain booleans: these are read for every file.
+        self.owner = preserve.owner
+        self.mode = preserve.mode
+        self.times = preserve.times
+        self.xattrs = preserve.xattrs
+        self.acls = preserve.acls
         self.copy_xattrs = preserve.xattrs or preserve.acls
         # Only root may write security.* attributes; others skip them quietly.
         self.security_xattrs = os.geteuid() == 0
@@ -50,12 +55,12 @@ class Metadata:
         wanted = set()
         for name in names:
             is_acl = name in ACL_NAMES
-            if (self.preserve.acls if is_acl else self.preserve.xattrs) and (
+            if (self.acls if is_acl else self.xattrs) and (
                 self.security_xattrs or not name.startswith("security.")
             ):
                 wanted.add(name)
                 os.setxattr(dst, name, os.getxattr(src, name))
-        if self.preserve.acls:
+        if self.acls:
             for name in ACL_NAMES:
                 if name not in wanted:
                     try:
@@ -72,33 +77,29 @@ class Metadata:
         :param times: set atime/mtime; ``False`` when the source changed during the
             copy, so that a rerun sees the file as different and copies it again.
         """
-        if self.preserve.owner:
+        if self.owner:
             self._owner(dst, st)
-        if self.preserve.mode:
+        if self.mode:
             os.fchmod(dst, stat.S_IMODE(st.st_mode))
         else:
             os.fchmod(dst, self.dir_mode_default if is_dir else self.file_mode_default)
         if self.copy_xattrs:
             self._xattrs(src, dst)
-        if times and self.preserve.times:
+        if times and self.times:
             os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
 
     def apply_by_name(self, dir_fd: int, name: str, st: os.stat_result) -> None:
         """Apply metadata to a symlink or special file that cannot be opened for it."""
         is_link = stat.S_ISLNK(st.st_mode)
-        if self.preserve.owner:
+        if self.owner:
             with contextlib.suppress(PermissionError):  # as in _owner
                 os.chown(
                     name, st.st_uid, st.st_gid, dir_fd=dir_fd, follow_symlinks=False
                 )
         if not is_link:
-            mode = (
-                stat.S_IMODE(st.st_mode)
-                if self.preserve.mode
-                else self.file_mode_default
-            )
+            mode = stat.S_IMODE(st.st_mode) if self.mode else self.file_mode_default
             os.chmod(name, mode, dir_fd=dir_fd)
-        if self.preserve.times:
+        if self.times:
             os.utime(
                 name,
                 ns=(st.st_atime_ns, st.st_mtime_ns),
