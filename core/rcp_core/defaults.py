@@ -6,7 +6,7 @@ Starting points per storage (the controller then adapts within the bounds):
 storage (either side)         initial    maximum    large files in chunks of
 ============================  =========  =========  ==========================
 network / parallel / FUSE     16         128        64 MiB
-rotational disk               2          8          never
+rotational disk               1          8          never
 local solid state, tmpfs      CPUs       8 x CPUs   never
 ============================  =========  =========  ==========================
 
@@ -40,7 +40,7 @@ class BuiltinPlugin:
         if source.shared or destination.shared:
             return Concurrency(16, 1, 128, chunk_size=SHARED_CHUNK)
         if source.rotational or destination.rotational:
-            return Concurrency(2, 1, 8)
+            return Concurrency(1, 1, 8)
         return Concurrency(cpus, 1, 8 * cpus)
 
     @hookimpl(trylast=True)

@@ -16,6 +16,11 @@ saturates, extra workers only queue, and the latency grows with them. So:
   slowed down or is saturated;
 - in between: hold.
 
+A growth that is followed by a shrink failed: the next growth waits a cooldown that
+doubles with each failure (and resets when a growth holds), so where the best setting is
+the lowest one (a CPU- or create-bound local disk) the limit stays there instead of
+oscillating between it and the next step up.
+
 The baseline is the lowest latency seen since the last *probe*: now and then (after 2,
 4, 8, ... ticks, then every ``probe_every``) the controller halves the limit for one
 tick and takes that tick's latency as the new baseline, as BBR re-measures its minimum
@@ -105,6 +110,9 @@ class Controller:
         self._restore: int | None = None
         self._probe_gap = 2
         self._until_probe = self._probe_gap
+        self._grew = False
+        self._cooldown = 1
+        self._wait = 0
 
     @property
     def probing(self) -> bool:
@@ -123,12 +131,23 @@ class Controller:
             return self.limit
         self._baseline = min(self._baseline, latency)
         ratio = latency / self._baseline
+        grew, self._grew = self._grew, False
+        self._wait = max(0, self._wait - 1)
         if ratio > self.beta:
+            if grew:  # that growth only made things worse: wait longer next time
+                self._cooldown = min(4 * self.probe_every, self._cooldown * 2)
+                self._wait = self._cooldown
             shrunk = min(self.limit - 1, int(self.limit * 0.8))
             self.limit = max(self.bounds.minimum, shrunk)
         elif ratio < self.alpha and tick.busy >= 0.75 * self.limit:
-            grown = self.limit + max(1, self.limit // 4)
-            self.limit = min(self.bounds.maximum, grown)
+            if grew:
+                self._cooldown = 1  # the last growth paid off
+            if not self._wait:
+                grown = min(self.bounds.maximum, self.limit + max(1, self.limit // 4))
+                self._grew = grown > self.limit
+                self.limit = grown
+        elif grew:
+            self._cooldown = 1
         self._until_probe -= 1
         if self._until_probe <= 0 and self.limit > self.bounds.minimum:
             self._probe_gap = min(self.probe_every, self._probe_gap * 2)

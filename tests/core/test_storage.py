@@ -279,7 +279,7 @@ TMPFS = StorageInfo("tmpfs", 0x01021994)
 NFS = StorageInfo("nfs", 0x6969)
 SSHFS = StorageInfo("fuse.sshfs", 0x65735546)
 SHARED_DEFAULT = Concurrency(16, 1, 128, chunk_size=SHARED_CHUNK)
-DISK_DEFAULT = Concurrency(2, 1, 8)
+DISK_DEFAULT = Concurrency(1, 1, 8)
 
 
 @pytest.mark.parametrize(

@@ -139,3 +139,19 @@ def test_bad_bounds_are_refused(
 ) -> None:
     with pytest.raises(ValueError, match=r"must|need"):
         Concurrency(initial, minimum, maximum, chunk_size=chunk)
+
+
+def worse_with_more(latency: float, penalty: float) -> Storage:
+    """A create-bound local disk: one worker is best; each extra one slows all down."""
+
+    def serve(workers: int, tick: int) -> tuple[float, float]:
+        return workers, TICK / latency / (1 + penalty * (workers - 1))
+
+    return serve
+
+
+def test_stays_at_the_minimum_when_that_is_best() -> None:
+    """Failed growths back off exponentially: the limit rests at 1 most of the time."""
+    controller = Controller(Concurrency(2, 1, 8))
+    limits = run(controller, worse_with_more(0.00005, 0.2), 120)
+    assert limits[-60:].count(1) >= 50
