@@ -27,8 +27,6 @@ import errno
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-import tenacity
-
 if TYPE_CHECKING:
     from rcp_core.summary import Summary
 
@@ -151,19 +149,24 @@ def retrying(
     The classifier (the run's ``rcp_classify_error`` for the entry at hand) decides
     what is transient.
     """
-    base = tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(max(1, attempts)),
-        wait=tenacity.wait_exponential_jitter(
-            multiplier=base_delay, max=2.0, jitter=base_delay
-        ),
-        reraise=True,
-    )
 
     def run(fn: Callable[[], T], classifier: Classifier = classify) -> T:
+        # Imported on the first transient failure, not at start-up: most runs never
+        # retry, and a command copying a small tree should start fast.
+        import tenacity
+
         def transient(exc: BaseException) -> bool:
             return isinstance(exc, OSError) and classifier(exc) is Kind.TRANSIENT
 
-        return base.copy(retry=tenacity.retry_if_exception(transient))(fn)
+        policy = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(transient),
+            stop=tenacity.stop_after_attempt(max(1, attempts)),
+            wait=tenacity.wait_exponential_jitter(
+                multiplier=base_delay, max=2.0, jitter=base_delay
+            ),
+            reraise=True,
+        )
+        return policy(fn)
 
     return run
 

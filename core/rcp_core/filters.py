@@ -38,10 +38,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from pathspec import GitIgnoreSpec
+from typing import TYPE_CHECKING
 
 from rcp_core.errors import UsageError
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 
 class Verdict(enum.Enum):
@@ -221,6 +223,9 @@ class Filter:
 
 
 def _spec(lines: list[str]) -> GitIgnoreSpec:
+    # pathspec is imported only when a .gitignore is read (start-up cost).
+    from pathspec import GitIgnoreSpec
+
     try:
         return GitIgnoreSpec.from_lines(lines)
     except (ValueError, re.error):
@@ -229,6 +234,8 @@ def _spec(lines: list[str]) -> GitIgnoreSpec:
 
 
 def _parses(line: str) -> bool:
+    from pathspec import GitIgnoreSpec
+
     try:
         GitIgnoreSpec.from_lines([line])
     except (ValueError, re.error):

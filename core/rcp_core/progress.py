@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO
 
-from tqdm import tqdm
-
 from rcp_core.summary import OUTCOMES, human_bytes
 
 
@@ -83,6 +81,9 @@ class BarProgress:
     """A live tqdm line: entries done, bytes copied and their rates."""
 
     def __init__(self, stream: IO[str]) -> None:
+        # tqdm is imported only when a bar is drawn (start-up cost).
+        from tqdm import tqdm
+
         self._bar = tqdm(
             file=stream, unit=" entries", dynamic_ncols=True, mininterval=0.2
         )

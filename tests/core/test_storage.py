@@ -290,8 +290,8 @@ DISK_DEFAULT = Concurrency(1, 1, 8)
         (NFS, HDD, SHARED_DEFAULT),  # a round trip per operation outweighs the seeks
         (HDD, SSD, DISK_DEFAULT),
         (TMPFS, HDD, DISK_DEFAULT),
-        (SSD, SSD, Concurrency(3, 1, 24)),
-        (TMPFS, TMPFS, Concurrency(3, 1, 24)),
+        (SSD, SSD, Concurrency(1, 1, 24)),
+        (TMPFS, TMPFS, Concurrency(1, 1, 24)),
     ],
 )
 def test_builtin_concurrency_table(
