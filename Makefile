@@ -9,7 +9,7 @@ SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux fuse3 libfuse3-3 libfu
 DEMO_DIR ?= /tmp/rcp-demo
 LATENCYFS := benchmarks/latencyfs/latencyfs
 
-.PHONY: demo test check pytest format system clean latencyfs
+.PHONY: demo test check pytest format system clean latencyfs bench bench-system
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,18 @@ latencyfs: system
 $(LATENCYFS): benchmarks/latencyfs/latencyfs.c
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror $$(pkg-config --cflags fuse3) \
 	  -o $@ $< $$(pkg-config --libs fuse3) -lm
+
+# The benchmark of issue 3 (benchmarks/README.md): peers and the Linux source from apt,
+# then `python -m benchmarks.harness`; the report and plots go to benchmarks/results.
+# `make bench BENCH_ARGS=--quick` for the ~10 minute version.
+BENCH_PACKAGES := rsync rclone linux-source time
+BENCH_ARGS ?= --full
+
+bench-system:
+	@$(MAKE) --no-print-directory system SYSTEM_PACKAGES="$(SYSTEM_PACKAGES) $(BENCH_PACKAGES)"
+
+bench: bench-system $(VENV)/.installed latencyfs
+	$(BIN)/python -m benchmarks.harness $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(LATENCYFS)

@@ -1,0 +1,248 @@
+"""What a benchmark run measures: cells (filesystem x fileset x modes) and tools.
+
+Two profiles, scaled to this machine (2 cores, 24 GiB, one virtio disk at about
+250 MiB/s, a session's time budget):
+
+- ``quick`` (about 10 minutes): 10,000 x 1 KiB cold and warm on ext4, 3 x 100 MiB on
+  ext4 and XFS, small sets through the latency FUSE, tmpfs, a memory probe; the peers,
+  rcp automatic and rcp at 1, 4, 16 and 64 workers.
+- ``full`` (at most about 60 minutes): the issue's target scales (50,000 x 1 KiB and
+  the Linux tree on ext4, 4 x 1 GiB reflinked on XFS, 100k -> 1M files for memory),
+  rcp at 1..128 workers.
+
+Measured costs that set the scales (load ~1-5 from other sessions): a small-file copy
+on ext4 costs its run, a verification (count, bytes, SHA-256) and a deletion at about
+13,000 files/s (the disk is mounted with ``discard``), so 50,000 x 1 KiB with 17 tools
+is about 4 minutes per repetition; a serial peer through the 0.5 ms-per-operation FUSE
+pays about 25 ms per small file. Where a cell deviates from "every tool, cold and
+warm", its ``note`` says why, and the report prints it.
+
+Invariants: every id in a plan names a known fileset, filesystem and tool
+(:func:`validate`); :func:`restrict` only narrows a plan (or replaces its cells by an
+explicit cross product), it never invents tools.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Final
+
+from benchmarks.harness.filesets import FILESETS, GiB
+from benchmarks.harness.filesystems import FILESYSTEMS, FsOptions
+from benchmarks.harness.results import MODES, Mode
+from benchmarks.harness.tools import PARALLEL_JOBS, RCP_FIXED
+
+PEERS: Final = (
+    "cp_r",
+    "cp_a",
+    "rsync_a",
+    f"cp_par{PARALLEL_JOBS}",
+    "rclone",
+    "shutil",
+    "fsspec",
+    "airflow",
+)
+RCP_AUTO: Final = "rcp_auto"
+QUICK_FIXED: Final = (1, 4, 16, 64)
+ALL_TOOLS: Final = (*PEERS, RCP_AUTO, *(f"rcp_w{n}" for n in RCP_FIXED))
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One filesystem x fileset, measured in ``modes`` with ``tools`` (None: all)."""
+
+    fs: str
+    fileset: str
+    modes: tuple[Mode, ...] = MODES
+    tools: tuple[str, ...] | None = None
+    reps: int | None = None  # None: the plan's
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A named list of cells, the tools to run, repetitions and a time budget."""
+
+    name: str
+    cells: tuple[Cell, ...]
+    tools: tuple[str, ...]
+    reps: int
+    budget_s: float
+
+    def tools_of(self, cell: Cell) -> tuple[str, ...]:
+        """The tools ``cell`` runs, in the plan's order."""
+        wanted = self.tools if cell.tools is None else cell.tools
+        return tuple(t for t in self.tools if t in wanted)
+
+    def reps_of(self, cell: Cell) -> int:
+        """Repetitions of ``cell``."""
+        return self.reps if cell.reps is None else cell.reps
+
+    def runs(self) -> int:
+        """How many timed runs the plan asks for (before anything is skipped)."""
+        return sum(
+            len(self.tools_of(c)) * len(c.modes) * self.reps_of(c) for c in self.cells
+        )
+
+
+_MEMORY_NOTE = "memory probe: rcp only, peak RSS against the file count (empty files)"
+_FUSE_NOTE = (
+    "warm only (latencyfs caches nothing client-side, so cold differs only in the "
+    "backing disk); small, because serial peers pay ~25 ms per small file here"
+)
+_LINUX_NOTE = (
+    "warm only (the target); rcp fixed at 1, 4, 16, 64 only: one Linux copy costs "
+    "~16 s with its deletion (discard on this disk)"
+)
+_REFLINK_NOTE = (
+    "the reflink target: tools that can reflink (cp, parallel cp, rcp) plus shutil "
+    "as the byte-copy reference; the other byte copiers would each write 4 GiB per "
+    "run (they run on xfs/1k_10k)"
+)
+_QUICK_FIXED = tuple(f"rcp_w{n}" for n in QUICK_FIXED)
+_REFLINKERS = ("cp_r", "cp_a", f"cp_par{PARALLEL_JOBS}", "shutil", RCP_AUTO)
+
+QUICK: Final = Plan(
+    name="quick",
+    tools=(*PEERS, RCP_AUTO, *_QUICK_FIXED),
+    reps=3,
+    budget_s=10 * 60,
+    cells=(
+        Cell("ext4", "1k_10k"),
+        Cell("ext4", "100m_3", ("warm",)),
+        Cell("xfs", "100m_3", ("warm",)),
+        Cell("fuse", "1k_100", ("warm",), note=_FUSE_NOTE),
+        Cell("fuse", "1m_50", ("warm",), note=_FUSE_NOTE),
+        Cell("tmpfs", "1k_10k", ("warm",)),
+        Cell("tmpfs", "empty_10k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
+        Cell("tmpfs", "empty_100k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
+    ),
+)
+
+FULL: Final = Plan(
+    name="full",
+    tools=ALL_TOOLS,
+    reps=3,
+    budget_s=60 * 60,
+    cells=(
+        Cell("ext4", "1k_50k", ("warm",), note="warm only (the target); cold: 1k_10k"),
+        Cell(
+            "ext4",
+            "linux",
+            ("warm",),
+            (*PEERS, RCP_AUTO, *_QUICK_FIXED),
+            None,
+            _LINUX_NOTE,
+        ),
+        Cell("ext4", "100m_3"),
+        Cell("ext4", "1k_10k", ("cold",)),
+        Cell("ext4", "mixed", ("warm",)),
+        Cell(
+            "xfs",
+            "1g_4",
+            ("warm",),
+            (*_REFLINKERS, *(f"rcp_w{n}" for n in RCP_FIXED)),
+            None,
+            _REFLINK_NOTE,
+        ),
+        Cell("xfs", "1k_10k", ("warm",)),
+        Cell("fuse", "1k_200", ("warm",), note=_FUSE_NOTE),
+        Cell("fuse", "1m_100", ("warm",), note=_FUSE_NOTE),
+        Cell("tmpfs", "1k_10k", ("warm",)),
+        Cell("tmpfs", "empty_100k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
+        Cell("tmpfs", "empty_1m", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
+    ),
+)
+
+PROFILES: Final = {p.name: p for p in (QUICK, FULL)}
+
+
+def validate(plan: Plan) -> None:
+    """Raise ``ValueError`` naming the first unknown fileset, filesystem or tool."""
+    for tool in plan.tools:
+        if tool not in ALL_TOOLS:
+            raise ValueError(
+                f"unknown tool {tool!r}: expected some of {', '.join(ALL_TOOLS)}"
+            )
+    for cell in plan.cells:
+        if cell.fs not in FILESYSTEMS:
+            raise ValueError(
+                f"unknown filesystem {cell.fs!r}: expected some of {', '.join(FILESYSTEMS)}"
+            )
+        if cell.fileset not in FILESETS:
+            raise ValueError(
+                f"unknown fileset {cell.fileset!r}: expected some of {', '.join(FILESETS)}"
+            )
+        for tool in cell.tools or ():
+            if tool not in ALL_TOOLS:
+                raise ValueError(
+                    f"unknown tool {tool!r} in cell {cell.fs}/{cell.fileset}"
+                )
+
+
+def restrict(
+    plan: Plan,
+    *,
+    filesets: tuple[str, ...] | None = None,
+    filesystems: tuple[str, ...] | None = None,
+    tools: tuple[str, ...] | None = None,
+    modes: tuple[Mode, ...] | None = None,
+    reps: int | None = None,
+    budget_s: float | None = None,
+) -> Plan:
+    """Narrow ``plan`` to the given ids (``None`` keeps what the plan has).
+
+    With ``filesets`` the plan's cells are replaced by every ``filesystems`` (or the
+    plan's filesystems) x ``filesets`` pair, in both modes unless ``modes`` narrows
+    them. Cells left with no mode or no tool are dropped.
+    """
+    cells = plan.cells
+    if filesystems is not None:
+        cells = tuple(c for c in cells if c.fs in filesystems)
+    if filesets is not None:
+        names = filesystems or tuple(dict.fromkeys(c.fs for c in plan.cells))
+        cells = tuple(Cell(fs, f) for fs in names for f in filesets)
+    if modes is not None:
+        cells = tuple(
+            replace(c, modes=tuple(m for m in c.modes if m in modes)) for c in cells
+        )
+    if reps is not None:
+        cells = tuple(replace(c, reps=None) for c in cells)
+    narrowed = replace(
+        plan,
+        tools=plan.tools if tools is None else tools,
+        reps=plan.reps if reps is None else reps,
+        budget_s=plan.budget_s if budget_s is None else budget_s,
+        cells=cells,
+    )
+    if tools is not None:
+        for tool in tools:
+            if tool not in ALL_TOOLS:
+                raise ValueError(
+                    f"unknown tool {tool!r}: expected some of {', '.join(ALL_TOOLS)}"
+                )
+    kept = tuple(c for c in narrowed.cells if c.modes and narrowed.tools_of(c))
+    result = replace(narrowed, cells=kept)
+    validate(result)
+    return result
+
+
+def fs_options(plan: Plan, fuse_delay_ms: float = 0.5) -> FsOptions:
+    """Size the XFS image and the tmpfs for the filesets the plan puts on them.
+
+    Room for every source on that filesystem, two copies of the largest one (the copy
+    being made, and one being deleted), and 3 GiB so a round of small copies can keep
+    them all until its end.
+    """
+
+    def need(fs: str) -> int:
+        sizes = [FILESETS[c.fileset].approx_bytes for c in plan.cells if c.fs == fs]
+        if not sizes:
+            return 0
+        return sum(sizes) + 2 * max(sizes) + 3 * GiB
+
+    return FsOptions(
+        xfs_bytes=max(2 * GiB, need("xfs")),
+        tmpfs_bytes=max(GiB, need("tmpfs")),
+        fuse_delay_ms=fuse_delay_ms,
+    )

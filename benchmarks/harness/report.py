@@ -1,0 +1,389 @@
+"""``report.md``: the human-readable account of a run, computed from its :class:`Results`.
+
+Sections: run, machine, versions, scale (filesets, filesystems, cells), method,
+targets of issue 3, automatic vs best fixed, complete results (one table per
+filesystem x fileset, like rcp's "complete results"), plots, skipped, noise.
+
+Invariants: every number comes from the results (nothing typed in); a failed tool
+shows ``FAILED`` with its reason and never a time; ratios are median / median
+(``> 1`` means slower than the reference); missing values print as ``-``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from benchmarks.harness.aggregate import Outcome, auto_vs_best, cells, outcomes
+from benchmarks.harness.results import MODES, Results
+from benchmarks.harness.stats import Spread, spread
+from benchmarks.harness.targets import check
+
+MiB = 1024**2
+
+
+def num(x: float) -> str:
+    """Three significant digits, without scientific notation for our ranges."""
+    if x >= 100:
+        return f"{x:.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    if x >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3f}"
+
+
+def span(s: Spread | None) -> str:
+    """``median [min-max]``, or ``-``."""
+    if s is None:
+        return "-"
+    if s.count == 1:
+        return num(s.median)
+    return f"{num(s.median)} [{num(s.low)}-{num(s.high)}]"
+
+
+def _ratio(a: Outcome | None, b: Outcome | None) -> str:
+    if a is None or b is None or a.wall is None or b.wall is None or b.wall.median <= 0:
+        return "-"
+    return f"{a.wall.median / b.wall.median:.2f}"
+
+
+def _table(
+    header: Sequence[str], rows: Iterable[Sequence[str]], right_from: int = 1
+) -> list[str]:
+    out = ["| " + " | ".join(header) + " |"]
+    out.append(
+        "|"
+        + "|".join("---" if i < right_from else "---:" for i in range(len(header)))
+        + "|"
+    )
+    out.extend(
+        "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows
+    )
+    return out
+
+
+def render(results: Results, plots: Sequence[str] = ()) -> str:
+    """The whole report as markdown; ``plots`` are PNG file names next to it."""
+    meta = results.meta
+    lines = [f"# rcp benchmark: `{meta.get('profile', '?')}` run", ""]
+    lines += _run_section(results)
+    lines += _machine_section(results)
+    lines += _versions_section(results)
+    lines += _scale_section(results)
+    lines += _method_section(results)
+    lines += _targets_section(results)
+    lines += _auto_section(results, "auto_vs_best.png" in plots)
+    lines += _complete_section(results)
+    lines += _plots_section(plots)
+    lines += _skipped_section(results)
+    lines += _noise_section(results)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write(results: Results, out: Path, plots: Sequence[str] = ()) -> Path:
+    """Write ``out/report.md`` and return its path."""
+    path = out / "report.md"
+    path.write_text(render(results, plots), encoding="utf-8")
+    return path
+
+
+def _run_section(results: Results) -> list[str]:
+    meta = results.meta
+    samples = results.samples
+    failed = sum(1 for s in samples if not s.ok)
+    duration = meta.get("duration_s")
+    took = f" ({float(duration) / 60:.1f} min)" if duration is not None else ""
+    lines = [
+        f"Profile `{meta.get('profile', '?')}`, {meta.get('reps', '?')} repetitions "
+        f"per cell, started {meta.get('started', '?')}, "
+        f"finished {meta.get('finished', 'not finished')}{took}.",
+        f"Runs: {len(samples)} measured of {meta.get('planned_runs', '?')} planned; "
+        f"{failed} failed (wrong copy, error or timeout: shown as FAILED, never as a "
+        "time).",
+    ]
+    if any(s.rss_source != "time" for s in samples):
+        lines.append(
+            "Peak RSS: GNU time was missing, so RSS includes the harness's own image "
+            "(install the `time` package)."
+        )
+    if meta.get("interrupted"):
+        lines.append(
+            f"**The run was interrupted ({meta['interrupted']}); results are partial.**"
+        )
+    if meta.get("command"):
+        lines.append(f"Command: `{meta['command']}`.")
+    return [*lines, ""]
+
+
+def _machine_section(results: Results) -> list[str]:
+    m = results.meta.get("machine", {})
+    rows = [
+        ("CPU", f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores"),
+        ("Memory", f"{m.get('memory_gib', '?')} GiB"),
+        ("Kernel", str(m.get("kernel", "?"))),
+        ("OS", str(m.get("os", "?"))),
+        ("Python", str(m.get("python", "?"))),
+        (
+            "Work disk",
+            f"{m.get('work_fs', '?')} on {m.get('work_device', '?')} "
+            f"({m.get('work_mount_options', '?')}), "
+            f"journal: {m.get('work_ext4_journal', '?')}, "
+            f"{m.get('work_free_gib', '?')} GiB free at start",
+        ),
+        ("Load at start", ", ".join(str(x) for x in m.get("load_at_start", [])) or "?"),
+    ]
+    return ["## Machine", "", *_table(("", ""), rows, right_from=2), ""]
+
+
+def _versions_section(results: Results) -> list[str]:
+    rows = [(t.label, t.version or "-", t.command, t.note) for t in results.tools]
+    return [
+        "## Tools and versions",
+        "",
+        *_table(("tool", "version", "command", "notes"), rows, 4),
+        "",
+    ]
+
+
+def _scale_section(results: Results) -> list[str]:
+    lines = [
+        "## Scale",
+        "",
+        "Filesets (generated once per filesystem; content from a fixed seed):",
+        "",
+    ]
+    rows = [
+        (
+            f.id,
+            f.description,
+            f"{f.files:,}",
+            f"{f.dirs:,}",
+            f"{f.symlinks:,}",
+            f"{f.bytes / MiB:,.1f}",
+            f"`{f.command}`",
+        )
+        for f in results.filesets
+    ]
+    lines += _table(
+        ("id", "what", "files", "dirs", "symlinks", "MiB", "made by"), rows, 2
+    )
+    lines += ["", "Filesystems:", ""]
+    lines += _table(
+        ("name", "type", "how", "cold runs"),
+        (
+            (f.name, f.fstype, f.detail, "yes" if f.cold else "no (in memory)")
+            for f in results.filesystems
+        ),
+        4,
+    )
+    planned = results.meta.get("cells", [])
+    if planned:
+        lines += ["", "Cells (filesystem x fileset) as planned:", ""]
+        lines += _table(
+            ("fs", "fileset", "modes", "tools", "reps", "note"),
+            (
+                (
+                    c["fs"],
+                    c["fileset"],
+                    ", ".join(c["modes"]),
+                    str(len(c["tools"])),
+                    str(c["reps"]),
+                    c.get("note", ""),
+                )
+                for c in planned
+            ),
+            6,
+        )
+    return [*lines, ""]
+
+
+def _method_section(results: Results) -> list[str]:
+    reps = results.meta.get("reps", "?")
+    return [
+        "## Method",
+        "",
+        f"- A *round* runs every tool once, one after another, on one fileset in one "
+        f"mode, each into a destination never used before; {reps} repetitions, the "
+        "tool order rotated per repetition (noise hits all alike), the 1-minute load "
+        "average recorded before each run. The round's copies are deleted together at "
+        "its end, then `sync` and `echo 3 > /proc/sys/vm/drop_caches`: this ext4 has no "
+        "journal and keeps inodes freed in the last ~60 s out of use while cached, so no "
+        "run ever follows a delete without a drop. (Where a round's copies would not "
+        "fit, each is deleted after its run, with the same sync and drop.)",
+        "- *cold*: `sync`, drop caches, an unmeasured warm-up of the same tool on a "
+        "3-entry tree (so Python imports and binaries are cached: start-up from disk is "
+        "not copy time), then the run. *warm*: the whole source was read once at the "
+        "start of the round and each tool warmed up once; `sync` before each run so the "
+        "previous copy's writeback does not overlap it.",
+        "- Wall time spans fork to reap of the tool; CPU is user + system of the tool "
+        "and the children it waited for (`wait4`); peak RSS is GNU `time`'s `%M` (the "
+        "largest single process of the tool's tree). No `sync` is inside the timing: "
+        "with 24 GiB of RAM a copy of large files ends in the page cache, so "
+        "large-file times are to-memory times.",
+        "- Every copy is verified: number and total bytes of regular files (and SHA-256 "
+        "of every file on the small filesets) must match the source as the tool promises "
+        "to copy it (symlinks kept, dereferenced, or skipped); otherwise it is FAILED.",
+        "- Cells show `median [min-max]` seconds; ratios are the tool's median over the "
+        "reference's median (`< 1` = faster than the reference).",
+        "",
+    ]
+
+
+def _targets_section(results: Results) -> list[str]:
+    rows = [
+        (r.target, r.scenario, r.measured, f"**{r.status}**", r.margin, r.evidence)
+        for r in check(results)
+    ]
+    return [
+        "## Targets of issue 3",
+        "",
+        *_table(
+            ("target", "scenario", "measured", "status", "margin", "evidence"), rows, 6
+        ),
+        "",
+    ]
+
+
+def _auto_section(results: Results, heatmap: bool) -> list[str]:
+    rows = [
+        (
+            r.fs,
+            r.fileset,
+            r.mode,
+            span(r.auto),
+            f"{span(r.best)} (N={r.best_workers})",
+            f"{r.ratio:.2f}",
+            "yes" if r.ratio <= 1.10 else "**no**",
+        )
+        for r in auto_vs_best(results)
+    ]
+    lines = ["## rcp automatic vs best fixed --max-workers", ""]
+    if not rows:
+        return [
+            *lines,
+            "No scenario had both rcp auto and a fixed setting verified.",
+            "",
+        ]
+    lines += _table(
+        ("fs", "fileset", "mode", "auto s", "best fixed s", "auto/best", "within 10%"),
+        rows,
+        3,
+    )
+    if heatmap:
+        lines += ["", "![auto vs best fixed](auto_vs_best.png)"]
+    return [*lines, ""]
+
+
+def _complete_section(results: Results) -> list[str]:
+    table = outcomes(results)
+    lines = ["## Complete results", ""]
+    labels = {t.id: t.label for t in results.tools}
+    order = [t.id for t in results.tools]
+    for fs, fileset in cells(results):
+        info = results.fileset(fileset)
+        what = f" ({info.description})" if info else ""
+        lines += [f"### {fs} / {fileset}{what}", ""]
+        rows = []
+        for tool in order:
+            per_mode = {m: table.get((fs, fileset, m, tool)) for m in MODES}
+            if all(o is None for o in per_mode.values()):
+                continue
+            row = [labels.get(tool, tool)]
+            for m in MODES:
+                o = per_mode[m]
+                row.append(
+                    "-"
+                    if o is None
+                    else span(o.wall)
+                    if o.ok
+                    else f"FAILED {o.failures}/{o.runs}: {o.problem}"
+                )
+            row.append(
+                " / ".join(
+                    "-"
+                    if (o := per_mode[m]) is None or o.cpu is None
+                    else num(o.cpu.median)
+                    for m in MODES
+                )
+            )
+            rss = [
+                o.rss_mib.median
+                for o in per_mode.values()
+                if o is not None and o.rss_mib is not None
+            ]
+            row.append(num(max(rss)) if rss else "-")
+            row += [
+                " / ".join(
+                    _ratio(per_mode[m], table.get((fs, fileset, m, ref))) for m in MODES
+                )
+                for ref in ("cp_r", "cp_a")
+            ]
+            shares = [
+                o.shared_fraction
+                for o in per_mode.values()
+                if o is not None and o.shared_fraction is not None
+            ]
+            row.append(f"{min(shares):.0%}" if shares else "")
+            rows.append(row)
+        lines += _table(
+            (
+                "tool",
+                "cold wall s",
+                "warm wall s",
+                "CPU s, median (cold / warm)",
+                "peak RSS MiB",
+                "vs cp -r (cold / warm)",
+                "vs cp -a (cold / warm)",
+                "reflinked",
+            ),
+            rows,
+        )
+        lines.append("")
+    return lines
+
+
+def _plots_section(plots: Sequence[str]) -> list[str]:
+    shown = [p for p in plots if p != "auto_vs_best.png"]
+    if not shown:
+        return []
+    return ["## Plots", "", *(f"![{p}]({p})" for p in shown), ""]
+
+
+def _skipped_section(results: Results) -> list[str]:
+    if not results.skips:
+        return []
+    rows = [(s.what, s.reason) for s in results.skips]
+    return ["## Skipped", "", *_table(("what", "why"), rows, 2), ""]
+
+
+def _noise_section(results: Results) -> list[str]:
+    if not results.samples:
+        return []
+    load = spread(s.load1 for s in results.samples)
+    noisy = sorted(
+        (
+            (o.wall.relative_range, key)
+            for key, o in outcomes(results).items()
+            if o.wall is not None and o.wall.count > 1
+        ),
+        reverse=True,
+    )[:5]
+    cores = results.meta.get("machine", {}).get("cores", "?")
+    lines = [
+        "## Noise",
+        "",
+        f"1-minute load average before each run: median {load.median:.2f} "
+        f"[{load.low:.2f}-{load.high:.2f}] on {cores} cores "
+        "(other sessions share this machine).",
+    ]
+    if noisy:
+        lines.append(
+            "Widest spreads ((max - min) / median): "
+            + ", ".join(
+                f"{fs} {fileset} {mode} {tool} {r:.0%}"
+                for r, (fs, fileset, mode, tool) in noisy
+            )
+            + "."
+        )
+    return [*lines, ""]

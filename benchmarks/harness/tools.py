@@ -1,0 +1,309 @@
+"""The copy tools compared, as command lines: peers and our ``rcp`` at several settings.
+
+Every tool copies a source directory ``SRC`` to a destination ``DST`` that does not
+exist yet, and must create ``DST`` as the copy (not ``DST/<name of SRC>``). Each runs
+as one child process, so wall time, CPU time and peak RSS are measured the same way for
+all, and Python tools pay their interpreter start-up as a command-line user would.
+
+Semantics differ and the verification follows each tool's promise (see
+:mod:`.verify`): ``preserve`` copies symlinks as symlinks, ``follow_files`` copies
+the files they point to (fsspec), ``skip`` leaves them out (rclone). Metadata differs
+too (only ``cp -a``, ``rsync -a`` and the parallel ``cp -a`` keep owners; ``cp -r``
+and fsspec keep no times; rcp keeps mode and times by default), and the report says
+so.
+
+Invariant: a tool that cannot run here (binary missing, module not importable, Airflow
+venv not installable) is built with ``problem`` set, and is reported as skipped with
+that reason; it is never run.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, Literal
+
+from benchmarks.harness.verify import Symlinks
+
+RCP_FIXED: Final = (1, 2, 4, 8, 16, 32, 64, 128)
+PARALLEL_JOBS: Final = 8
+
+SHUTIL_SNIPPET: Final = (
+    "import shutil, sys; shutil.copytree(sys.argv[1], sys.argv[2], symlinks=True)"
+)
+FSSPEC_SNIPPET: Final = (
+    "import sys, fsspec; "
+    "fsspec.filesystem('file').copy(sys.argv[1], sys.argv[2], recursive=True)"
+)
+AIRFLOW_SNIPPET: Final = (
+    "import sys; from airflow.sdk import ObjectStoragePath as P; "
+    "P('file://' + sys.argv[1]).copy(P('file://' + sys.argv[2]), recursive=True)"
+)
+# One `cp -a` per top-level entry of SRC, PARALLEL_JOBS at a time (rcp's report's
+# "parallel cp" baseline). $1 = SRC, $2 = DST.
+PARALLEL_CP: Final = (
+    'mkdir -- "$2" && cd -- "$1" && find . -mindepth 1 -maxdepth 1 -print0 '
+    '| xargs -0 -r -P {jobs} -I{{}} cp -a -- {{}} "$2"/'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One way of copying a tree, as a command line."""
+
+    id: str
+    label: str
+    family: Literal["peer", "rcp"]
+    symlinks: Symlinks
+    shape: str  # the command line with SRC and DST, for the report
+    argv: Callable[[Path, Path], list[str]] = field(repr=False, compare=False)
+    env: Mapping[str, str] = field(default_factory=dict)
+    note: str = ""
+    workers: int | None = None  # rcp --max-workers (None: automatic, or a peer)
+    version: str = ""
+    problem: str | None = None  # why it cannot run here
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEnv:
+    """Where the interpreters and entry points are."""
+
+    python: str  # the project venv's python (fsspec, shutil)
+    rcp: str | None  # the rcp entry point
+    airflow_python: str | None  # .venv-bench-airflow's python
+    airflow_problem: str | None  # why there is no Airflow venv
+    airflow_home: Path  # AIRFLOW_HOME for the Airflow peer (keeps ~/airflow clean)
+    repo: Path
+
+
+def toolbox(env: ToolEnv) -> dict[str, Tool]:
+    """Every known tool, in report order, with versions and problems filled in."""
+    py = env.python
+    tools = [
+        _binary(
+            "cp_r",
+            "cp -r",
+            "cp -r SRC DST",
+            ["cp", "-r"],
+            "no owner, mode or times kept",
+        ),
+        _binary(
+            "cp_a",
+            "cp -a",
+            "cp -a SRC DST",
+            ["cp", "-a"],
+            "archive: owner, mode, times, xattrs, ACLs",
+        ),
+        Tool(
+            "rsync_a",
+            "rsync -a",
+            "peer",
+            "preserve",
+            "rsync -a SRC/ DST/",
+            lambda s, d: ["rsync", "-a", f"{s}/", f"{d}/"],
+            note="owner, mode, times; single-threaded sender/receiver pair",
+        ),
+        Tool(
+            f"cp_par{PARALLEL_JOBS}",
+            f"parallel cp -a (xargs -P {PARALLEL_JOBS})",
+            "peer",
+            "preserve",
+            f"one `cp -a` per top-level entry of SRC, {PARALLEL_JOBS} at a time (xargs -P)",
+            lambda s, d: [
+                "sh",
+                "-c",
+                PARALLEL_CP.format(jobs=PARALLEL_JOBS),
+                "cp_par",
+                str(s),
+                str(d),
+            ],
+            note="parallel only across top-level entries: one entry means one cp",
+        ),
+        Tool(
+            "rclone",
+            "rclone copy",
+            "peer",
+            "skip",
+            "rclone copy SRC DST --transfers 8 --checkers 16",
+            lambda s, d: [
+                "rclone",
+                "copy",
+                str(s),
+                str(d),
+                "--transfers",
+                "8",
+                "--checkers",
+                "16",
+            ],
+            note="skips symlinks (and empty dirs); no owner or dir times",
+        ),
+        Tool(
+            "shutil",
+            "shutil.copytree",
+            "peer",
+            "preserve",
+            "python -c 'shutil.copytree(SRC, DST, symlinks=True)'",
+            lambda s, d: [py, "-c", SHUTIL_SNIPPET, str(s), str(d)],
+            note="copy2: mode and times; sendfile; serial",
+        ),
+        Tool(
+            "fsspec",
+            "fsspec copy",
+            "peer",
+            "follow_files",
+            "python -c 'fsspec.filesystem(\"file\").copy(SRC, DST, recursive=True)'",
+            lambda s, d: [py, "-c", FSSPEC_SNIPPET, str(s), str(d)],
+            note="symlinks to files become files, symlinks to dirs empty dirs, dangling "
+            "ones are dropped; no mode or times; serial",
+        ),
+        Tool(
+            "airflow",
+            "Airflow ObjectStoragePath.copy",
+            "peer",
+            "follow_files",
+            "ObjectStoragePath('file://SRC')"
+            ".copy(ObjectStoragePath('file://DST'), recursive=True)",
+            lambda s, d: [
+                env.airflow_python or "python",
+                "-c",
+                AIRFLOW_SNIPPET,
+                str(s),
+                str(d),
+            ],
+            env={"AIRFLOW_HOME": str(env.airflow_home)},
+            note="local to local is fsspec's LocalFileSystem.copy underneath; "
+            "separate venv .venv-bench-airflow",
+        ),
+        Tool(
+            "rcp_auto",
+            "rcp (auto)",
+            "rcp",
+            "preserve",
+            "rcp SRC DST",
+            lambda s, d: [env.rcp or "rcp", str(s), str(d)],
+            note="automatic settings (no flags); mode and times kept",
+        ),
+        *(
+            Tool(
+                f"rcp_w{n}",
+                f"rcp --max-workers {n}",
+                "rcp",
+                "preserve",
+                f"rcp --max-workers {n} SRC DST",
+                _rcp_fixed(env, n),
+                workers=n,
+            )
+            for n in RCP_FIXED
+        ),
+    ]
+    return {t.id: _probe(t, env) for t in tools}
+
+
+def _binary(tid: str, label: str, shape: str, base: list[str], note: str) -> Tool:
+    return Tool(
+        tid,
+        label,
+        "peer",
+        "preserve",
+        shape,
+        lambda s, d: [*base, str(s), str(d)],
+        note=note,
+    )
+
+
+def _rcp_fixed(env: ToolEnv, n: int) -> Callable[[Path, Path], list[str]]:
+    return lambda s, d: [env.rcp or "rcp", "--max-workers", str(n), str(s), str(d)]
+
+
+def _probe(tool: Tool, env: ToolEnv) -> Tool:
+    """Fill in ``version`` and ``problem`` by asking the tool (or its module)."""
+    from dataclasses import replace
+
+    version, problem = _version_of(tool, env)
+    return replace(tool, version=version, problem=problem)
+
+
+def _version_of(tool: Tool, env: ToolEnv) -> tuple[str, str | None]:
+    if tool.id in ("cp_r", "cp_a"):
+        return _first_line(["cp", "--version"])
+    if tool.id == "rsync_a":
+        return _first_line(["rsync", "--version"])
+    if tool.id.startswith("cp_par"):
+        cp, problem = _first_line(["cp", "--version"])
+        xargs, problem2 = _first_line(["xargs", "--version"])
+        return f"{cp}; {xargs}", problem or problem2
+    if tool.id == "rclone":
+        return _first_line(["rclone", "version"])
+    if tool.id == "shutil":
+        return f"{platform.python_implementation()} {platform.python_version()}", None
+    if tool.id == "fsspec":
+        return _first_line(
+            [env.python, "-c", "import fsspec; print('fsspec', fsspec.__version__)"]
+        )
+    if tool.id == "airflow":
+        if env.airflow_python is None:
+            return "", env.airflow_problem or "no Airflow venv"
+        return _first_line(
+            [
+                env.airflow_python,
+                "-c",
+                "from importlib.metadata import version as v; "
+                "print('apache-airflow-task-sdk', v('apache-airflow-task-sdk'), "
+                "'apache-airflow-core', v('apache-airflow-core'), 'fsspec', v('fsspec'))",
+            ]
+        )
+    if env.rcp is None:
+        return "", "the rcp entry point is not installed (make bench installs the venv)"
+    return rcp_version(env.repo), None
+
+
+def rcp_version(repo: Path) -> str:
+    """``airflow-provider-rcp <version> (git <commit>[+dirty])``."""
+    try:
+        version = importlib.metadata.version("airflow-provider-rcp")
+    except importlib.metadata.PackageNotFoundError:
+        version = "?"
+    commit = _git(repo, "rev-parse", "--short", "HEAD") or "?"
+    dirty = (
+        "+dirty" if _git(repo, "status", "--porcelain", "--untracked-files=no") else ""
+    )
+    return f"airflow-provider-rcp {version} (git {commit}{dirty})"
+
+
+def _git(repo: Path, *args: str) -> str:
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(repo), *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except OSError:
+        return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def _first_line(argv: list[str]) -> tuple[str, str | None]:
+    exe = argv[0]
+    if shutil.which(exe) is None and not Path(exe).exists():
+        return "", f"{exe} is not installed"
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return "", f"{' '.join(argv)} failed: {e}"
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()
+        return (
+            "",
+            f"{' '.join(argv[:2])} exited {proc.returncode}: {tail[-1] if tail else ''}",
+        )
+    lines = proc.stdout.strip().splitlines()
+    return (lines[0].strip() if lines else ""), None

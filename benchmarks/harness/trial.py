@@ -1,0 +1,243 @@
+"""Measured runs, grouped in rounds: one round = every tool once, one mode, one cell.
+
+Protocol of a round (:class:`Round`):
+
+- Entry: ``sync`` and drop caches. Nothing is deleted *during* a round: every run
+  writes a destination path never used before, and all of them are deleted together
+  at the end, followed by ``sync`` and a drop of the caches. So no run ever allocates
+  inodes right after a delete: this machine's ext4 has no journal and skips inodes
+  freed in the last ~60 s while their table block is cached (``recently_deleted()``
+  in ``fs/ext4/ialloc.c``), which made back-to-back delete-and-copy runs 3-6x slower.
+- A *cold* run: ``sync``, drop caches, an unmeasured warm-up of the tool on a
+  three-entry tree (so Python's imports and the binaries are cached: "cold" is the
+  data, not the tool's start-up from disk), then the measured run.
+- A *warm* run: the source was read once when the round started; the tool is warmed
+  up once; then ``sync`` (so the previous tool's writeback does not overlap) and the
+  measured run. Caches are not dropped between warm runs, so the source stays warm.
+- Every copy is verified right after its run (:mod:`.verify`): count and bytes of
+  regular files for the tool's symlink semantics, content hashes on the small
+  filesets, reflink sharing on large files where the filesystem can reflink.
+- When a round's copies would not fit, or hold much data (``batch`` false; see
+  ``runner._batch``), each destination is deleted right after its verification
+  instead (before its writeback, so the delete is cheap), caches are dropped, and for
+  warm runs the source and the tool are warmed again before the next run.
+
+Invariant: a sample is ``ok`` only when the tool exited 0 within its timeout *and* the
+copy verified; otherwise ``problem`` says what went wrong. Deletion is confined to the
+filesystem's ``dst`` directory and the warm-up area, and happens even when a run or
+the harness is interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from benchmarks.harness import extents
+from benchmarks.harness.cache import CacheControl, warm
+from benchmarks.harness.filesets import Fileset
+from benchmarks.harness.filesystems import Mounted
+from benchmarks.harness.measure import measure
+from benchmarks.harness.results import Mode, Sample
+from benchmarks.harness.tools import Tool
+from benchmarks.harness.verify import FOLLOW, Census, Symlinks, census, compare
+
+_WARMUP_TIMEOUT = 120.0
+BLOCK = 4096  # a small file still takes a block on disk
+
+
+@dataclass(frozen=True, slots=True)
+class Bench:
+    """What every round of a run shares."""
+
+    work: Path
+    cache: CacheControl
+    timeout_s: float
+
+    @property
+    def warmup_src(self) -> Path:
+        """The tiny tree tools are warmed up on."""
+        return self.work / "warmup" / "src"
+
+    @property
+    def logs(self) -> Path:
+        """Where each tool's last stdout, stderr and peak RSS are kept."""
+        return self.work / "logs"
+
+    def prepare(self) -> None:
+        """Create the warm-up tree (a file, a subdirectory with a file, a symlink)."""
+        src = self.warmup_src
+        if not (src / "sub" / "b").exists():
+            (src / "sub").mkdir(parents=True, exist_ok=True)
+            (src / "a").write_bytes(b"a" * 1000)
+            (src / "sub" / "b").write_bytes(b"b" * 5000)
+        if not (src / "link").is_symlink():
+            (src / "link").symlink_to("a")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A fileset on one filesystem: where tools read it, and its expected census."""
+
+    fileset: Fileset
+    path: Path  # as tools see it
+    direct: Path  # through the backing tree
+    expected: Mapping[Symlinks, Census]
+
+    @property
+    def data_bytes(self) -> int:
+        """Bytes of regular-file data in one copy."""
+        return next(iter(self.expected.values())).bytes
+
+    @property
+    def disk_bytes(self) -> int:
+        """About what one copy takes on disk (data plus a block per file)."""
+        plain = next(iter(self.expected.values()))
+        return plain.bytes + plain.files * BLOCK
+
+
+def expectations(
+    fileset: Fileset, direct: Path, kinds: set[Symlinks]
+) -> dict[Symlinks, Census]:
+    """The census of ``direct`` for every symlink semantics in ``kinds``."""
+    by_follow = {
+        follow: census(direct, follow=follow, hashes=fileset.hashes)
+        for follow in {FOLLOW[kind] for kind in kinds}
+    }
+    return {kind: by_follow[FOLLOW[kind]] for kind in kinds}
+
+
+class Round:
+    """Every tool once, back to back, in one mode, on one source (a context manager)."""
+
+    def __init__(
+        self,
+        bench: Bench,
+        mounted: Mounted,
+        source: Source,
+        mode: Mode,
+        *,
+        batch: bool,
+    ) -> None:
+        self.bench, self.mounted, self.source, self.mode = bench, mounted, source, mode
+        self.batch = batch
+        self._trash: list[tuple[Path, Path]] = []  # (path, the dir it must be below)
+        self._warmed: set[str] = set()
+
+    def __enter__(self) -> Round:
+        self.bench.cache.settle()
+        if self.mode == "warm":
+            warm(self.source.direct)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._flush()
+
+    def run(self, tool: Tool, *, rep: int, position: int, seq: int) -> Sample:
+        """Measure ``tool`` once and verify its copy; return the :class:`Sample`."""
+        mounted, source = self.mounted, self.source
+        name = f"{source.fileset.id}-{self.mode}-r{rep}-{tool.id}-{seq}"
+        dst = mounted.dst / name
+        dst_direct = mounted.direct(dst)
+        warm_dst = self.bench.work / "warmup" / f"dst-{seq}"
+        if dst_direct.exists() or warm_dst.exists():
+            raise RuntimeError(f"destination {dst_direct} or {warm_dst} exists already")
+        self._trash += [
+            (dst_direct, mounted.direct(mounted.dst)),
+            (warm_dst, self.bench.work / "warmup"),
+        ]
+        env = {**os.environ, **tool.env}
+        if self.mode == "cold":
+            self.bench.cache.settle()
+            _warm_up(tool, self.bench.warmup_src, warm_dst, env)
+        else:
+            if tool.id not in self._warmed:
+                _warm_up(tool, self.bench.warmup_src, warm_dst, env)
+                self._warmed.add(tool.id)
+            os.sync()
+        load1 = os.getloadavg()[0]
+        m = measure(
+            tool.argv(source.path, dst),
+            log_dir=self.bench.logs / tool.id,
+            timeout_s=self.bench.timeout_s,
+            env=env,
+        )
+        problem, found, shared = "", Census(0, 0), None
+        if m.timed_out:
+            problem = f"timed out after {self.bench.timeout_s:g} s"
+        elif m.exit_code != 0:
+            last = m.stderr_tail.splitlines()[-1] if m.stderr_tail else ""
+            problem = f"exit {m.exit_code}: {last}"
+        elif not dst_direct.is_dir():
+            problem = "no destination directory was made"
+        if dst_direct.is_dir():
+            found = census(dst_direct, hashes=source.fileset.hashes and not problem)
+            if not problem:
+                problem = compare(source.expected[tool.symlinks], found)
+            if not problem and mounted.reflink and source.fileset.large:
+                shared = extents.shared_fraction(dst_direct)
+        if not self.batch:
+            self._flush()
+            if self.mode == "warm":
+                warm(source.direct)
+                self._warmed.clear()
+        return Sample(
+            fs=mounted.name,
+            fileset=source.fileset.id,
+            tool=tool.id,
+            mode=self.mode,
+            rep=rep,
+            position=position,
+            wall_s=round(m.wall_s, 6),
+            user_s=round(m.user_s, 6),
+            sys_s=round(m.sys_s, 6),
+            maxrss_kib=m.maxrss_kib,
+            load1=round(load1, 2),
+            exit_code=m.exit_code,
+            ok=not problem,
+            problem=problem,
+            files=found.files,
+            bytes=found.bytes,
+            shared_fraction=None if shared is None else round(shared, 4),
+            rss_source=m.rss_source,
+        )
+
+    def _flush(self) -> None:
+        """Delete every destination of this round so far, then sync and drop caches."""
+        trash, self._trash = self._trash, []
+        for path, confine in trash:
+            _delete(path, confine)
+        if trash:
+            self.bench.cache.settle()
+
+
+def _warm_up(tool: Tool, src: Path, dst: Path, env: Mapping[str, str]) -> None:
+    # Unmeasured and unchecked: a tool that fails here fails the measured run visibly.
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run(
+            tool.argv(src, dst),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=dict(env),
+            timeout=_WARMUP_TIMEOUT,
+            check=False,
+        )
+
+
+def _delete(path: Path, confine: Path) -> None:
+    """``rm -rf path``, only when ``path`` is strictly below ``confine``."""
+    if confine.resolve() not in path.resolve().parents:
+        raise RuntimeError(f"refusing to delete {path}: not below {confine}")
+    if path.exists() or path.is_symlink():
+        subprocess.run(["rm", "-rf", "--", str(path)], check=True)
