@@ -25,7 +25,6 @@ when the last item referring to it completes; see :mod:`rcp_core.tree`.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import resource
 import stat
@@ -35,84 +34,31 @@ from typing import TYPE_CHECKING
 
 import pluggy
 
+from rcp_core.capacity import choose_concurrency, open_files_budget, storage_of
 from rcp_core.chunks import Chunking
 from rcp_core.context import Context, log
-from rcp_core.entries import copy_file, copy_other, copy_symlink, existing
+from rcp_core.dirs import gitignores, make_dst_dir, prune
+from rcp_core.entries import copy_file, copy_other, copy_symlink
 from rcp_core.errors import CopyFailedError, Kind, retrying
-from rcp_core.existing import Action, decide
 from rcp_core.filters import GitIgnores, Verdict
 from rcp_core.monitor import Monitor, Observer
 from rcp_core.paths import Job, plan_jobs
 from rcp_core.plugins import plugin_manager, site_implemented
 from rcp_core.pool import WorkPool
-from rcp_core.remove import Protect, remove_entry
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.storage import StorageInfo
 from rcp_core.summary import Resources, Summary, Tally, merge
 from rcp_core.tree import DIR_FLAGS, DirNode
-from rcp_core.tuning import Concurrency, Controller
+from rcp_core.tuning import Controller
 
 if TYPE_CHECKING:
     from os import _ScandirIterator as ScandirIterator
 
 SCAN_CHUNK = 256
 BATCH = 32
-OPEN_FILES_CAP = 4096
-FDS_PER_WORKER = 4
-"""A worker holds a source and a destination file, plus directories on its path."""
-FD_RESERVE = 64
 
 Op = Callable[[Context, Tally, DirNode, str, str, str], None]
-
-
-def raise_open_files_limit() -> int:
-    """Raise the soft RLIMIT_NOFILE to the hard limit; return the new soft limit."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or hard > soft:
-        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-            soft = target
-        except (ValueError, OSError):
-            pass  # keep the soft limit we have
-    return soft
-
-
-def storage_of(hook: pluggy.HookRelay, path: str, follow: bool = True) -> StorageInfo:
-    """Ask the plugins what storage ``path`` is on (opened ``O_PATH``: no I/O)."""
-    fd = os.open(path, os.O_PATH | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
-    try:
-        info: StorageInfo = hook.rcp_detect_storage(path=path, fd=fd)
-    finally:
-        os.close(fd)
-    return info
-
-
-def choose_concurrency(
-    hook: pluggy.HookRelay,
-    storage: Iterable[tuple[StorageInfo, StorageInfo]],
-    settings: CopySettings,
-    max_open_files: int,
-) -> Concurrency:
-    """The plugins' choice for the most demanding pair, within the descriptor budget.
-
-    ``--max-workers`` fixes the number of workers (no adaptation).
-    """
-    cpus = len(os.sched_getaffinity(0))
-    choices: list[Concurrency] = [
-        hook.rcp_choose_concurrency(source=src, destination=dst, cpus=cpus)
-        for src, dst in storage
-    ]
-    chosen = max(choices, key=lambda c: c.initial)
-    if settings.max_workers:
-        chosen = Concurrency.fixed(settings.max_workers, chosen.chunk_size)
-    budget = max(1, (max_open_files - FD_RESERVE) // FDS_PER_WORKER)
-    return dataclasses.replace(
-        chosen,
-        initial=min(chosen.initial, budget),
-        minimum=min(chosen.minimum, budget),
-        maximum=min(chosen.maximum, budget),
-    )
+"""Copies one non-directory entry: ``op(ctx, tally, node, name, dst_name, rel)``."""
 
 
 class Engine:
@@ -139,10 +85,7 @@ class Engine:
         self.jobs = jobs
         self.settings = settings
         self.hook = (plugins or plugin_manager()).hook
-        soft = raise_open_files_limit()
-        self.max_open_files = settings.max_open_files or min(
-            int(soft * 0.8), OPEN_FILES_CAP
-        )
+        self.max_open_files = open_files_budget(settings)
         storage: Mapping[Job, tuple[StorageInfo, StorageInfo]] = {
             job: (
                 # The trees themselves: a source or an existing destination may be a
@@ -304,58 +247,15 @@ class Engine:
                 and decision.verdict is Verdict.TRAVERSE,
                 ignores=parent.ignores,
             )
-            if not self._make_dst_dir(tally, parent, node):
+            if not make_dst_dir(self.ctx, tally, parent, node):
                 os.close(src_fd)
                 return None
         except BaseException:
             os.close(src_fd)
             raise
         if ctx.filter.gitignore:
-            node.ignores = self._gitignores(node)
+            node.ignores = gitignores(node)
         return node
-
-    def _make_dst_dir(self, tally: Tally, parent: DirNode, node: DirNode) -> bool:
-        """Create or reuse the destination directory; ``False`` to skip the subtree."""
-        ctx = self.ctx
-        assert node.st is not None
-        old = existing(parent, node.dst_name)
-        if old is not None:
-            action, reason = decide(
-                ctx.settings.existing, ctx.settings.overwrite_compare, node.st, old
-            )
-            if action is Action.KEEP:
-                tally["skipped.dirs"] += 1
-                ctx.dry("keep", "dir", node, node.rel, reason)
-                return False
-            if action is Action.REPLACE:
-                ctx.dry("replace", "dir", node, node.rel, reason)
-                if ctx.dry_run is None:
-                    assert parent.dst_fd is not None
-                    remove_entry(parent.dst_fd, node.dst_name, old, tally)
-                old = None
-        if old is None:
-            node.fresh = node.created = True
-            if ctx.dry_run is not None:
-                ctx.dry("create", "dir", node, node.rel)
-                return True
-            assert parent.dst_fd is not None
-            os.mkdir(node.dst_name, 0o700, dir_fd=parent.dst_fd)
-        if ctx.dry_run is None or not node.created:
-            assert parent.dst_fd is not None
-            node.dst_fd = os.open(
-                node.dst_name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent.dst_fd
-            )
-            node.dst_dev = os.fstat(node.dst_fd).st_dev
-        return True
-
-    def _gitignores(self, node: DirNode) -> GitIgnores:
-        ignores = node.ignores if node.ignores is not None else GitIgnores.root()
-        try:
-            fd = os.open(".gitignore", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=node.src_fd)
-        except OSError:
-            return ignores
-        with os.fdopen(fd, encoding="utf-8", errors="surrogateescape") as f:
-            return ignores.with_file(node.rel, f.read())
 
     def _classify(self, entry: os.DirEntry[str]) -> Op | None:
         """The copy op for a non-directory entry; ``None`` means it is a directory.
@@ -452,7 +352,11 @@ class Engine:
                 return
             if ctx.settings.delete and not node.failed and not node.fresh:
                 self._guarded(
-                    tally, node, "delete", node.rel, lambda: self._prune(tally, node)
+                    tally,
+                    node,
+                    "delete",
+                    node.rel,
+                    lambda: prune(self.ctx, tally, node),
                 )
             keep_existing = ctx.settings.existing is ExistingPolicy.IGNORE_EXISTING
             if (
@@ -482,42 +386,6 @@ class Engine:
             if parent is not None and node.failed:
                 parent.failed = True
             node.close()
-
-    def _prune(self, tally: Tally, node: DirNode) -> None:
-        """``--delete``: remove destination entries the source does not have.
-
-        Entries the filters exclude are protected unless ``delete_excluded``, also
-        inside an extraneous directory (which then stays, holding them); an excluded
-        entry that the source does have is removed only with ``delete_excluded``.
-        """
-        ctx = self.ctx
-        if node.dst_fd is None:
-            return
-        dst_fd = node.dst_fd
-
-        def excluded(rel: str, is_dir: bool) -> bool:
-            decision = ctx.filter.decide(
-                rel, is_dir, under_include=node.under_include, ignores=node.ignores
-            )
-            return decision.verdict is Verdict.EXCLUDE
-
-        protect: Protect | None = None
-        if ctx.filter.active and not ctx.settings.delete_excluded:
-            protect = excluded
-        with os.scandir(dst_fd) as it:
-            for entry in it:
-                name = entry.name
-                rel = node.child_rel(name)
-                is_dir = entry.is_dir(follow_symlinks=False)
-                if ctx.filter.active and excluded(rel, is_dir):
-                    if not ctx.settings.delete_excluded:
-                        continue  # protected: excluded names are not ours to remove
-                elif _in_source(node.src_fd, name):
-                    continue
-                ctx.dry("remove", "entry", node, rel, "not in source")
-                if ctx.dry_run is None:
-                    st = entry.stat(follow_symlinks=False)
-                    remove_entry(dst_fd, name, st, tally, rel=rel, protect=protect)
 
     # -- the run ----------------------------------------------------------------
 
@@ -625,14 +493,6 @@ class Engine:
 def _help(tally: Tally, work: Callable[[], None]) -> None:
     """A pool item that helps copy another worker's large file."""
     work()
-
-
-def _in_source(src_fd: int, name: str) -> bool:
-    try:
-        os.lstat(name, dir_fd=src_fd)
-    except FileNotFoundError:
-        return False
-    return True
 
 
 def copy(

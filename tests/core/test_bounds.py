@@ -11,7 +11,8 @@ import pytest
 
 import rcp_core
 from rcp_core import CopySettings
-from rcp_core.engine import FD_RESERVE, FDS_PER_WORKER, OPEN_FILES_CAP, Engine
+from rcp_core.capacity import FD_RESERVE, FDS_PER_WORKER, OPEN_FILES_CAP
+from rcp_core.engine import Engine
 from rcp_core.paths import plan_jobs
 from rcp_core.throttle import TokenBucket
 

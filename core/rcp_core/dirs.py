@@ -1,0 +1,111 @@
+"""Destination directories: create or reuse, gitignore stacks, and ``--delete`` pruning.
+
+- A directory is created ``0700`` (the copy must be able to write into it); its final
+  mode and times come after its children (:mod:`rcp_core.tree`).
+- An existing directory is merged into; an entry of another type is replaced only under
+  a policy that allows it, after the source directory opened (plan, then mutate).
+- Pruning removes only destination entries the source lacks, never follows symlinks, and
+  keeps names the filters exclude unless ``delete_excluded``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from rcp_core.context import Context
+from rcp_core.entries import existing
+from rcp_core.existing import Action, decide
+from rcp_core.filters import GitIgnores, Verdict
+from rcp_core.remove import Protect, remove_entry
+from rcp_core.summary import Tally
+from rcp_core.tree import DIR_FLAGS, DirNode
+
+
+def make_dst_dir(ctx: Context, tally: Tally, parent: DirNode, node: DirNode) -> bool:
+    """Create or reuse the destination directory; ``False`` to skip the subtree."""
+    assert node.st is not None
+    old = existing(parent, node.dst_name)
+    if old is not None:
+        action, reason = decide(
+            ctx.settings.existing, ctx.settings.overwrite_compare, node.st, old
+        )
+        if action is Action.KEEP:
+            tally["skipped.dirs"] += 1
+            ctx.dry("keep", "dir", node, node.rel, reason)
+            return False
+        if action is Action.REPLACE:
+            ctx.dry("replace", "dir", node, node.rel, reason)
+            if ctx.dry_run is None:
+                assert parent.dst_fd is not None
+                remove_entry(parent.dst_fd, node.dst_name, old, tally)
+            old = None
+    if old is None:
+        node.fresh = node.created = True
+        if ctx.dry_run is not None:
+            ctx.dry("create", "dir", node, node.rel)
+            return True
+        assert parent.dst_fd is not None
+        os.mkdir(node.dst_name, 0o700, dir_fd=parent.dst_fd)
+    if ctx.dry_run is None or not node.created:
+        assert parent.dst_fd is not None
+        node.dst_fd = os.open(
+            node.dst_name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent.dst_fd
+        )
+        node.dst_dev = os.fstat(node.dst_fd).st_dev
+    return True
+
+
+def gitignores(node: DirNode) -> GitIgnores:
+    """The gitignore stack for ``node``: its parent's plus its own ``.gitignore``."""
+    ignores = node.ignores if node.ignores is not None else GitIgnores.root()
+    try:
+        fd = os.open(".gitignore", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=node.src_fd)
+    except OSError:
+        return ignores
+    with os.fdopen(fd, encoding="utf-8", errors="surrogateescape") as f:
+        return ignores.with_file(node.rel, f.read())
+
+
+def prune(ctx: Context, tally: Tally, node: DirNode) -> None:
+    """``--delete``: remove destination entries the source does not have.
+
+    Entries the filters exclude are protected unless ``delete_excluded``, also
+    inside an extraneous directory (which then stays, holding them); an excluded
+    entry that the source does have is removed only with ``delete_excluded``.
+    """
+    if node.dst_fd is None:
+        return
+    dst_fd = node.dst_fd
+
+    def excluded(rel: str, is_dir: bool) -> bool:
+        decision = ctx.filter.decide(
+            rel, is_dir, under_include=node.under_include, ignores=node.ignores
+        )
+        return decision.verdict is Verdict.EXCLUDE
+
+    protect: Protect | None = None
+    if ctx.filter.active and not ctx.settings.delete_excluded:
+        protect = excluded
+    with os.scandir(dst_fd) as it:
+        for entry in it:
+            name = entry.name
+            rel = node.child_rel(name)
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if ctx.filter.active and excluded(rel, is_dir):
+                if not ctx.settings.delete_excluded:
+                    continue  # protected: excluded names are not ours to remove
+            elif in_source(node.src_fd, name):
+                continue
+            ctx.dry("remove", "entry", node, rel, "not in source")
+            if ctx.dry_run is None:
+                st = entry.stat(follow_symlinks=False)
+                remove_entry(dst_fd, name, st, tally, rel=rel, protect=protect)
+
+
+def in_source(src_fd: int, name: str) -> bool:
+    """Whether the source directory ``src_fd`` has an entry ``name``."""
+    try:
+        os.lstat(name, dir_fd=src_fd)
+    except FileNotFoundError:
+        return False
+    return True
