@@ -75,7 +75,9 @@ class WorkPool:
         with self._cond:
             self._stack.append((fn, args))
             self._outstanding += 1
-            if self._waiting:
+            # Wake a waiter only if the limit lets it run: with a low limit and many
+            # threads, waking one that must wait again costs a context switch per item.
+            if self._waiting and self._running < self._limit:
                 self._cond.notify()
 
     def _worker(self) -> None:
@@ -104,8 +106,8 @@ class WorkPool:
                     self._outstanding -= 1
                     if not self._outstanding:
                         cond.notify_all()  # all done: let every worker exit
-                    elif self._waiting:
-                        cond.notify()  # a slot under the limit is free
+                    elif self._waiting and stack:
+                        cond.notify()  # a slot under the limit is free, and work
 
     def run(self) -> None:
         """Serve items until none is queued or running; re-raise a crash."""
