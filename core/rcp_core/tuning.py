@@ -16,7 +16,8 @@ saturates, extra workers only queue, and the latency grows with them. So:
   slowed down or is saturated;
 - in between: hold.
 
-A growth that is followed by a shrink failed: the next growth waits a cooldown that
+The first tick only sets the baseline (it includes start-up). A growth that is followed
+by a shrink failed: the next growth waits a cooldown that
 doubles with each failure (and resets when a growth holds), so where the best setting is
 the lowest one (a CPU- or create-bound local disk) the limit stays there instead of
 oscillating between it and the next step up.
@@ -129,7 +130,12 @@ class Controller:
             self._baseline = latency
             self.limit, self._restore = self._restore, None
             return self.limit
+        first = self._baseline == math.inf
         self._baseline = min(self._baseline, latency)
+        if first:
+            # One tick is a measurement, not evidence: it includes start-up, and a
+            # copy that ends within a second should run as the plugin chose.
+            return self.limit
         ratio = latency / self._baseline
         grew, self._grew = self._grew, False
         self._wait = max(0, self._wait - 1)

@@ -155,3 +155,13 @@ def test_stays_at_the_minimum_when_that_is_best() -> None:
     controller = Controller(Concurrency(2, 1, 8))
     limits = run(controller, worse_with_more(0.00005, 0.2), 120)
     assert limits[-60:].count(1) >= 50
+
+
+def test_the_first_tick_only_measures() -> None:
+    """A copy shorter than two ticks runs at the plugin's choice: no blind first step."""
+    controller = Controller(Concurrency(1, 1, 8))
+    busy, units = servers(8, 0.001)(1, 0)
+    assert controller.update(Tick(TICK, busy, units)) == 1
+    assert not controller.probing
+    busy, units = servers(8, 0.001)(1, 1)
+    assert controller.update(Tick(TICK, busy, units)) == 2  # now there is evidence
