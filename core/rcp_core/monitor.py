@@ -106,8 +106,10 @@ class Monitor:
             if self.controller is not None and now - tick_start >= TICK:
                 done = work_units(self.snapshot())
                 tick = Tick(now - tick_start, busy_sum / samples, done - done_before)
-                self.pool.limit = self.controller.update(tick)
-                self.limits.append(self.pool.limit)
+                limit = self.controller.update(tick)
+                if limit != self.pool.limit:  # setting it wakes every waiting worker
+                    self.pool.limit = limit
+                self.limits.append(limit)
                 done_before, busy_sum, samples, tick_start = done, 0.0, 0, now
             if self.observers and now - last_report >= self.progress_interval:
                 last_report = now
