@@ -300,16 +300,17 @@ def sparse_spec() -> Spec:
     }
 
 
-@pytest.mark.parametrize(
-    ("src_fs", "dst_fs", "method"),
-    [
-        # Reflink comes first and keeps holes as holes: it wins on one XFS.
-        ("xfs", "xfs", "reflink"),
-        ("ext4", "ext4", "sparse"),
-        ("ext4", "xfs", "sparse"),
-        ("xfs", "ext4", "sparse"),
-    ],
-)
+SPARSE_CASES = [
+    # Reflink comes first and keeps holes as holes: it wins on one XFS.
+    ("xfs", "xfs", "reflink"),
+    ("ext4", "ext4", "sparse"),
+    ("ext4", "xfs", "sparse"),
+    ("xfs", "ext4", "sparse"),
+]
+"""(source fs, destination fs, the method a sparse file is copied with)."""
+
+
+@pytest.mark.parametrize(("src_fs", "dst_fs", "method"), SPARSE_CASES)
 def test_sparse_file_keeps_its_holes(
     where: Where,
     make_tree: Callable[[Path, Spec], Path],
@@ -332,15 +333,7 @@ def test_sparse_file_keeps_its_holes(
     assert data_ranges(dst / "s") == data_ranges(src / "s")
 
 
-@pytest.mark.parametrize(
-    ("src_fs", "dst_fs", "method"),
-    [
-        ("xfs", "xfs", "reflink"),
-        ("ext4", "ext4", "sparse"),
-        ("ext4", "xfs", "sparse"),
-        ("xfs", "ext4", "sparse"),
-    ],
-)
+@pytest.mark.parametrize(("src_fs", "dst_fs", "method"), SPARSE_CASES)
 def test_copied_bytes_of_sparse_file_do_not_depend_on_method(
     where: Where,
     make_tree: Callable[[Path, Spec], Path],
