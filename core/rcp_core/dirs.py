@@ -1,4 +1,4 @@
-"""Destination directories: create or reuse, gitignore stacks, and ``--delete`` pruning.
+"""Destination directories: create or reuse, gitignore stacks, pruning, finishing.
 
 - A directory is created ``0700`` (the copy must be able to write into it); its final
   mode and times come after its children (:mod:`rcp_core.tree`).
@@ -6,19 +6,27 @@
   a policy that allows it, after the source directory opened (plan, then mutate).
 - Pruning removes only destination entries the source lacks, never follows symlinks, and
   keeps names the filters exclude unless ``delete_excluded``.
+- Finishing (post-order, once every child is done): prune if the subtree had no error,
+  remove a traverse-only directory that stayed empty, apply the directory's metadata
+  (not to an existing directory under ignore-existing), close its descriptors.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from rcp_core.context import Context
 from rcp_core.entries import existing
 from rcp_core.existing import Action, decide
 from rcp_core.filters import GitIgnores, Verdict
 from rcp_core.remove import Protect, remove_entry
+from rcp_core.settings import ExistingPolicy
 from rcp_core.summary import Tally
 from rcp_core.tree import DIR_FLAGS, DirNode
+
+Guarded = Callable[[Tally, DirNode, str, str, Callable[[], None]], bool]
+"""``guarded(tally, node, op, rel, step)``: the engine's error handling for one step."""
 
 
 def make_dst_dir(ctx: Context, tally: Tally, parent: DirNode, node: DirNode) -> bool:
@@ -109,3 +117,56 @@ def in_source(src_fd: int, name: str) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+def finish_dir(ctx: Context, tally: Tally, node: DirNode, guarded: Guarded) -> None:
+    """All children are done: prune, apply metadata, close (post-order).
+
+    :param guarded: runs a step, retrying transient errors and recording others.
+    """
+    parent = node.parent
+    try:
+        if parent is None or node.st is None:
+            return  # an anchor: nothing of its own to finish
+        if ctx.stopping:
+            return
+        if node.traverse_only and not node.has_content:
+            if node.created and ctx.dry_run is None and parent.dst_fd is not None:
+                os.rmdir(node.dst_name, dir_fd=parent.dst_fd)
+            return
+        if ctx.settings.delete and not node.failed and not node.fresh:
+            guarded(
+                tally,
+                node,
+                "delete",
+                node.rel,
+                lambda: prune(ctx, tally, node),
+            )
+        keep_existing = ctx.settings.existing is ExistingPolicy.IGNORE_EXISTING
+        if (
+            ctx.dry_run is None
+            and node.dst_fd is not None
+            and (node.created or not keep_existing)
+        ):
+            st, dst_fd = node.st, node.dst_fd
+            guarded(
+                tally,
+                node,
+                "set directory metadata",
+                node.rel,
+                lambda: ctx.metadata.apply(
+                    node.src_fd, dst_fd, st, is_dir=True, times=True
+                ),
+            )
+        tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
+        parent.has_content = True
+    except OSError as exc:
+        ctx.fail(
+            tally,
+            node,
+            ctx.error("finish directory", node.display(node.rel), exc, node),
+        )
+    finally:
+        if parent is not None and node.failed:
+            parent.failed = True
+        node.close()

@@ -37,7 +37,7 @@ import pluggy
 from rcp_core.capacity import choose_concurrency, open_files_budget, storage_of
 from rcp_core.chunks import Chunking
 from rcp_core.context import Context, log
-from rcp_core.dirs import gitignores, make_dst_dir, prune
+from rcp_core.dirs import finish_dir, gitignores, make_dst_dir
 from rcp_core.entries import copy_file, copy_other, copy_symlink
 from rcp_core.errors import CopyFailedError, Kind, retrying
 from rcp_core.filters import GitIgnores, Verdict
@@ -45,7 +45,7 @@ from rcp_core.monitor import Monitor, Observer
 from rcp_core.paths import Job, plan_jobs
 from rcp_core.plugins import plugin_manager, site_implemented
 from rcp_core.pool import WorkPool
-from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_core.settings import CopySettings
 from rcp_core.storage import StorageInfo
 from rcp_core.summary import Resources, Summary, Tally, merge
 from rcp_core.tree import DIR_FLAGS, DirNode
@@ -138,7 +138,7 @@ class Engine:
                 if node.pending:
                     return
             parent = node.parent
-            self._finish(tally, node)
+            finish_dir(self.ctx, tally, node, self._guarded)
             node = parent
 
     # -- entries ----------------------------------------------------------------
@@ -336,56 +336,6 @@ class Engine:
         tally["skipped.dirs" if is_dir else "skipped.files"] += 1
         self.ctx.dry("skip", kind, node, rel, f"excluded by {decision.pattern}")
         return False
-
-    def _finish(self, tally: Tally, node: DirNode) -> None:
-        """All children are done: prune, apply metadata, close (post-order)."""
-        parent = node.parent
-        ctx = self.ctx
-        try:
-            if parent is None or node.st is None:
-                return  # an anchor: nothing of its own to finish
-            if ctx.stopping:
-                return
-            if node.traverse_only and not node.has_content:
-                if node.created and ctx.dry_run is None and parent.dst_fd is not None:
-                    os.rmdir(node.dst_name, dir_fd=parent.dst_fd)
-                return
-            if ctx.settings.delete and not node.failed and not node.fresh:
-                self._guarded(
-                    tally,
-                    node,
-                    "delete",
-                    node.rel,
-                    lambda: prune(self.ctx, tally, node),
-                )
-            keep_existing = ctx.settings.existing is ExistingPolicy.IGNORE_EXISTING
-            if (
-                ctx.dry_run is None
-                and node.dst_fd is not None
-                and (node.created or not keep_existing)
-            ):
-                st, dst_fd = node.st, node.dst_fd
-                self._guarded(
-                    tally,
-                    node,
-                    "set directory metadata",
-                    node.rel,
-                    lambda: ctx.metadata.apply(
-                        node.src_fd, dst_fd, st, is_dir=True, times=True
-                    ),
-                )
-            tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
-            parent.has_content = True
-        except OSError as exc:
-            ctx.fail(
-                tally,
-                node,
-                self.ctx.error("finish directory", node.display(node.rel), exc, node),
-            )
-        finally:
-            if parent is not None and node.failed:
-                parent.failed = True
-            node.close()
 
     # -- the run ----------------------------------------------------------------
 
