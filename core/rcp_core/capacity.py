@@ -63,7 +63,8 @@ def choose_concurrency(
 ) -> Concurrency:
     """The plugins' choice for the most demanding pair, within the descriptor budget.
 
-    ``--max-workers`` fixes the number of workers (no adaptation).
+    ``--max-workers`` fixes the number of workers (no adaptation), and
+    ``--max-processes`` the number of processes.
     """
     cpus = len(os.sched_getaffinity(0))
     choices: list[Concurrency] = [
@@ -72,7 +73,11 @@ def choose_concurrency(
     ]
     chosen = max(choices, key=lambda c: c.initial)
     if settings.max_workers:
-        chosen = Concurrency.fixed(settings.max_workers, chosen.chunk_size)
+        chosen = Concurrency.fixed(
+            settings.max_workers, chosen.chunk_size, chosen.processes
+        )
+    if settings.max_processes:
+        chosen = dataclasses.replace(chosen, processes=settings.max_processes)
     budget = max(1, (max_open_files - FD_RESERVE) // FDS_PER_WORKER)
     return dataclasses.replace(
         chosen,

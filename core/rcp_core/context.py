@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import pluggy
 
@@ -78,6 +78,11 @@ class Context:
         self.storage = storage
         self.chunking: Chunking | None = None
         """Set by the engine when the run splits large files."""
+        self.defer: Callable[[DirNode, str, str], None] | None = None
+        """Set in a helper process: ``defer(node, name, rel)`` hands a hard-linked
+        file to the caller, which owns the run's link map."""
+        self.on_stop: list[Callable[[str], None]] = []
+        """Called once, with the reason, when the run starts stopping."""
         # Per-file hooks are called only if a site plugin implements them (hot path).
         self.choose_method = site_implemented(hook.rcp_choose_method)
         self.pre_create = site_implemented(hook.rcp_pre_create)
@@ -133,6 +138,8 @@ class Context:
         if not self.stopping:
             self.stop_reason = reason
             self.stopping = True
+            for callback in self.on_stop:
+                callback(reason)
 
     def dry(
         self, action: str, kind: str, node: DirNode, rel: str, reason: str = ""

@@ -102,6 +102,9 @@ def copy_file(
             # Replaced by something else since the directory was read.
             copy_other(ctx, tally, node, name, dst_name, rel, st)
             return
+        if st.st_nlink > 1 and ctx.defer is not None:
+            ctx.defer(node, name, rel)
+            return
         if st.st_nlink > 1:
             key = (st.st_dev, st.st_ino)
             anchor = node.anchor or node

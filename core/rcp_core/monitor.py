@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rcp_core.pool import WorkPool
-from rcp_core.progress import Progress
+from rcp_core.progress import Progress, entries
 from rcp_core.summary import merge
 from rcp_core.tuning import Controller, Tick
 
@@ -28,9 +28,9 @@ MIB = 1 << 20
 Observer = Callable[[Progress], None]
 
 
-def work_units(progress: Progress) -> float:
+def work_units(counts: Mapping[str, int]) -> float:
     """Work done so far: entries handled plus MiB copied."""
-    return progress.entries + progress.counts["copied.bytes"] / MIB
+    return entries(counts) + counts["copied.bytes"] / MIB
 
 
 class Monitor:
@@ -39,6 +39,8 @@ class Monitor:
     :param controller: adapts ``pool.limit``; ``None`` keeps it fixed.
     :param observers: progress callbacks.
     :param cancel: when set, ``on_cancel`` is called once.
+    :param elsewhere: counters of work done outside the pool (helper processes):
+        part of the progress, not of the controller's measure of its own workers.
     """
 
     def __init__(
@@ -49,6 +51,7 @@ class Monitor:
         progress_interval: float,
         cancel: threading.Event,
         on_cancel: Callable[[], None],
+        elsewhere: Sequence[Mapping[str, int]] = (),
     ) -> None:
         self.pool = pool
         self.controller = controller
@@ -56,6 +59,7 @@ class Monitor:
         self.progress_interval = progress_interval
         self.cancel = cancel
         self.on_cancel = on_cancel
+        self.elsewhere = elsewhere
         self.started = time.monotonic()
         self.limits: list[int] = [pool.limit]
         self._stop = threading.Event()
@@ -64,8 +68,9 @@ class Monitor:
         )
 
     def snapshot(self, final: bool = False) -> Progress:
+        """Progress of the whole run, helper processes' work included."""
         return Progress(
-            counts=merge(list(self.pool.tallies)),
+            counts=merge([*self.pool.tallies, *self.elsewhere]),
             elapsed=time.monotonic() - self.started,
             pending=self.pool.outstanding,
             final=final,
@@ -104,7 +109,7 @@ class Monitor:
             samples += 1
             now = time.monotonic()
             if self.controller is not None and now - tick_start >= TICK:
-                done = work_units(self.snapshot())
+                done = work_units(merge(list(self.pool.tallies)))
                 tick = Tick(now - tick_start, busy_sum / samples, done - done_before)
                 limit = self.controller.update(tick)
                 if limit != self.pool.limit:  # setting it wakes every waiting worker

@@ -6,8 +6,13 @@ the stack stays about as deep as the work in flight. ``limit`` caps how many ite
 at once; the adaptive controller moves it between 1 and the number of threads while
 the run goes on.
 
-The pool ends when no item is queued or running. An unexpected exception in an item
-(a bug: items handle their own ``OSError``\\ s) is kept, stops the pool through
+Helper processes (:mod:`rcp_core.team`) :meth:`steal` the *oldest* queued items that
+suit them, the ones furthest from the workers' depth-first path. Work done elsewhere (a
+stolen item, or a helper's open session) is :meth:`reserve`\\ d until
+:meth:`finish_external`, so the pool does not end under it.
+
+The pool ends when no item is queued, running or reserved. An unexpected exception in
+an item (a bug: items handle their own ``OSError``\\ s) is kept, stops the pool through
 ``on_crash``, and is re-raised by :meth:`run`, so a run never "succeeds" with work
 silently lost.
 """
@@ -22,6 +27,8 @@ from typing import Any
 from rcp_core.summary import Tally
 
 Item = tuple[Callable[..., None], tuple[Any, ...]]
+
+STEAL_POLL = 0.2
 
 
 class WorkPool:
@@ -39,7 +46,10 @@ class WorkPool:
         self._limit = max(1, min(limit, threads))
         self._on_crash = on_crash
         self._stack: collections.deque[Item] = collections.deque()
-        self._cond = threading.Condition(threading.Lock())
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)
+        self._stealers = threading.Condition(lock)
+        self._stealing = 0
         self._outstanding = 0
         self._running = 0
         self._waiting = 0
@@ -79,6 +89,47 @@ class WorkPool:
             # threads, waking one that must wait again costs a context switch per item.
             if self._waiting and self._running < self._limit:
                 self._cond.notify()
+            if self._stealing:
+                self._stealers.notify_all()
+
+    def steal(
+        self, rank: Callable[[Item], int | None], give_up: Callable[[], bool]
+    ) -> Item | None:
+        """Take the oldest queued item of the best rank, waiting for one.
+
+        :param rank: ``None`` for items not wanted, else lower is better.
+        :param give_up: checked at least every ``STEAL_POLL`` seconds while waiting.
+        :returns: the item, or ``None`` once the pool has ended or ``give_up()``.
+            A returned item stays reserved until :meth:`finish_external`.
+        """
+        with self._cond:
+            while self._outstanding and not give_up():
+                best: tuple[int, int] | None = None
+                for i, item in enumerate(self._stack):
+                    r = rank(item)
+                    if r is not None and (best is None or r < best[0]):
+                        best = (r, i)
+                if best is not None:
+                    item = self._stack[best[1]]
+                    del self._stack[best[1]]
+                    return item
+                self._stealing += 1
+                self._stealers.wait(STEAL_POLL)
+                self._stealing -= 1
+        return None
+
+    def reserve(self) -> None:
+        """Keep the pool from ending until the matching :meth:`finish_external`."""
+        with self._cond:
+            self._outstanding += 1
+
+    def finish_external(self) -> None:
+        """Work reserved or stolen is done (push its follow-up items first)."""
+        with self._cond:
+            self._outstanding -= 1
+            if not self._outstanding:
+                self._cond.notify_all()
+                self._stealers.notify_all()
 
     def _worker(self) -> None:
         tally = Tally()
@@ -97,17 +148,29 @@ class WorkPool:
             try:
                 fn(tally, *args)
             except BaseException as exc:  # noqa: BLE001 - re-raised by run()
-                if self.crash is None:
-                    self.crash = exc
-                    self._on_crash(exc)
+                self.report_crash(exc)
             finally:
                 with cond:
                     self._running -= 1
                     self._outstanding -= 1
                     if not self._outstanding:
                         cond.notify_all()  # all done: let every worker exit
-                    elif self._waiting and stack:
-                        cond.notify()  # a slot under the limit is free, and work
+                        self._stealers.notify_all()
+                    elif (
+                        self._waiting
+                        and len(stack) > 1
+                        and self._running + 1 < self._limit
+                    ):
+                        # This worker takes the next item itself; wake another only if
+                        # there is more work and room under the limit for both. (Waking
+                        # one per item hands the GIL back and forth for nothing.)
+                        cond.notify()
+
+    def report_crash(self, exc: BaseException) -> None:
+        """A bug in an item (here or run elsewhere): stop, and re-raise from :meth:`run`."""
+        if self.crash is None:
+            self.crash = exc
+            self._on_crash(exc)
 
     def run(self) -> None:
         """Serve items until none is queued or running; re-raise a crash."""

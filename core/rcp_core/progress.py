@@ -32,12 +32,16 @@ class Progress:
     @property
     def entries(self) -> int:
         """Entries handled so far, whatever their outcome."""
-        c = self.counts
-        return sum(
-            c[f"{o}.{k}"]
-            for o in OUTCOMES
-            for k in ("files", "dirs", "symlinks", "hardlinks", "specials")
-        )
+        return entries(self.counts)
+
+
+def entries(counts: Mapping[str, int]) -> int:
+    """Entries counted in ``counts``, whatever their outcome."""
+    return sum(
+        counts[f"{o}.{k}"]
+        for o in OUTCOMES
+        for k in ("files", "dirs", "symlinks", "hardlinks", "specials")
+    )
 
 
 class TextProgress:

@@ -147,6 +147,9 @@ class CopySettings:
     :param dry_run: report what would happen and change nothing.
     :param fail_early: stop at the first error instead of collecting them.
     :param max_workers: worker threads; ``None`` picks a default from the CPU count.
+    :param max_processes: processes that copy files (the caller's plus helpers, see
+        :mod:`rcp_core.team`); ``None`` lets the storage plugins choose; 1 copies in
+        this process only.
     :param max_open_files: bound on descriptors; ``None`` derives it from RLIMIT_NOFILE.
     :param ops_throttle: metadata operations per second (0 = unlimited).
     :param retries: how often an operation failing with a transient error is tried
@@ -170,6 +173,7 @@ class CopySettings:
     dry_run: DryRun | None = None
     fail_early: bool = False
     max_workers: int | None = None
+    max_processes: int | None = None
     max_open_files: int | None = None
     ops_throttle: float = 0.0
     retries: int = 3
@@ -186,7 +190,7 @@ class CopySettings:
             raise UsageError("--delete-excluded needs --delete")
         if not self.overwrite_compare:
             raise UsageError("--overwrite-compare needs at least one attribute")
-        for name in ("max_workers", "max_open_files"):
+        for name in ("max_workers", "max_processes", "max_open_files"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise UsageError(f"{name.replace('_', '-')} must be at least 1")

@@ -51,7 +51,7 @@ def human_bytes(n: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Resources:
-    """Wall time, CPU time and peak RSS of a run (the process's, for CPU and RSS)."""
+    """Wall time, CPU time and peak RSS of a run (its processes, helpers included)."""
 
     walltime: float
     cpu_user: float
@@ -59,13 +59,31 @@ class Resources:
     peak_rss: int
 
     @classmethod
-    def since(cls, start: float, usage: resource.struct_rusage) -> Resources:
+    def since(
+        cls,
+        start: float,
+        usage: resource.struct_rusage,
+        children: resource.struct_rusage | None = None,
+    ) -> Resources:
+        """Resources used since ``start`` (monotonic) and the ``usage`` then.
+
+        :param children: ``RUSAGE_CHILDREN`` at the start: the helper processes reaped
+            since then count too (peak RSS: the largest process).
+        """
         now = resource.getrusage(resource.RUSAGE_SELF)
+        user = now.ru_utime - usage.ru_utime
+        system = now.ru_stime - usage.ru_stime
+        peak = now.ru_maxrss
+        if children is not None:
+            reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+            user += reaped.ru_utime - children.ru_utime
+            system += reaped.ru_stime - children.ru_stime
+            peak = max(peak, reaped.ru_maxrss)
         return cls(
             walltime=time.monotonic() - start,
-            cpu_user=now.ru_utime - usage.ru_utime,
-            cpu_system=now.ru_stime - usage.ru_stime,
-            peak_rss=now.ru_maxrss * 1024,
+            cpu_user=user,
+            cpu_system=system,
+            peak_rss=peak * 1024,
         )
 
 

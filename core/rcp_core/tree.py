@@ -13,10 +13,19 @@ roots, so the root entry is handled exactly like any entry inside a directory.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from rcp_core.filters import GitIgnores
 from rcp_core.paths import Job
+
+
+class Sink(Protocol):
+    """Where a directory's file batches and scan continuations go (a work pool)."""
+
+    def push(self, fn: Callable[..., None], *args: Any) -> None: ...
+
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 """Flags to open a directory for fd-relative work (add ``O_NOFOLLOW`` unless following)."""
@@ -38,6 +47,8 @@ class DirNode:
         end if nothing was copied into it.
     :param under_include: an ancestor (or this directory) matched an include rule.
     :param ignores: the gitignore rule stack in effect here.
+    :param sink: where this directory's batches and scan continuations go, if not
+        to the run's pool (a helper process's own queue, :mod:`rcp_core.team`).
     """
 
     parent: DirNode | None
@@ -54,6 +65,7 @@ class DirNode:
     traverse_only: bool = False
     under_include: bool = False
     ignores: GitIgnores | None = None
+    sink: Sink | None = None
     dst_dev: int = 0
     pending: int = 1
     failed: bool = False

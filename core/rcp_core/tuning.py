@@ -48,6 +48,8 @@ class Concurrency:
     :param adaptive: let the controller move; ``False`` keeps ``initial`` fixed.
     :param chunk_size: files larger than this are copied as chunks in parallel;
         0 copies every file whole.
+    :param processes: processes that copy files, this one included; more than one
+        where a single Python process saturates a core (:mod:`rcp_core.team`).
     """
 
     initial: int
@@ -55,6 +57,7 @@ class Concurrency:
     maximum: int = 64
     adaptive: bool = True
     chunk_size: int = 0
+    processes: int = 1
 
     def __post_init__(self) -> None:
         if not 1 <= self.minimum <= self.initial <= self.maximum:
@@ -64,11 +67,22 @@ class Concurrency:
             )
         if self.chunk_size < 0:
             raise ValueError("chunk_size must not be negative")
+        if self.processes < 1:
+            raise ValueError("processes must be at least 1")
 
     @classmethod
-    def fixed(cls, workers: int, chunk_size: int = 0) -> Concurrency:
+    def fixed(
+        cls, workers: int, chunk_size: int = 0, processes: int = 1
+    ) -> Concurrency:
         """Exactly ``workers``, never adapted."""
-        return cls(workers, workers, workers, adaptive=False, chunk_size=chunk_size)
+        return cls(
+            workers,
+            workers,
+            workers,
+            adaptive=False,
+            chunk_size=chunk_size,
+            processes=processes,
+        )
 
 
 @dataclass(frozen=True, slots=True)

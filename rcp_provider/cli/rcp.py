@@ -102,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--max-workers", type=int, help="worker threads")
     run.add_argument(
+        "--max-processes",
+        type=int,
+        help="processes copying files (default: chosen for the storage; 1 = this one)",
+    )
+    run.add_argument(
         "--max-open-files",
         type=int,
         help="descriptor budget (default: 80%% of RLIMIT_NOFILE, max 4096)",
@@ -169,6 +174,7 @@ def settings_from(args: argparse.Namespace) -> CopySettings:
         dry_run=DryRun(args.dry_run) if args.dry_run else None,
         fail_early=args.fail_early,
         max_workers=args.max_workers,
+        max_processes=args.max_processes,
         max_open_files=args.max_open_files,
         ops_throttle=args.ops_throttle,
         retries=args.retries,

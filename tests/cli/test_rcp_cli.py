@@ -66,6 +66,7 @@ def test_progress_goes_to_stderr_as_text(src: Path, tmp_path: Path) -> None:
         ["--overwrite-compare", "size,weight"],
         ["--dry-run", "loud"],
         ["--max-workers", "zero"],
+        ["--max-processes", "0"],
     ],
 )
 def test_bad_flags_one_line_exit_2(src: Path, tmp_path: Path, args: list[str]) -> None:

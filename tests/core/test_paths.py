@@ -106,6 +106,7 @@ def test_bad_operands_touch_nothing(
         ),
         ({"delete_excluded": True}, "needs --delete"),
         ({"max_workers": 0}, "at least 1"),
+        ({"max_processes": 0}, "max-processes must be at least 1"),
         ({"ops_throttle": -1}, "negative"),
         ({"overwrite_compare": frozenset()}, "at least one"),
     ],

@@ -279,7 +279,7 @@ TMPFS = StorageInfo("tmpfs", 0x01021994)
 NFS = StorageInfo("nfs", 0x6969)
 SSHFS = StorageInfo("fuse.sshfs", 0x65735546)
 SHARED_DEFAULT = Concurrency(16, 1, 128, chunk_size=SHARED_CHUNK)
-DISK_DEFAULT = Concurrency(1, 1, 8)
+DISK_DEFAULT = Concurrency(1, 1, 8, processes=3)
 
 
 @pytest.mark.parametrize(
@@ -290,14 +290,15 @@ DISK_DEFAULT = Concurrency(1, 1, 8)
         (NFS, HDD, SHARED_DEFAULT),  # a round trip per operation outweighs the seeks
         (HDD, SSD, DISK_DEFAULT),
         (TMPFS, HDD, DISK_DEFAULT),
-        (SSD, SSD, Concurrency(1, 1, 24)),
-        (TMPFS, TMPFS, Concurrency(1, 1, 24)),
+        (SSD, SSD, Concurrency(1, 1, 24, processes=3)),
+        (TMPFS, TMPFS, Concurrency(1, 1, 24, processes=3)),
     ],
 )
 def test_builtin_concurrency_table(
     source: StorageInfo, destination: StorageInfo, expected: Concurrency
 ) -> None:
-    """Shared 16/128 in 64 MiB chunks; rotational 2/8 whole; local CPUs/8xCPUs whole.
+    """Shared 16/128 in 64 MiB chunks, one process; rotational 1/8 and local
+    1/8xCPUs whole, one process per CPU.
 
     Asked as the engine asks (through the hook), for a 3-CPU process.
     """

@@ -43,7 +43,12 @@ def give_to_nobody(root: Path, unreadable: list[str]) -> None:
 
 
 def rcp_as_nobody(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run the rcp CLI as nobody:nogroup."""
+    """Run the rcp CLI as nobody:nogroup, in one process.
+
+    One process: nobody cannot start helper processes here, because the venv's
+    interpreter links into root's private home (the run would go on without them, with
+    a warning these tests would have to tell apart from the errors they count).
+    """
     return subprocess.run(
         [
             "setpriv",
@@ -51,6 +56,8 @@ def rcp_as_nobody(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
             f"--regid={NOBODY}",
             "--clear-groups",
             *RCP,
+            "--max-processes",
+            "1",
             *args,
         ],
         capture_output=True,

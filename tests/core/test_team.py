@@ -1,0 +1,401 @@
+"""Helper processes (rcp_core.team / rcp_core.helper): real spawned helpers, real trees.
+
+Every copy here runs with ``max_processes`` set, so the run waits until its helpers
+can take work and they do take some (asserted through ``Engine.team.batches``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rcp_core import CopyFailedError, CopySettings, DryRun, ExistingPolicy, hookimpl
+from rcp_core.channel import (
+    MAX_MESSAGE,
+    Channel,
+    ChannelError,
+    Final,
+    Finish,
+    Ready,
+    Setup,
+)
+from rcp_core.engine import Engine
+from rcp_core.paths import plan_jobs
+from rcp_core.plugins import plugin_manager
+from rcp_core.pool import WorkPool
+from rcp_core.progress import Progress
+from rcp_core.summary import Summary
+from rcp_core.team import FINAL_TIMEOUT
+from rcp_core.tuning import Concurrency
+from support.treecmp import TreeCompare
+from support.treespec import Dir, Entry, Fifo, File, HardLink, Symlink, make_tree
+
+T0 = 1_600_000_000 * 10**9
+
+
+def wide_tree(root: Path, dirs: int = 12, files: int = 100) -> Path:
+    """``dirs`` directories (one nested level, old mtimes) of ``files`` small files."""
+    spec: dict[str, Entry] = {".": Dir(0o755, T0)}
+    for d in range(dirs):
+        spec[f"d{d}"] = Dir(0o750, T0 + d)
+        spec[f"d{d}/sub"] = Dir(0o700, T0 + 100 + d)
+        spec[f"d{d}/sub/deep"] = File(b"deep %d" % d, 0o600, T0)
+        for f in range(files):
+            spec[f"d{d}/f{f}"] = File(b"%d/%d\n" % (d, f) * (f % 7), 0o644, T0 + f)
+        spec[f"d{d}/link"] = Symlink(f"f{d}")
+        spec[f"d{d}/fifo"] = Fifo(0o640, T0)
+    return make_tree(root, spec)
+
+
+def run(src: Path, dst: Path, settings: CopySettings) -> tuple[Engine, Summary]:
+    jobs = plan_jobs([str(src), str(dst)], settings)
+    engine = Engine(jobs, settings)
+    return engine, engine.run()
+
+
+def test_helpers_copy_a_tree_exactly_and_count_like_one_process(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    src = wide_tree(tmp_path / "src")
+    engine, summary = run(src, tmp_path / "many", CopySettings(max_processes=3))
+    assert engine.team is not None
+    assert engine.team.batches > 0
+    assert tree_compare(src, tmp_path / "many") == []
+    _, alone = run(src, tmp_path / "one", CopySettings(max_processes=1))
+    counts = {k: v for k, v in summary.counts.items() if not k.startswith("method.")}
+    assert counts == {
+        k: v for k, v in alone.counts.items() if not k.startswith("method.")
+    }
+    assert summary["copied.files"] == 12 * 101
+    assert summary["copied.dirs"] == 1 + 12 * 2
+    assert summary["copied.specials"] == 12
+
+
+def test_directory_metadata_comes_after_files_copied_by_helpers(
+    tmp_path: Path,
+) -> None:
+    """Each directory's mtime is the source's although helpers created its files."""
+    src = wide_tree(tmp_path / "src", dirs=6, files=300)
+    engine, _ = run(src, tmp_path / "dst", CopySettings(max_processes=2))
+    assert engine.team is not None
+    assert engine.team.batches > 0
+    for d in range(6):
+        for rel in (f"d{d}", f"d{d}/sub"):
+            got, want = (tmp_path / "dst" / rel).stat(), (src / rel).stat()
+            assert (got.st_mtime_ns, got.st_mode) == (want.st_mtime_ns, want.st_mode)
+
+
+def test_hard_links_across_directories_stay_linked(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    """Hard-linked files go back to the caller, which owns the link map."""
+    spec: dict[str, Entry] = {}
+    for d in range(8):
+        for f in range(64):
+            spec[f"d{d}/f{f}"] = File(b"plain %d %d" % (d, f))
+        spec[f"d{d}/shared"] = (
+            File(b"one inode for all") if d == 0 else HardLink("d0/shared")
+        )
+        spec[f"d{d}/pair-a"] = File(b"pair %d" % d)
+        spec[f"d{d}/pair-b"] = HardLink(f"d{d}/pair-a")
+    src = make_tree(tmp_path / "src", spec)
+    engine, summary = run(src, tmp_path / "dst", CopySettings(max_processes=3))
+    assert engine.team is not None
+    assert engine.team.batches > 0
+    assert tree_compare(src, tmp_path / "dst", hardlinks=True) == []
+    inodes = {(tmp_path / "dst" / f"d{d}" / "shared").stat().st_ino for d in range(8)}
+    assert len(inodes) == 1
+    assert summary["copied.hardlinks"] == 7 + 8
+
+
+def test_dry_run_lines_from_helpers_reach_the_callers_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    src = wide_tree(tmp_path / "src", dirs=4, files=80)
+    caplog.set_level(logging.INFO, logger="rcp_core")
+    settings = CopySettings(max_processes=2, dry_run=DryRun.ALL)
+    engine, summary = run(src, tmp_path / "dst", settings)
+    assert engine.team is not None
+    assert engine.team.batches > 0
+    assert not (tmp_path / "dst").exists()
+    lines = [
+        r.getMessage() for r in caplog.records if "would copy file" in r.getMessage()
+    ]
+    assert len(lines) == summary["copied.files"] == 4 * 81
+    assert f"would copy file '{os.path.join('src', 'd3', 'f79')}'" in lines
+
+
+@pytest.fixture
+def immutable_dir(ext4_tmp_path: Path) -> Path:
+    """A destination directory with ``chattr +i``: every create in it fails (EPERM)."""
+    locked = ext4_tmp_path / "dst" / "locked"
+    locked.mkdir(parents=True)
+    subprocess.run(["chattr", "+i", str(locked)], check=True)
+    yield locked
+    subprocess.run(["chattr", "-i", str(locked)], check=True)
+
+
+@pytest.mark.parametrize("fail_early", [False, True])
+def test_errors_in_helper_batches_are_reported_once_and_counted(
+    ext4_tmp_path: Path, immutable_dir: Path, fail_early: bool
+) -> None:
+    base = ext4_tmp_path
+    spec: dict[str, Entry] = {f"locked/f{i}": b"x" for i in range(200)}
+    spec.update({f"fine{d}/g{i}": b"ok" for d in range(4) for i in range(100)})
+    make_tree(base / "src", spec)
+    settings = CopySettings(
+        existing=ExistingPolicy.OVERWRITE, fail_early=fail_early, max_processes=2
+    )
+    with pytest.raises(CopyFailedError) as info:
+        run(base / "src", base / "dst", settings)
+    err = info.value
+    assert err.stopped is fail_early
+    found = {key: count for key, count, _ in err.errors}
+    assert os.listdir(immutable_dir) == []
+    if fail_early:
+        # Workers already past their check may each add one more before they stop.
+        assert 1 <= err.summary["errors"] <= 4
+        assert set(found) == {"copy: Operation not permitted"}
+    else:
+        assert found == {
+            "copy: Operation not permitted": 200,
+            "set directory metadata: Operation not permitted": 1,
+        }
+        assert err.summary["errors"] == 201
+        assert err.summary["copied.files"] == 400
+
+
+def test_a_killed_helper_fails_the_run_in_bounded_time(tmp_path: Path) -> None:
+    """Its batches in flight are errors, the run stops, and nothing hangs."""
+    src = wide_tree(tmp_path / "src", dirs=40, files=500)
+    settings = CopySettings(max_processes=2)
+    engine = Engine(plan_jobs([str(src), str(tmp_path / "dst")], settings), settings)
+    assert engine.team is not None
+    killed = threading.Event()
+
+    def kill_helper(progress: Progress) -> None:
+        assert engine.team is not None
+        helper = engine.team.helpers[0]
+        if not killed.is_set() and helper.sent and helper.proc is not None:
+            helper.proc.send_signal(signal.SIGKILL)
+            killed.set()
+
+    engine.observers.append(kill_helper)
+    engine.progress_interval = 0.0
+    started = time.monotonic()
+    with pytest.raises(CopyFailedError) as info:
+        engine.run()
+    assert time.monotonic() - started < FINAL_TIMEOUT / 2  # no wait for its Final
+    assert killed.is_set()
+    assert info.value.stopped
+    assert any("helper process exited" in key for key, _, _ in info.value.errors)
+    assert engine.team.helpers[0].proc is not None
+    assert engine.team.helpers[0].proc.returncode == -signal.SIGKILL
+
+
+class _Unsent:
+    """A plugin object registered per call: helpers cannot load it themselves."""
+
+    @hookimpl
+    def rcp_progress(self, progress: Progress) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("settings", "plugins"),
+    [
+        (CopySettings(max_processes=1), []),
+        (CopySettings(max_processes=3, ops_throttle=1000), []),
+        (CopySettings(max_processes=3), [_Unsent()]),
+    ],
+    ids=["one process asked", "ops throttle", "registered plugin"],
+)
+def test_no_helpers_where_they_cannot_help_or_serve(
+    tmp_path: Path, settings: CopySettings, plugins: list[object]
+) -> None:
+    src = wide_tree(tmp_path / "src", dirs=2, files=5)
+    jobs = plan_jobs([str(src), str(tmp_path / "dst")], settings)
+    engine = Engine(jobs, settings, plugins=plugin_manager(plugins))
+    assert engine.team is None
+    assert engine.run()["copied.files"] == 2 * 6
+
+
+def test_no_helpers_for_a_single_file(tmp_path: Path) -> None:
+    (tmp_path / "one").write_bytes(b"1")
+    settings = CopySettings(max_processes=4)
+    engine = Engine(
+        plan_jobs([str(tmp_path / "one"), str(tmp_path / "two")], settings), settings
+    )
+    assert engine.team is None
+
+
+def test_builtin_concurrency_asks_for_a_process_per_cpu_on_local_disks(
+    tmp_path: Path,
+) -> None:
+    """``max_processes`` overrides the plugins' choice, else the choice stands."""
+    (tmp_path / "src").mkdir()
+    jobs = plan_jobs([str(tmp_path / "src"), str(tmp_path / "dst")], CopySettings())
+    engine = Engine(jobs, CopySettings())
+    cpus = len(os.sched_getaffinity(0))
+    assert engine.concurrency.processes == cpus
+    assert (engine.team is not None) == (cpus > 1)
+    forced = Engine(jobs, CopySettings(max_processes=5))
+    assert forced.concurrency.processes == 5
+
+
+# -- the helper process on its own --------------------------------------------------
+
+
+def spawn_helper() -> tuple[Channel, subprocess.Popen[bytes]]:
+    chan, theirs = Channel.pair()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rcp_core.helper", str(theirs.fileno())],
+        pass_fds=[theirs.fileno()],
+    )
+    theirs.close()
+    return chan, proc
+
+
+def setup_message() -> Setup:
+    return Setup(
+        settings=CopySettings(),
+        umask=0o022,
+        jobs=[],
+        storage=[],
+        concurrency=Concurrency(1),
+        entry_points=False,
+        log_level=logging.WARNING,
+    )
+
+
+def test_a_helper_serves_until_finish_then_reports_final_counts() -> None:
+    chan, proc = spawn_helper()
+    try:
+        chan.send(setup_message())
+        got = chan.recv()
+        assert got is not None
+        assert isinstance(got[0], Ready)
+        chan.send(Finish())
+        got = chan.recv()
+        assert got is not None
+        assert isinstance(got[0], Final)
+        assert got[0].counts["copied.files"] == 0
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        chan.close()
+
+
+def test_a_helper_exits_when_its_caller_goes_away() -> None:
+    chan, proc = spawn_helper()
+    try:
+        chan.send(setup_message())
+        got = chan.recv()
+        assert got is not None
+        assert isinstance(got[0], Ready)
+        chan.close()
+        assert proc.wait(timeout=30) in (0, 1)
+    finally:
+        proc.kill()
+
+
+def test_channel_refuses_oversized_messages_and_carries_descriptors(
+    tmp_path: Path,
+) -> None:
+    a, b_sock = Channel.pair()
+    b = Channel(b_sock)
+    try:
+        with pytest.raises(ChannelError):
+            a.send(b"x" * (MAX_MESSAGE + 1))
+        (tmp_path / "f").write_bytes(b"through the socket")
+        fd = os.open(tmp_path / "f", os.O_RDONLY)
+        try:
+            a.send(("file", 1), [fd])
+        finally:
+            os.close(fd)
+        got = b.recv()
+        assert got is not None
+        message, fds = got
+        assert message == ("file", 1)
+        assert len(fds) == 1
+        with os.fdopen(fds[0], "rb") as f:
+            assert f.read() == b"through the socket"
+        a.close()
+        assert b.recv() is None
+    finally:
+        b.close()
+
+
+def test_channel_is_a_seqpacket_pair() -> None:
+    a, b = Channel.pair()
+    try:
+        assert a.sock.type == socket.SOCK_SEQPACKET
+        assert b.type == socket.SOCK_SEQPACKET
+    finally:
+        a.close()
+        b.close()
+
+
+# -- the pool's side of it ----------------------------------------------------------
+
+
+def test_steal_takes_the_oldest_item_of_the_best_rank() -> None:
+    pool = WorkPool(1, 1, on_crash=lambda exc: None)
+
+    def a(tally: object) -> None: ...
+
+    def b(tally: object) -> None: ...
+
+    for i in range(3):
+        pool.push(a, i)
+        pool.push(b, i)
+    rank = {a: 1, b: 0}
+    item = pool.steal(lambda it: rank.get(it[0]), give_up=lambda: False)
+    assert item == (b, (0,))
+    item = pool.steal(lambda it: 1 if it[0] is a else None, give_up=lambda: False)
+    assert item == (a, (0,))
+    assert pool.steal(lambda it: None, give_up=lambda: True) is None
+    assert pool.outstanding == 6  # stolen items stay reserved
+    pool.finish_external()
+    pool.finish_external()
+    assert pool.outstanding == 4
+
+
+def test_a_reserved_pool_does_not_end_until_the_work_elsewhere_is_done() -> None:
+    pool = WorkPool(2, 2, on_crash=lambda exc: None)
+    pool.reserve()
+    ran: list[int] = []
+    ended = threading.Event()
+
+    def runner() -> None:
+        pool.run()
+        ended.set()
+
+    thread = threading.Thread(target=runner)
+    thread.start()
+    assert not ended.wait(0.3)
+    pool.push(lambda tally, n: ran.append(n), 7)
+    pool.finish_external()
+    assert ended.wait(10)
+    thread.join()
+    assert ran == [7]
+
+
+def test_sending_to_a_gone_helper_raises_an_os_error() -> None:
+    """A channel whose peer is gone raises a pipe error (the feeder's cue)."""
+    a, b = Channel.pair()
+    b.close()
+    try:
+        with pytest.raises((BrokenPipeError, ConnectionResetError)):
+            a.send(Ready())
+    finally:
+        a.close()
