@@ -57,7 +57,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 import subprocess
 import tempfile
 import time
@@ -65,6 +64,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
+
+from benchmarks.mounts import is_mountpoint
 
 DEFAULT_DELAY_MS = 0.5
 MOUNT_TIMEOUT = 10.0
@@ -119,7 +120,7 @@ def mounted(
     for path in (backing, mountpoint):
         if not path.is_dir():
             raise LatencyFsError(f"{path} is not a directory")
-    if is_mounted(mountpoint):
+    if is_mountpoint(mountpoint):
         raise LatencyFsError(f"{mountpoint} is a mount point already")
     command = daemon_argv(backing, mountpoint, delay_ms, cache_s)
     with tempfile.TemporaryFile() as stderr:
@@ -154,7 +155,7 @@ def _wait_mounted(proc: subprocess.Popen[bytes], mnt: Path, stderr: IO[bytes]) -
 
 def _unmount(proc: subprocess.Popen[bytes], mnt: Path, stderr: IO[bytes]) -> None:
     # mountinfo, not os.path.ismount: a dead daemon's mount fails lstat (ENOTCONN).
-    if is_mounted(mnt) and _run("fusermount3", "-u", os.fspath(mnt)) != 0:
+    if is_mountpoint(mnt) and _run("fusermount3", "-u", os.fspath(mnt)) != 0:
         # Busy (an open file, a cwd inside): detach it now, and stop the daemon, which
         # would otherwise serve the open files until they are closed.
         _run("umount", "-l", os.fspath(mnt))
@@ -168,20 +169,8 @@ def _unmount(proc: subprocess.Popen[bytes], mnt: Path, stderr: IO[bytes]) -> Non
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    if is_mounted(mnt):
+    if is_mountpoint(mnt):
         raise LatencyFsError(f"{mnt} is still mounted after unmount: " + _tail(stderr))
-
-
-def is_mounted(path: Path) -> bool:
-    """Whether `path` is a mount point in /proc/self/mountinfo (dead FUSE mounts too)."""
-    target = os.fsencode(os.path.realpath(path))
-    with open("/proc/self/mountinfo", "rb") as f:
-        # Field 5 is the mount point, with space, tab, newline and \ as \ooo octal.
-        return any(_unescape(line.split()[4]) == target for line in f)
-
-
-def _unescape(field: bytes) -> bytes:
-    return re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), field)
 
 
 def _run(*args: str) -> int:

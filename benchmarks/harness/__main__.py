@@ -110,6 +110,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="never drop caches (no cold runs; for tests)",
     )
+    p.add_argument(
+        "--rcp",
+        type=Path,
+        help="the rcp command to measure (default: the one beside this python; "
+        "make bench passes a wheel install, as users run it)",
+    )
     p.add_argument("--list", action="store_true", help="print the plan and exit")
     p.add_argument(
         "--report-only",
@@ -186,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         cache=cache,
         timeout_s=args.timeout,
         filegen=filegen,
-        rcp=_entry_point("rcp"),
+        rcp=str(args.rcp.resolve()) if args.rcp else _entry_point("rcp"),
         airflow_venv=REPO / VENV_NAME,
     )
     signal.signal(signal.SIGTERM, _terminate)

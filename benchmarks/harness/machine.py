@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.filesystems import fstype_of
+from benchmarks.mounts import fstype_of
 
 
 def describe(work: Path) -> dict[str, Any]:

@@ -5,7 +5,8 @@ Two profiles, scaled to this machine (2 cores, 24 GiB, one virtio disk at about
 
 - ``quick`` (about 10 minutes): 10,000 x 1 KiB cold and warm on ext4, 3 x 100 MiB on
   ext4 and XFS, small sets through the latency FUSE, tmpfs, a memory probe; the peers,
-  rcp automatic and rcp at 1, 4, 16 and 64 workers.
+  rcp automatic and rcp at 1, 4, 16 and 64 workers; the engine with and without its
+  plugin layer on tmpfs.
 - ``full`` (at most about 60 minutes): the issue's target scales (50,000 x 1 KiB and
   the Linux tree on ext4, 4 x 1 GiB reflinked on XFS, 100k -> 1M files for memory),
   rcp at 1..128 workers.
@@ -43,8 +44,10 @@ PEERS: Final = (
     "airflow",
 )
 RCP_AUTO: Final = "rcp_auto"
+HOOK_TOOLS: Final = ("rcp_hooks", "rcp_nohooks")
+"""The engine with and without its plugin layer (:mod:`.bypass`), in a few cells."""
 QUICK_FIXED: Final = (1, 4, 16, 64)
-ALL_TOOLS: Final = (*PEERS, RCP_AUTO, *(f"rcp_w{n}" for n in RCP_FIXED))
+ALL_TOOLS: Final = (*PEERS, RCP_AUTO, *(f"rcp_w{n}" for n in RCP_FIXED), *HOOK_TOOLS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,20 +103,22 @@ _REFLINK_NOTE = (
     "run (they run on xfs/1k_10k)"
 )
 _QUICK_FIXED = tuple(f"rcp_w{n}" for n in QUICK_FIXED)
+_QUICK_TOOLS = (*PEERS, RCP_AUTO, *_QUICK_FIXED)
+_FULL_TOOLS = (*PEERS, RCP_AUTO, *(f"rcp_w{n}" for n in RCP_FIXED))
 _REFLINKERS = ("cp_r", "cp_a", f"cp_par{PARALLEL_JOBS}", "shutil", RCP_AUTO)
 
 QUICK: Final = Plan(
     name="quick",
-    tools=(*PEERS, RCP_AUTO, *_QUICK_FIXED),
+    tools=(*_QUICK_TOOLS, *HOOK_TOOLS),
     reps=3,
     budget_s=10 * 60,
     cells=(
-        Cell("ext4", "1k_10k"),
-        Cell("ext4", "100m_3", ("warm",)),
-        Cell("xfs", "100m_3", ("warm",)),
-        Cell("fuse", "1k_100", ("warm",), note=_FUSE_NOTE),
-        Cell("fuse", "1m_50", ("warm",), note=_FUSE_NOTE),
-        Cell("tmpfs", "1k_10k", ("warm",)),
+        Cell("ext4", "1k_10k", tools=_QUICK_TOOLS),
+        Cell("ext4", "100m_3", ("warm",), _QUICK_TOOLS),
+        Cell("xfs", "100m_3", ("warm",), _QUICK_TOOLS),
+        Cell("fuse", "1k_100", ("warm",), _QUICK_TOOLS, note=_FUSE_NOTE),
+        Cell("fuse", "1m_50", ("warm",), _QUICK_TOOLS, note=_FUSE_NOTE),
+        Cell("tmpfs", "1k_10k", ("warm",), (*_QUICK_TOOLS, *HOOK_TOOLS)),
         Cell("tmpfs", "empty_10k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
         Cell("tmpfs", "empty_100k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
     ),
@@ -125,7 +130,13 @@ FULL: Final = Plan(
     reps=3,
     budget_s=60 * 60,
     cells=(
-        Cell("ext4", "1k_50k", ("warm",), note="warm only (the target); cold: 1k_10k"),
+        Cell(
+            "ext4",
+            "1k_50k",
+            ("warm",),
+            (*_FULL_TOOLS, *HOOK_TOOLS),
+            note="warm only (the target); cold: 1k_10k",
+        ),
         Cell(
             "ext4",
             "linux",
@@ -134,9 +145,9 @@ FULL: Final = Plan(
             None,
             _LINUX_NOTE,
         ),
-        Cell("ext4", "100m_3"),
-        Cell("ext4", "1k_10k", ("cold",)),
-        Cell("ext4", "mixed", ("warm",)),
+        Cell("ext4", "100m_3", tools=_FULL_TOOLS),
+        Cell("ext4", "1k_10k", ("cold",), _FULL_TOOLS),
+        Cell("ext4", "mixed", ("warm",), _FULL_TOOLS),
         Cell(
             "xfs",
             "1g_4",
@@ -145,10 +156,10 @@ FULL: Final = Plan(
             None,
             _REFLINK_NOTE,
         ),
-        Cell("xfs", "1k_10k", ("warm",)),
-        Cell("fuse", "1k_200", ("warm",), note=_FUSE_NOTE),
-        Cell("fuse", "1m_100", ("warm",), note=_FUSE_NOTE),
-        Cell("tmpfs", "1k_10k", ("warm",)),
+        Cell("xfs", "1k_10k", ("warm",), _FULL_TOOLS),
+        Cell("fuse", "1k_200", ("warm",), _FULL_TOOLS, note=_FUSE_NOTE),
+        Cell("fuse", "1m_100", ("warm",), _FULL_TOOLS, note=_FUSE_NOTE),
+        Cell("tmpfs", "1k_10k", ("warm",), (*_FULL_TOOLS, *HOOK_TOOLS)),
         Cell("tmpfs", "empty_100k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
         Cell("tmpfs", "empty_1m", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
     ),

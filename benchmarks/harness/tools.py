@@ -200,6 +200,32 @@ def toolbox(env: ToolEnv) -> dict[str, Tool]:
             )
             for n in RCP_FIXED
         ),
+        *(
+            Tool(
+                tid,
+                label,
+                "rcp",
+                "preserve",
+                f"python -m benchmarks.harness.bypass {flag}SRC DST",
+                _bypass(env, flag),
+                env={"PYTHONPATH": str(env.repo)},
+                note=note,
+            )
+            for tid, label, flag, note in (
+                (
+                    "rcp_hooks",
+                    "rcp engine, built-in hooks",
+                    "",
+                    "the Engine with the real plugin manager (as rcp runs it)",
+                ),
+                (
+                    "rcp_nohooks",
+                    "rcp engine, hooks bypassed",
+                    "--bypass ",
+                    "the Engine with the built-in functions called directly",
+                ),
+            )
+        ),
     ]
     return {t.id: _probe(t, env) for t in tools}
 
@@ -218,6 +244,18 @@ def _binary(tid: str, label: str, shape: str, base: list[str], note: str) -> Too
 
 def _rcp_fixed(env: ToolEnv, n: int) -> Callable[[Path, Path], list[str]]:
     return lambda s, d: [env.rcp or "rcp", "--max-workers", str(n), str(s), str(d)]
+
+
+def _bypass(env: ToolEnv, flag: str) -> Callable[[Path, Path], list[str]]:
+    extra = [flag.strip()] if flag else []
+    return lambda s, d: [
+        env.python,
+        "-m",
+        "benchmarks.harness.bypass",
+        *extra,
+        str(s),
+        str(d),
+    ]
 
 
 def _probe(tool: Tool, env: ToolEnv) -> Tool:

@@ -78,8 +78,9 @@ class WorkPool:
 
     @property
     def starving(self) -> bool:
-        """Workers wait for work while the limit would let them run (a hint)."""
-        return self._waiting > 0 and self._running < self._limit
+        """Workers wait for work while the limit would let them run, or helper
+        processes wait for work to steal (a hint)."""
+        return self._stealing > 0 or (self._waiting > 0 and self._running < self._limit)
 
     def push(self, fn: Callable[..., None], *args: Any) -> None:
         with self._cond:

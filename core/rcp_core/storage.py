@@ -10,7 +10,6 @@ Nothing here changes state; every failure degrades to "unknown".
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +63,9 @@ class _StatFs(ctypes.Structure):
 
 
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    # The symbols already loaded into this process, libc's among them: no search
+    # (ctypes.util.find_library runs ldconfig, a few ms at every start-up).
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def statfs_magic(fd: int) -> int:

@@ -369,6 +369,8 @@ class _Helper:
 
     def finish(self) -> None:
         self.closing = True
+        self.ready.set()  # wake the feeder wherever it waits: it sees ``closing``
+        self.slots.release()
         if not self.sent:
             self._kill()  # it never took work: nothing to wait for
         else:

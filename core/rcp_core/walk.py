@@ -142,15 +142,17 @@ class Walker:
             node.has_content = True
 
     def batch(self, tally: Tally, node: DirNode, batch: Batch) -> None:
-        for i, (name, op) in enumerate(batch):
-            if self.ctx.stopping:
-                break
-            if self.pool.starving and len(batch) - i > 1:
-                # Others are idle: give them the rest, so big files spread out.
+        i, end = 0, len(batch)
+        while i < end and not self.ctx.stopping:
+            if self.pool.starving and end - i > 1:
+                # Others are idle: give them half of the rest, so big files spread
+                # out (the next idle one takes half of what is left, and so on).
+                keep = i + (end - i + 1) // 2
                 self.hold(node)
-                self.pool.push(self.batch, node, batch[i + 1 :])
-                self.entry(tally, node, name, name, node.child_rel(name), op)
-                break
+                self.pool.push(self.batch, node, batch[keep:end])
+                end = keep
+            name, op = batch[i]
+            i += 1
             self.entry(tally, node, name, name, node.child_rel(name), op)
         self.release(tally, node)
 

@@ -11,15 +11,18 @@ machine is shared); the real runs do that.
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from benchmarks.harness import plots, report
 from benchmarks.harness.aggregate import auto_vs_best, outcomes
+from benchmarks.harness.bypass import bypassed
 from benchmarks.harness.cache import CacheControl
 from benchmarks.harness.filesets import FILESETS, materialize
 from benchmarks.harness.filesystems import FsOptions, ext4_dir
@@ -42,6 +45,9 @@ from benchmarks.harness.targets import check
 from benchmarks.harness.tools import Tool, ToolEnv, toolbox
 from benchmarks.harness.trial import Bench, Round, Source, expectations
 from benchmarks.harness.verify import census, compare
+from rcp_core.errors import Kind
+from rcp_core.storage import detect
+from support.treecmp import TreeCompare
 
 REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -279,6 +285,71 @@ def test_targets_say_met_or_missed_with_the_margin() -> None:
     assert "ext4 1k_50k warm (1.12x)" in auto.margin
     linux = rows[("Linux source tree, ext4, warm: <= 1.0x cp -a", "ext4 linux warm")]
     assert linux.status == "not measured"
+
+
+@pytest.mark.parametrize(
+    ("hooks", "bypassed", "status"),
+    [([1.02, 1.0, 1.01], [1.0, 1.0, 1.0], "met"), ([1.1, 1.1], [1.0, 1.0], "missed")],
+)
+def test_hooks_target_compares_the_engine_with_and_without_its_plugin_layer(
+    hooks: list[float], bypassed: list[float], status: str
+) -> None:
+    base = synthetic()
+    extra = [_sample("rcp_hooks", w, rep=i) for i, w in enumerate(hooks)]
+    extra += [_sample("rcp_nohooks", w, rep=i) for i, w in enumerate(bypassed)]
+    results = replace(base, samples=[*base.samples, *extra])
+    (row,) = [r for r in check(results) if r.target.startswith("Built-in hooks")]
+    assert row.status == status
+    assert row.scenario == "ext4 1k_50k warm"
+    assert "x hooks bypassed" in row.measured
+    (absent,) = [r for r in check(base) if r.target.startswith("Built-in hooks")]
+    assert absent.status == "not measured"
+
+
+@pytest.mark.parametrize("flag", [[], ["--bypass"]])
+def test_the_bypass_script_copies_with_or_without_the_plugin_layer(
+    tmp_path: Path, tree_compare: TreeCompare, flag: list[str]
+) -> None:
+    src = tmp_path / "src"
+    for d in range(3):
+        (src / f"d{d}").mkdir(parents=True)
+        for f in range(20):
+            (src / f"d{d}" / f"f{f}").write_bytes(b"%d" % f)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.harness.bypass",
+            *flag,
+            str(src),
+            str(tmp_path / "dst"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert tree_compare(src, tmp_path / "dst") == []
+
+
+def test_the_bypassed_manager_has_no_plugins_and_calls_the_builtin_directly(
+    tmp_path: Path,
+) -> None:
+    pm = bypassed()
+    assert pm.list_name_plugin() == []
+    fd = os.open(tmp_path, os.O_PATH)
+    try:
+        assert pm.hook.rcp_detect_storage(path=str(tmp_path), fd=fd) == detect(fd)
+    finally:
+        os.close(fd)
+    assert (
+        pm.hook.rcp_classify_error(
+            error=OSError(errno.EAGAIN, "again"), source=None, destination=None
+        )
+        is Kind.TRANSIENT
+    )
+    assert pm.hook.rcp_progress.get_hookimpls() == []
 
 
 def test_report_from_a_synthetic_results_json(tmp_path: Path) -> None:

@@ -27,8 +27,8 @@ import pytest
 
 from benchmarks import latencyfs
 from benchmarks.latencyfs import DAEMON, LatencyFsError, mounted
+from benchmarks.mounts import is_mountpoint
 from rcp_core import CopySettings, Preserve, copy
-from support.loopfs import is_mountpoint
 from support.nobody import NOBODY, world_dir
 from support.treecmp import TreeCompare
 from support.treespec import Dir, Fifo, File, HardLink, Sparse, Spec, Symlink, make_tree

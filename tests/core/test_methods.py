@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 import rcp_core.methods
+from benchmarks.mounts import which
 from rcp_core import (
     CopyFailedError,
     CopySettings,
@@ -31,7 +32,6 @@ from rcp_core import (
     copy,
 )
 from rcp_core.summary import METHODS
-from support.loopfs import which
 from support.treecmp import TreeCompare
 from support.treespec import File, Sparse, Spec
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
+from benchmarks import mounts
 from support import loopfs
 from support.strategies import names, trees
 from support.treecmp import TreeCompare, compare_trees
@@ -442,9 +443,9 @@ def test_root_has_every_loop_tool() -> None:
 
 
 def test_xfs_reflink_is_real(xfs_reflink: Path) -> None:
-    assert loopfs.fstype_of(xfs_reflink) == "xfs"
-    assert loopfs.is_mountpoint(xfs_reflink)
-    xfs_info = loopfs.which("xfs_info")
+    assert mounts.fstype_of(xfs_reflink) == "xfs"
+    assert mounts.is_mountpoint(xfs_reflink)
+    xfs_info = mounts.which("xfs_info")
     assert xfs_info is not None
     info = subprocess.run(
         [xfs_info, str(xfs_reflink)], capture_output=True, text=True, check=True
@@ -472,7 +473,7 @@ def test_xfs_tmp_path_is_a_fresh_dir_on_xfs(
 def test_ext4_fs_keeps_holes_and_nanoseconds(
     ext4_tmp_path: Path, ext4_fs: Path
 ) -> None:
-    assert loopfs.fstype_of(ext4_fs) == "ext4"
+    assert mounts.fstype_of(ext4_fs) == "ext4"
     assert ext4_tmp_path.parent == ext4_fs
     root = make_tree(ext4_tmp_path, {"s": Sparse(4 * MIB, {MIB: b"x"}, 0o644, T)})
     fd = os.open(root / "s", os.O_RDONLY)
@@ -486,7 +487,7 @@ def test_ext4_fs_keeps_holes_and_nanoseconds(
 
 def test_small_fs_runs_out_of_space(small_fs: loopfs.SmallFs) -> None:
     mnt = small_fs(16)
-    assert loopfs.fstype_of(mnt) == "ext4"
+    assert mounts.fstype_of(mnt) == "ext4"
     other = small_fs(8)
     assert os.stat(other).st_dev != os.stat(mnt).st_dev
     chunk = os.urandom(MIB)
@@ -533,7 +534,7 @@ def test_loop_mount_cleans_up_when_the_body_fails(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="boom"):
         failing_test()
     [(mnt, device)] = seen
-    assert not loopfs.is_mountpoint(mnt)
+    assert not mounts.is_mountpoint(mnt)
     assert not _still_ours(device, tmp_path / "ext4.img")
     assert not (tmp_path / "ext4.img").exists()
 
@@ -544,7 +545,7 @@ def test_loop_mount_busy_mount_is_lazily_released(tmp_path: Path) -> None:
         device = _loop_device(mnt)
         held = open(mnt / "held", "wb")  # noqa: SIM115 - kept open past the unmount
     try:
-        assert not loopfs.is_mountpoint(mnt)
+        assert not mounts.is_mountpoint(mnt)
         assert _still_ours(device, tmp_path / "ext4.img")  # autoclear waits for us
     finally:
         held.close()
