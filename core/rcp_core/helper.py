@@ -1,4 +1,4 @@
-"""A helper process of a run (``python -m rcp_core.helper FD``); see :mod:`rcp_core.team`.
+"""A helper process of a run (``python -P -m rcp_core.helper FD``); see ``team``.
 
 It copies the batches the caller sends, with the caller's settings, storage view and
 plugins (the built-in one and the installed site plugins), through the same

@@ -160,11 +160,20 @@ class _Helper:
         self.threads: list[threading.Thread] = []
 
     def start(self) -> None:
-        """Spawn the helper; if that fails, the run goes on without it."""
-        chan, theirs = Channel.pair()
+        """Spawn the helper; if that fails, the run goes on without it.
+
+        ``-P``: the caller's working directory is not put on the helper's import
+        path, so a directory holding an ``rcp_core`` cannot stand in for ours.
+        """
+        try:
+            chan, theirs = Channel.pair()
+        except OSError as exc:
+            log.warning("cannot start helper process %d: %s", self.number, exc)
+            self.dead = True
+            return
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "rcp_core.helper", str(theirs.fileno())],
+                [sys.executable, "-P", "-m", "rcp_core.helper", str(theirs.fileno())],
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
             )

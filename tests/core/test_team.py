@@ -202,6 +202,23 @@ def test_a_killed_helper_fails_the_run_in_bounded_time(tmp_path: Path) -> None:
     assert engine.team.helpers[0].proc.returncode == -signal.SIGKILL
 
 
+def test_helpers_do_not_import_from_the_callers_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory holding an ``rcp_core`` package cannot stand in for ours."""
+    trap = tmp_path / "cwd" / "rcp_core"
+    trap.mkdir(parents=True)
+    marker = tmp_path / "imported"
+    (trap / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    src = wide_tree(tmp_path / "src", dirs=3, files=40)
+    monkeypatch.chdir(tmp_path / "cwd")
+    engine, summary = run(src, tmp_path / "dst", CopySettings(max_processes=2))
+    assert engine.team is not None
+    assert engine.team.batches > 0
+    assert summary["copied.files"] == 3 * 41
+    assert not marker.exists()
+
+
 class _Unsent:
     """A plugin object registered per call: helpers cannot load it themselves."""
 
@@ -258,7 +275,7 @@ def test_builtin_concurrency_asks_for_a_process_per_cpu_on_local_disks(
 def spawn_helper() -> tuple[Channel, subprocess.Popen[bytes]]:
     chan, theirs = Channel.pair()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rcp_core.helper", str(theirs.fileno())],
+        [sys.executable, "-P", "-m", "rcp_core.helper", str(theirs.fileno())],
         pass_fds=[theirs.fileno()],
     )
     theirs.close()
