@@ -284,8 +284,10 @@ class _Helper:
         while True:
             try:
                 got = self.chan.recv()
-            except (OSError, ChannelError) as exc:
+            except ChannelError as exc:
                 log.error("helper process %d: %s", self.number, exc)
+                got = None
+            except OSError:  # ECONNRESET: it ended with our messages unread
                 got = None
             if got is None:
                 self._lost()

@@ -219,6 +219,23 @@ def test_helpers_do_not_import_from_the_callers_working_directory(
     assert not marker.exists()
 
 
+def test_a_run_done_before_its_helpers_start_logs_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Helpers that never took work are stopped quietly: no warning, no error."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "one").write_bytes(b"1")
+    jobs = plan_jobs([str(tmp_path / "src"), str(tmp_path / "dst")], CopySettings())
+    engine = Engine(jobs, CopySettings())
+    if len(os.sched_getaffinity(0)) > 1:
+        assert engine.team is not None
+    with caplog.at_level(logging.DEBUG, logger="rcp_core"):
+        assert engine.run()["copied.files"] == 1
+    assert [
+        r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+    ] == []
+
+
 class _Unsent:
     """A plugin object registered per call: helpers cannot load it themselves."""
 
