@@ -9,13 +9,15 @@ descriptors that came with the task; releasing it answers ``Done``.
 
 The helper lives until ``Finish`` (then answers ``Final`` and exits 0), or until its
 socket closes (the caller is gone: it stops at once). A bug stops it with ``Crash``
-and exit status 1.
+and exit status 1. It ignores SIGINT: a terminal's Ctrl-C reaches the caller too,
+which stops its helpers itself.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import socket
 import sys
 import threading
@@ -175,6 +177,9 @@ class Helper:
 
 
 def main(argv: list[str]) -> int:
+    # Ctrl-C reaches the whole process group; the caller decides (it sends Stop, or
+    # goes away and the socket closes), so a helper never dies half-way on its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     chan = Channel(socket.socket(fileno=int(argv[1])))
     got = chan.recv()
     if got is None:

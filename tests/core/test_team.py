@@ -236,6 +236,31 @@ def test_a_run_done_before_its_helpers_start_logs_nothing(
     ] == []
 
 
+def test_helpers_leave_ctrl_c_to_their_caller(tmp_path: Path) -> None:
+    """SIGINT (a terminal's Ctrl-C reaches the whole group) does not end a helper."""
+    src = wide_tree(tmp_path / "src", dirs=30, files=300)
+    settings = CopySettings(max_processes=2)
+    engine = Engine(plan_jobs([str(src), str(tmp_path / "dst")], settings), settings)
+    assert engine.team is not None
+    interrupted = threading.Event()
+
+    def interrupt_helper(progress: Progress) -> None:
+        assert engine.team is not None
+        helper = engine.team.helpers[0]
+        if not interrupted.is_set() and helper.sent and helper.proc is not None:
+            helper.proc.send_signal(signal.SIGINT)
+            interrupted.set()
+
+    engine.observers.append(interrupt_helper)
+    engine.progress_interval = 0.0
+    summary = engine.run()
+    assert interrupted.is_set()
+    assert summary["errors"] == 0
+    assert summary["copied.files"] == 30 * 301
+    assert engine.team.helpers[0].proc is not None
+    assert engine.team.helpers[0].proc.returncode == 0
+
+
 class _Unsent:
     """A plugin object registered per call: helpers cannot load it themselves."""
 
