@@ -117,6 +117,28 @@ def test_hard_links_across_directories_stay_linked(
     assert summary["copied.hardlinks"] == 7 + 8
 
 
+def test_mirroring_with_helpers_replaces_stale_files_and_deletes_extras(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    """--overwrite --delete: helpers replace what differs, the caller prunes."""
+    src = wide_tree(tmp_path / "src", dirs=6, files=120)
+    stale: dict[str, Entry] = {}
+    for d in range(6):
+        stale[f"d{d}/f{d}"] = File(b"stale and longer than the source's", 0o600, T0)
+        stale[f"d{d}/extra{d}"] = b"not in the source"
+        stale[f"d{d}/sub/extra-dir/x"] = b"nor this"
+    make_tree(tmp_path / "dst", stale)
+    settings = CopySettings(
+        existing=ExistingPolicy.OVERWRITE, delete=True, max_processes=2
+    )
+    engine, summary = run(src, tmp_path / "dst", settings)
+    assert engine.team is not None
+    assert engine.team.batches > 0
+    assert tree_compare(src, tmp_path / "dst") == []
+    assert summary["removed.files"] >= 6 * 2
+    assert summary["removed.dirs"] >= 6
+
+
 def test_dry_run_lines_from_helpers_reach_the_callers_log(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
