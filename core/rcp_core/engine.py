@@ -21,11 +21,14 @@ import resource
 import stat
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pluggy
 
+if TYPE_CHECKING:
+    from rcp_core.team import Team
+
 from rcp_core.capacity import choose_concurrency, open_files_budget, storage_of
-from rcp_core.channel import Setup
 from rcp_core.context import Context, log
 from rcp_core.entries import copy_file, copy_other, copy_symlink
 from rcp_core.errors import CopyFailedError
@@ -37,7 +40,6 @@ from rcp_core.pool import WorkPool
 from rcp_core.settings import CopySettings
 from rcp_core.storage import StorageInfo
 from rcp_core.summary import Resources, Summary, Tally, merge
-from rcp_core.team import Team
 from rcp_core.tree import DIR_FLAGS, DirNode
 from rcp_core.tuning import Controller
 from rcp_core.walk import Op, Walker, chunking
@@ -124,6 +126,11 @@ class Engine:
             if name != BUILTIN and id(plugin) not in installed:
                 log.debug("plugin %s is not installed: copying in one process", name)
                 return None
+        # Imported here: a run without helpers (shared storage, one file) does not
+        # pay for sockets, pickle and subprocess at start-up.
+        from rcp_core.channel import Setup
+        from rcp_core.team import Team
+
         setup = Setup(
             settings=self.settings,
             umask=umask,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 
 from rcp_core.context import Context
@@ -37,7 +36,7 @@ PRE_CREATED_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def temp_name(name: str) -> str:
     """A unique hidden name next to ``name``, at most 255 bytes long."""
-    prefix = f".rcp-{secrets.token_hex(4)}."
+    prefix = f".rcp-{os.urandom(4).hex()}."
     raw = os.fsencode(name)[: 255 - len(prefix)]
     return prefix + os.fsdecode(raw)
 
