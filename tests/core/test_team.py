@@ -196,23 +196,32 @@ def test_errors_in_helper_batches_are_reported_once_and_counted(
         assert err.summary["copied.files"] == 400
 
 
+def signalling_a_helper(
+    src: Path, dst: Path, sig: signal.Signals
+) -> tuple[Engine, threading.Event]:
+    """An engine (two processes) that sends ``sig`` to its helper once the helper has
+    taken work; the event is set when the signal was sent."""
+    settings = CopySettings(max_processes=2)
+    engine = Engine(plan_jobs([str(src), str(dst)], settings), settings)
+    assert engine.team is not None
+    sent = threading.Event()
+
+    def signal_helper(progress: Progress) -> None:
+        assert engine.team is not None
+        helper = engine.team.helpers[0]
+        if not sent.is_set() and helper.sent and helper.proc is not None:
+            helper.proc.send_signal(sig)
+            sent.set()
+
+    engine.observers.append(signal_helper)
+    engine.progress_interval = 0.0
+    return engine, sent
+
+
 def test_a_killed_helper_fails_the_run_in_bounded_time(tmp_path: Path) -> None:
     """Its batches in flight are errors, the run stops, and nothing hangs."""
     src = wide_tree(tmp_path / "src", dirs=40, files=500)
-    settings = CopySettings(max_processes=2)
-    engine = Engine(plan_jobs([str(src), str(tmp_path / "dst")], settings), settings)
-    assert engine.team is not None
-    killed = threading.Event()
-
-    def kill_helper(progress: Progress) -> None:
-        assert engine.team is not None
-        helper = engine.team.helpers[0]
-        if not killed.is_set() and helper.sent and helper.proc is not None:
-            helper.proc.send_signal(signal.SIGKILL)
-            killed.set()
-
-    engine.observers.append(kill_helper)
-    engine.progress_interval = 0.0
+    engine, killed = signalling_a_helper(src, tmp_path / "dst", signal.SIGKILL)
     started = time.monotonic()
     with pytest.raises(CopyFailedError) as info:
         engine.run()
@@ -261,20 +270,7 @@ def test_a_run_done_before_its_helpers_start_logs_nothing(
 def test_helpers_leave_ctrl_c_to_their_caller(tmp_path: Path) -> None:
     """SIGINT (a terminal's Ctrl-C reaches the whole group) does not end a helper."""
     src = wide_tree(tmp_path / "src", dirs=30, files=300)
-    settings = CopySettings(max_processes=2)
-    engine = Engine(plan_jobs([str(src), str(tmp_path / "dst")], settings), settings)
-    assert engine.team is not None
-    interrupted = threading.Event()
-
-    def interrupt_helper(progress: Progress) -> None:
-        assert engine.team is not None
-        helper = engine.team.helpers[0]
-        if not interrupted.is_set() and helper.sent and helper.proc is not None:
-            helper.proc.send_signal(signal.SIGINT)
-            interrupted.set()
-
-    engine.observers.append(interrupt_helper)
-    engine.progress_interval = 0.0
+    engine, interrupted = signalling_a_helper(src, tmp_path / "dst", signal.SIGINT)
     summary = engine.run()
     assert interrupted.is_set()
     assert summary["errors"] == 0
