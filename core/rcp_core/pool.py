@@ -4,7 +4,8 @@ Items are ``(fn, args)`` pairs run as ``fn(tally, *args)``, each worker passing 
 :class:`~rcp_core.summary.Tally`. Workers pop the newest item first (depth-first), so
 the stack stays about as deep as the work in flight. ``limit`` caps how many items run
 at once; the adaptive controller moves it between 1 and the number of threads while
-the run goes on.
+the run goes on. Threads are started as the limit first reaches them (a thread costs
+a start-up of a few milliseconds and a stack; a local copy mostly runs with one).
 
 Helper processes (:mod:`rcp_core.team`) :meth:`steal` the *oldest* queued items that
 suit them, the ones furthest from the workers' depth-first path. Work done elsewhere (a
@@ -34,7 +35,8 @@ STEAL_POLL = 0.2
 class WorkPool:
     """A LIFO work stack served by ``threads`` workers, ``limit`` of them at a time.
 
-    :param threads: worker threads to start (the most that may ever run at once).
+    :param threads: the most worker threads that may ever run at once (started as
+        the limit reaches them, never more than ``threads``).
     :param limit: how many may run at once at the start.
     :param on_crash: called once with the first unexpected exception of an item.
     """
@@ -55,6 +57,8 @@ class WorkPool:
         self._waiting = 0
         self.tallies: list[Tally] = []
         self.crash: BaseException | None = None
+        self._workers: list[threading.Thread] = []
+        self._serving = False
 
     @property
     def limit(self) -> int:
@@ -64,7 +68,20 @@ class WorkPool:
     def limit(self, value: int) -> None:
         with self._cond:
             self._limit = max(1, min(value, self.threads))
+            if self._serving:
+                self._start_workers()
             self._cond.notify_all()
+
+    def _start_workers(self) -> None:
+        """Start threads up to the limit (called with the lock held)."""
+        while len(self._workers) < self._limit:
+            thread = threading.Thread(
+                target=self._worker,
+                name=f"rcp-worker-{len(self._workers)}",
+                daemon=True,
+            )
+            self._workers.append(thread)
+            thread.start()
 
     @property
     def running(self) -> int:
@@ -174,14 +191,22 @@ class WorkPool:
             self._on_crash(exc)
 
     def run(self) -> None:
-        """Serve items until none is queued or running; re-raise a crash."""
-        workers = [
-            threading.Thread(target=self._worker, name=f"rcp-worker-{i}", daemon=True)
-            for i in range(self.threads)
-        ]
-        for thread in workers:
-            thread.start()
-        for thread in workers:
+        """Serve items until none is queued or running; re-raise a crash.
+
+        Every thread started (also those the limit starts later) is joined; a thread
+        started after the work ended finds none and exits at once.
+        """
+        with self._cond:
+            self._serving = True
+            self._start_workers()
+        joined = 0
+        while True:
+            with self._cond:
+                if joined == len(self._workers):
+                    self._serving = False  # no thread starts after this point
+                    break
+                thread = self._workers[joined]
             thread.join()
+            joined += 1
         if self.crash is not None:
             raise self.crash

@@ -44,7 +44,7 @@ class Concurrency:
 
     :param initial: workers in flight at the start.
     :param minimum: the controller never goes below this.
-    :param maximum: ... nor above this (also the number of threads started).
+    :param maximum: ... nor above this (also the most threads a process starts).
     :param adaptive: let the controller move; ``False`` keeps ``initial`` fixed.
     :param chunk_size: files larger than this are copied as chunks in parallel;
         0 copies every file whole.

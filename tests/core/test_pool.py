@@ -1,0 +1,56 @@
+"""The work pool starts threads only as its limit reaches them."""
+
+from __future__ import annotations
+
+import threading
+
+from rcp_core.pool import WorkPool
+from rcp_core.summary import Tally
+
+
+def _workers() -> set[str]:
+    return {t.name for t in threading.enumerate() if t.name.startswith("rcp-worker-")}
+
+
+def test_a_pool_at_limit_one_runs_one_thread() -> None:
+    pool = WorkPool(16, 1, on_crash=lambda exc: None)
+    seen: list[set[str]] = []
+    for _ in range(50):
+        pool.push(lambda tally: seen.append(_workers()))
+    pool.run()
+    assert len(seen) == 50
+    assert set().union(*seen) == {"rcp-worker-0"}
+
+
+def test_raising_the_limit_starts_threads_up_to_the_maximum() -> None:
+    pool = WorkPool(3, 1, on_crash=lambda exc: None)
+    release = threading.Event()
+    running = threading.Semaphore(0)
+
+    def blocked(tally: Tally) -> None:
+        running.release()
+        assert release.wait(10)
+
+    for _ in range(5):
+        pool.push(blocked)
+    runner = threading.Thread(target=pool.run)
+    runner.start()
+    assert running.acquire(timeout=10)
+    assert not running.acquire(timeout=0.2)  # one in flight at limit 1
+    pool.limit = 10  # capped at the pool's 3 threads
+    assert running.acquire(timeout=10)
+    assert running.acquire(timeout=10)
+    assert _workers() == {"rcp-worker-0", "rcp-worker-1", "rcp-worker-2"}
+    assert not running.acquire(timeout=0.2)
+    release.set()
+    runner.join(10)
+    assert not runner.is_alive()
+    assert not _workers()  # every thread it started was joined
+
+
+def test_a_limit_raised_after_the_run_starts_no_thread() -> None:
+    pool = WorkPool(4, 1, on_crash=lambda exc: None)
+    pool.push(lambda tally: None)
+    pool.run()
+    pool.limit = 4
+    assert not _workers()
