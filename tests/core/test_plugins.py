@@ -54,7 +54,7 @@ HDD = StorageInfo("ext4", 0xEF53, rotational=True)
 LUSTRE = StorageInfo("lustre", 0x0BD00BD0)
 NFS = StorageInfo("nfs", 0x6969)
 BUILTIN_LOCAL = Concurrency(1, 1, 8 * CPUS, processes=CPUS)
-BUILTIN_SHARED = Concurrency(16, 1, 128, chunk_size=SHARED_CHUNK)
+BUILTIN_SHARED = Concurrency(32, 1, 128, chunk_size=SHARED_CHUNK)
 SETTINGS = CopySettings(max_open_files=4096)  # a budget that bounds nothing here
 
 

@@ -278,7 +278,7 @@ HDD = StorageInfo("xfs", 0x58465342, rotational=True)
 TMPFS = StorageInfo("tmpfs", 0x01021994)
 NFS = StorageInfo("nfs", 0x6969)
 SSHFS = StorageInfo("fuse.sshfs", 0x65735546)
-SHARED_DEFAULT = Concurrency(16, 1, 128, chunk_size=SHARED_CHUNK)
+SHARED_DEFAULT = Concurrency(32, 1, 128, chunk_size=SHARED_CHUNK)
 DISK_DEFAULT = Concurrency(1, 1, 8, processes=3)
 
 
