@@ -88,7 +88,7 @@ FILESETS: Final[dict[str, Fileset]] = {
     for f in (
         Fileset(
             "tiny",
-            "20 x 1 KiB in 4 dirs (for tests)",
+            "20 x 1 KiB in 4 dirs (tests; a tool's fixed cost)",
             "tree",
             ("2,2", "5", "1K"),
             20 * KiB,

@@ -1,6 +1,14 @@
 """The filesystems a benchmark copies on: context managers yielding a :class:`Mounted`.
 
-- ``ext4``: a directory on the work disk (this machine's root fs: ext4 without journal).
+- ``ext4``: a directory on the work disk (this machine's root fs: ext4 without journal)
+  holds the sources and the copies of large files; copies of many files go to a *fresh*
+  ext4 made like the work disk (no journal) on a loop device, re-made empty before
+  every run or round instead of deleting the copies. Why: ext4 without a journal does
+  not reuse an inode freed in the last 60 s (360 s while its inode-table block is
+  dirty, as it is during a copy) and scans past each one (``recently_deleted()`` in
+  ``fs/ext4/ialloc.c``); a copy of 50k files right after deleting earlier copies spent
+  45% of its CPU time in that scan (perf), so every run's time depended on the runs
+  before it. Deleting is also slow here (``discard``: ~80 s for 800k inodes).
 - ``xfs``: a sparse image on the work disk, ``mkfs.xfs -m reflink=1``, attached with
   ``losetup --direct-io=on`` (so blocks are not cached twice) and loop-mounted.
 - ``tmpfs``: ``mount -t tmpfs -o size=...``; everything lives in memory, so a cold run
@@ -32,6 +40,9 @@ from benchmarks import mounts
 
 GiB: Final = 1024**3
 XFS_MKFS: Final = ("mkfs.xfs", "-q", "-f", "-m", "reflink=1")
+EXT4_MKFS: Final = ("mkfs.ext4", "-q", "-F", "-O", "^has_journal", "-E", "nodiscard")
+EXT4_OPTIONS: Final = "noinit_itable"
+"""No background zeroing of inode tables (it would write during the runs)."""
 
 
 class FsUnavailable(RuntimeError):
@@ -49,6 +60,7 @@ class Mounted:
     detail: str
     cold: bool  # whether dropping caches makes a run cold here
     reflink: bool
+    fresh: mounts.Volume | None = None  # copies of many files go here, re-made empty
 
     @property
     def src(self) -> Path:
@@ -60,6 +72,15 @@ class Mounted:
         """Where the tools write (as tools see it)."""
         return self.root / "dst"
 
+    def fresh_for(self, large: bool) -> mounts.Volume | None:
+        """The fresh volume where copies of a fileset go (many files), if any."""
+        return None if large else self.fresh
+
+    def dst_for(self, large: bool) -> Path:
+        """Where tools write copies of a fileset (as tools see it)."""
+        fresh = self.fresh_for(large)
+        return self.dst if fresh is None else fresh.mnt
+
     def direct(self, path: Path) -> Path:
         """``path`` (below ``root``) as seen through the backing tree."""
         return self.backing / path.relative_to(self.root)
@@ -70,6 +91,7 @@ class FsOptions:
     """Sizes and knobs of the filesystems."""
 
     xfs_bytes: int = 16 * GiB
+    ext4_bytes: int = 24 * GiB
     tmpfs_bytes: int = 6 * GiB
     fuse_delay_ms: float = 0.5
 
@@ -79,20 +101,43 @@ FsFactory = Callable[[Path, FsOptions], AbstractContextManager[Mounted]]
 
 @contextmanager
 def ext4_dir(work: Path, options: FsOptions) -> Iterator[Mounted]:
-    """A plain directory on the work disk."""
+    """A directory on the work disk, with a fresh ext4 for copies of many files."""
+    _need_root("a loop mount")
+    for tool in ("mkfs.ext4", "losetup", "mount", "umount"):
+        if mounts.which(tool) is None:
+            raise FsUnavailable(
+                f"{tool} is not installed (apt-get install e2fsprogs util-linux)"
+            )
     root = work / "ext4"
     (root / "dst").mkdir(parents=True, exist_ok=True)
     fstype = mounts.fstype_of(root)
     note = "" if fstype == "ext4" else f" (the work disk is {fstype}, not ext4)"
-    yield Mounted(
-        "ext4",
-        root,
-        root,
-        fstype,
-        f"directory {root} on the work disk{note}",
-        True,
-        False,
-    )
+    image, mnt = work / "ext4-fresh.img", root / "fresh"
+    mounts.clear(mnt)
+    mounts.detach_image(image)
+    image.unlink(missing_ok=True)
+    with ExitStack() as stack:
+        try:
+            fresh = stack.enter_context(
+                mounts.loop_volume(
+                    image, mnt, EXT4_MKFS, "ext4", options.ext4_bytes, EXT4_OPTIONS
+                )
+            )
+        except mounts.MountError as e:
+            raise FsUnavailable(str(e)) from e
+        yield Mounted(
+            "ext4",
+            root,
+            root,
+            fstype,
+            f"directory {root} on the work disk{note}; copies of many files go to "
+            f"a fresh ext4 ({options.ext4_bytes / GiB:.0f} GiB sparse image on the "
+            "work disk, mkfs.ext4 -O ^has_journal like the work disk, losetup "
+            "--direct-io=on), re-made empty instead of deleting copies",
+            True,
+            False,
+            fresh,
+        )
 
 
 @contextmanager

@@ -207,10 +207,17 @@ def _method_section(results: Results) -> list[str]:
         f"mode, each into a destination never used before; {reps} repetitions, the "
         "tool order rotated per repetition (noise hits all alike), the 1-minute load "
         "average recorded before each run. The round's copies are deleted together at "
-        "its end, then `sync` and `echo 3 > /proc/sys/vm/drop_caches`: this ext4 has no "
-        "journal and keeps inodes freed in the last ~60 s out of use while cached, so no "
-        "run ever follows a delete without a drop. (Where a round's copies would not "
-        "fit, each is deleted after its run, with the same sync and drop.)",
+        "its end, then `sync` and `echo 3 > /proc/sys/vm/drop_caches`. (Where a "
+        "round's copies would not fit or hold much data, each is deleted after its "
+        "run, with the same sync and drop, and a warm source is read again.)",
+        "- ext4 copies of many files go to a *fresh* ext4, made like the work disk "
+        "(no journal), that is re-made empty where other filesystems delete copies. "
+        "ext4 without a journal does not reuse an inode freed in the last 60 s (360 s "
+        "while its inode-table block is dirty, as during a copy) and scans past each "
+        "(`recently_deleted()`, fs/ext4/ialloc.c): a 50k-file copy right after earlier "
+        "copies were deleted spent 45% of its CPU time there (perf), and the ratio "
+        "between tools depended on who ran after a delete. Sources and copies of a few "
+        "large files stay on the work disk, so those copies run within one filesystem.",
         "- *cold*: `sync`, drop caches, an unmeasured warm-up of the same tool on a "
         "3-entry tree (so Python imports and binaries are cached: start-up from disk is "
         "not copy time), then the run. *warm*: the whole source was read once at the "

@@ -180,7 +180,7 @@ def _batch(mounted: Mounted, source: Source, tools: int, settings: Settings) -> 
     time than the same copy early in it (memory that must be found and zeroed again),
     so large filesets get a fresh page cache (delete, drop) before every run.
     """
-    st = os.statvfs(mounted.direct(mounted.dst))
+    st = os.statvfs(mounted.direct(mounted.dst_for(source.fileset.large)))
     free = st.f_bavail * st.f_frsize
     fits = tools * source.disk_bytes <= min(settings.batch_bytes, free // 2)
     return fits and tools * source.data_bytes <= settings.batch_data_bytes

@@ -41,6 +41,8 @@ SMALL_VS_CP_R: Final = 1.0
 SMALL_VS_RSYNC: Final = 0.6
 SMALL_VS_PYTHON: Final = 0.5
 LARGE_VS_CP: Final = 1.05
+FIXED_COST_FILESET: Final = "tiny"
+"""Copied by every tool to measure its fixed cost (start-up and exit)."""
 REFLINK_SECONDS: Final = 0.5
 REFLINK_BYTES: Final = 4 * GiB
 REFLINK_SHARED: Final = 0.99
@@ -212,12 +214,31 @@ def _large_files(results: Results, table: Table) -> list[TargetResult]:
         return [_absent(target, "ext4 large", "no large-file fileset on ext4")]
     return [
         _ratio_row(
-            target, f"ext4 {f} {m}", table, ("ext4", f, m), AUTO, "cp_r", LARGE_VS_CP
+            target,
+            f"ext4 {f} {m}",
+            table,
+            ("ext4", f, m),
+            AUTO,
+            "cp_r",
+            LARGE_VS_CP,
+            note=_fixed_cost(table),
         )
         for f in found
         for m in MODES
         if ("ext4", f, m, AUTO) in table
     ]
+
+
+def _fixed_cost(table: Table) -> str:
+    """rcp's and cp's time for a tiny tree: the floor under a short copy."""
+    tiny = [table.get(("ext4", FIXED_COST_FILESET, "warm", t)) for t in (AUTO, "cp_r")]
+    walls = [o.wall.median for o in tiny if o is not None and o.wall is not None]
+    if len(walls) != 2:
+        return ""
+    return (
+        f"fixed cost ({FIXED_COST_FILESET} tree): rcp {walls[0]:.3g} s, "
+        f"cp -r {walls[1]:.3g} s"
+    )
 
 
 def _reflink(results: Results, table: Table) -> list[TargetResult]:

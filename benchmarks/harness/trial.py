@@ -4,10 +4,10 @@ Protocol of a round (:class:`Round`):
 
 - Entry: ``sync`` and drop caches. Nothing is deleted *during* a round: every run
   writes a destination path never used before, and all of them are deleted together
-  at the end, followed by ``sync`` and a drop of the caches. So no run ever allocates
-  inodes right after a delete: this machine's ext4 has no journal and skips inodes
-  freed in the last ~60 s while their table block is cached (``recently_deleted()``
-  in ``fs/ext4/ialloc.c``), which made back-to-back delete-and-copy runs 3-6x slower.
+  at the end, followed by ``sync`` and a drop of the caches. Where the filesystem has
+  a *fresh* volume for copies of many files (ext4: see :mod:`.filesystems`), those
+  copies go there and the volume is re-made empty instead of deleting them, so no
+  run allocates inodes among ones freed minutes before.
 - A *cold* run: ``sync``, drop caches, an unmeasured warm-up of the tool on a
   three-entry tree (so Python's imports and the binaries are cached: "cold" is the
   data, not the tool's start-up from disk), then the measured run.
@@ -126,7 +126,10 @@ class Round:
     ) -> None:
         self.bench, self.mounted, self.source, self.mode = bench, mounted, source, mode
         self.batch = batch
+        self.fresh = mounted.fresh_for(source.fileset.large)
+        self.dst_root = mounted.dst_for(source.fileset.large)
         self._trash: list[tuple[Path, Path]] = []  # (path, the dir it must be below)
+        self._renew = False  # the fresh volume holds copies: re-make it
         self._warmed: set[str] = set()
 
     def __enter__(self) -> Round:
@@ -147,15 +150,16 @@ class Round:
         """Measure ``tool`` once and verify its copy; return the :class:`Sample`."""
         mounted, source = self.mounted, self.source
         name = f"{source.fileset.id}-{self.mode}-r{rep}-{tool.id}-{seq}"
-        dst = mounted.dst / name
+        dst = self.dst_root / name
         dst_direct = mounted.direct(dst)
         warm_dst = self.bench.work / "warmup" / f"dst-{seq}"
         if dst_direct.exists() or warm_dst.exists():
             raise RuntimeError(f"destination {dst_direct} or {warm_dst} exists already")
-        self._trash += [
-            (dst_direct, mounted.direct(mounted.dst)),
-            (warm_dst, self.bench.work / "warmup"),
-        ]
+        self._trash.append((warm_dst, self.bench.work / "warmup"))
+        if self.fresh is not None:
+            self._renew = True
+        else:
+            self._trash.append((dst_direct, mounted.direct(mounted.dst)))
         env = {**os.environ, **tool.env}
         if self.mode == "cold":
             self.bench.cache.settle()
@@ -213,10 +217,14 @@ class Round:
         )
 
     def _flush(self) -> None:
-        """Delete every destination of this round so far, then sync and drop caches."""
+        """Delete every destination of this round so far (or re-make the fresh volume
+        holding them), then sync and drop caches."""
         trash, self._trash = self._trash, []
         for path, confine in trash:
             _delete(path, confine)
+        if self._renew and self.fresh is not None:
+            self.fresh.renew()
+            self._renew = False
         if trash:
             self.bench.cache.settle()
 

@@ -45,6 +45,7 @@ from benchmarks.harness.targets import check
 from benchmarks.harness.tools import Tool, ToolEnv, toolbox
 from benchmarks.harness.trial import Bench, Round, Source, expectations
 from benchmarks.harness.verify import census, compare
+from benchmarks.mounts import fstype_of
 from rcp_core.errors import Kind
 from rcp_core.storage import detect
 from support.treecmp import TreeCompare
@@ -426,6 +427,7 @@ def test_restrict_narrows_or_replaces_cells() -> None:
         restrict(QUICK, tools=("dd",))
 
 
+@pytest.mark.privileged  # the ext4 filesystem's fresh volume is a loop mount
 @pytest.mark.parametrize("batch", [True, False])
 def test_a_wrong_copy_is_a_failed_sample(tmp_path: Path, batch: bool) -> None:
     work = tmp_path / "work"
@@ -448,15 +450,27 @@ def test_a_wrong_copy_is_a_failed_sample(tmp_path: Path, batch: bool) -> None:
             fileset, direct, direct, expectations(fileset, direct, {"preserve"})
         )
         with Round(bench, mounted, source, "warm", batch=batch) as round_:
+            # Many small files: the copy goes to the fresh ext4, not the work disk.
+            assert mounted.fresh is not None
+            assert round_.dst_root == mounted.fresh.mnt
+            assert fstype_of(round_.dst_root) == "ext4"
             sample = round_.run(lossy, rep=0, position=0, seq=1)
-            # Batched rounds keep their copies until the end, others delete at once.
-            assert bool(list(mounted.dst.iterdir())) is batch
+            # Batched rounds keep their copies until the end, others renew at once.
+            assert _copies(round_.dst_root) == (
+                ["tiny-warm-r0-lossy-1"] if batch else []
+            )
         assert not sample.ok
         assert sample.exit_code == 0
         assert "19 files, expected 20" in sample.problem
         assert "missing: 1 (dir0/dir0/file0)" in sample.problem
+        assert _copies(mounted.fresh.mnt) == []
         assert list(mounted.dst.iterdir()) == []
         assert list((work / "warmup").iterdir()) == [work / "warmup" / "src"]
+
+
+def _copies(root: Path) -> list[str]:
+    """The entries of a destination root, besides a new ext4's lost+found."""
+    return sorted(p.name for p in root.iterdir() if p.name != "lost+found")
 
 
 def test_a_tool_that_cannot_run_is_marked_with_the_reason(tmp_path: Path) -> None:
