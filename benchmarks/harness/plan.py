@@ -12,10 +12,11 @@ Two profiles, scaled to this machine (2 cores, 24 GiB, one virtio disk at about
   for memory), rcp at 1..128 workers.
 
 Measured costs that set the scales (load ~1-5 from other sessions): a small-file copy
-on ext4 costs its run, a verification (count, bytes, SHA-256) and a deletion at about
-13,000 files/s (the disk is mounted with ``discard``), so 50,000 x 1 KiB with 17 tools
-is about 4 minutes per repetition; a serial peer through the 0.5 ms-per-operation FUSE
-pays about 25 ms per small file. Where a cell deviates from "every tool, cold and
+on ext4 costs its run and a verification (count, bytes, SHA-256); its deletion is a
+re-made volume (about a second; ``rm -rf`` ran at about 10,000 files/s on this
+``discard``-mounted disk), so 50,000 x 1 KiB with 19 tools is about 1.5 minutes per
+repetition; a serial peer through the 0.5 ms-per-operation FUSE pays about 25 ms per
+small file. Where a cell deviates from "every tool, cold and
 warm", its ``note`` says why, and the report prints it.
 
 Invariants: every id in a plan names a known fileset, filesystem and tool
