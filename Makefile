@@ -5,7 +5,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux fuse3 libfuse3-3 libfuse3-dev pkg-config
+SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux fuse3 libfuse3-3 libfuse3-dev pkg-config \
+  openssh-server openssh-client iproute2
 DEMO_DIR ?= /tmp/rcp-demo
 LATENCYFS := benchmarks/latencyfs/latencyfs
 

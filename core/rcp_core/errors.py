@@ -6,8 +6,17 @@
     ├── UsageError (ValueError)        bad operands or flags; nothing was touched; exit 2
     ├── EntryError (OSError)           one entry failed; the run continues unless fail_early
     │   └── FatalError                 the run cannot usefully continue (ENOSPC, EROFS, ...)
-    └── CopyFailedError                raised at the end of a run that had errors; carries
-                                       the partial summary and the deduplicated error list
+    ├── CopyFailedError                raised at the end of a run that had errors; carries
+    │                                  the partial summary and the deduplicated error list
+    └── RemoteError                    a peer of a remote copy, or the wire to it, failed
+        ├── ProtocolError (ValueError) malformed, oversized or out-of-order frame, or an
+        │                              incompatible protocol version: permanent
+        ├── AuthenticationError        wrong certificate or token: permanent
+        │   (PermissionError)
+        ├── ConnectionLostError        the peer closed or reset the connection (ECONNRESET):
+        │   (ConnectionError)          transient
+        └── PeerTimeoutError           no answer within the bound (ETIMEDOUT): transient
+            (TimeoutError)
 
 Classification is decided in one place: :func:`classify` holds the errno table, and a
 run asks it through the ``rcp_classify_error`` hook (whose built-in implementation is
@@ -25,7 +34,7 @@ from __future__ import annotations
 import enum
 import errno
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 if TYPE_CHECKING:
     from rcp_core.summary import Summary
@@ -87,6 +96,45 @@ class CopyFailedError(RcpError):
         self.summary = summary
         self.errors = errors
         self.stopped = stopped
+
+
+class RemoteError(RcpError):
+    """A peer of a remote copy, or the connection to it, failed."""
+
+
+class ProtocolError(RemoteError, ValueError):
+    """The peer sent something the protocol does not allow; never retried."""
+
+
+class _RemoteOSError(RemoteError, OSError):
+    """A remote failure that is also an ``OSError`` with its class's errno, so
+    :func:`classify` decides about it like about any other."""
+
+    ERRNO: ClassVar[int]
+
+    def __init__(self, message: str) -> None:
+        super().__init__(self.ERRNO, message)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class AuthenticationError(_RemoteOSError, PermissionError):
+    """The peer's certificate or token is not the expected one; never retried."""
+
+    ERRNO = errno.EACCES
+
+
+class ConnectionLostError(_RemoteOSError, ConnectionError):
+    """The peer went away (closed or reset the connection) in the middle of work."""
+
+    ERRNO = errno.ECONNRESET
+
+
+class PeerTimeoutError(_RemoteOSError, TimeoutError):
+    """The peer did not answer within its bound."""
+
+    ERRNO = errno.ETIMEDOUT
 
 
 class Kind(enum.Enum):

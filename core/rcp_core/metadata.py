@@ -70,10 +70,18 @@ class Metadata:
                             raise
 
     def apply(
-        self, src: int, dst: int, st: os.stat_result, *, is_dir: bool, times: bool
+        self,
+        src: int | None,
+        dst: int,
+        st: os.stat_result,
+        *,
+        is_dir: bool,
+        times: bool,
     ) -> None:
         """Apply metadata to an open file or directory ``dst`` copied from ``src``.
 
+        :param src: the open source, read for extended attributes; ``None`` when it is
+            on another host (its attributes travel separately, or not at all).
         :param times: set atime/mtime; ``False`` when the source changed during the
             copy, so that a rerun sees the file as different and copies it again.
         """
@@ -83,7 +91,7 @@ class Metadata:
             os.fchmod(dst, stat.S_IMODE(st.st_mode))
         else:
             os.fchmod(dst, self.dir_mode_default if is_dir else self.file_mode_default)
-        if self.copy_xattrs:
+        if self.copy_xattrs and src is not None:
             self._xattrs(src, dst)
         if times and self.times:
             os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))

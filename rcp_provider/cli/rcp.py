@@ -24,7 +24,9 @@ from rcp_core import (
     UsageError,
     copy,
 )
+from rcp_core.errors import RemoteError
 from rcp_core.progress import BarProgress, Progress, TextProgress
+from rcp_provider.cli import remote
 from rcp_provider.cli.common import OneLineErrorParser, configure_logging
 
 
@@ -143,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--summary-json", metavar="PATH", help="write the summary as JSON")
     out.add_argument("-v", "--verbose", action="count", default=0)
     out.add_argument("-q", "--quiet", action="store_true", help="no error lines")
+    remote.add_options(parser)
     return parser
 
 
@@ -205,6 +208,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         configure_logging(args.verbose, args.quiet)
         settings = settings_from(args)
+        if remote.is_remote(args.paths):
+            try:
+                summary, ok, roles = remote.run(args, settings)
+            except RemoteError as exc:
+                return remote.fail(exc)
+            report(args, summary)
+            if args.summary or args.verbose:
+                print(roles, flush=True)
+            return 0 if ok else 1
         renderer = progress_renderer(args)
         interval = 0.2 if isinstance(renderer, BarProgress) else 1.0
         cancel = threading.Event()

@@ -1,0 +1,23 @@
+"""Copies between hosts: the ``rcpd`` roles and the wire between them.
+
+The protocol (roles, connections, frames, versions, security, flow) is documented in
+``docs/remote_protocol.md``. Modules:
+
+==============  ==================================================================
+``wire``        frames: encoding, and a reader bounded in memory and time
+``hello``       the first frame each way; version negotiation; roles
+``tls``         per-run identities, pinned certificates, TLS 1.3 contexts
+``connection``  a framed, authenticated connection: dial, accept, greet, expect
+``operands``    ``[user@]host[:port]:/path`` operands
+``meta``        entry metadata on the wire, rebuilt as ``os.stat_result``
+``job``         a copy's settings on the wire
+``send``        the source role: walk, announce directories, send entries
+``receive``     the destination role: write entries with the local copy's rules
+``roles``       both roles wired to their connections
+``daemon``      ``rcpd``: a role started over SSH, talking to its master
+``master``      starts the roles (SSH or in-process), hands out jobs, merges results
+==============  ==================================================================
+
+Nothing here is imported by a local copy (the ``rcp`` command imports the master only
+when an operand is remote).
+"""

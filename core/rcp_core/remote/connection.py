@@ -1,0 +1,241 @@
+"""One framed, authenticated connection between two rcp processes.
+
+:func:`dial` connects (TCP, then TLS with the server pinned, unless encryption is off)
+and :func:`accept` does the server's half; both then exchange hellos
+(:meth:`Connection.greet`), so a :class:`Connection` that exists has a peer of a known
+role speaking a negotiated version.
+
+Invariants:
+
+- every step has a deadline: connecting, the TLS handshake and the hello are bounded
+  by ``timeout`` together; afterwards every send, and every read while a frame is
+  incomplete, is bounded by ``timeout``; between frames a connection may stay idle
+  while TCP keepalive (:func:`tune`) finds the peer alive, so a vanished peer is
+  found within about ``keepalive`` seconds;
+- frames from several threads never interleave (:meth:`Connection.send` holds a lock
+  for the whole frame); one thread reads;
+- an ``ERROR`` frame from the peer becomes :class:`RemoteError` with its reason; a
+  frame the state does not allow becomes :class:`ProtocolError` (:meth:`expect`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import socket
+import ssl
+import threading
+import time
+from typing import Any
+
+from rcp_core.errors import (
+    AuthenticationError,
+    ConnectionLostError,
+    PeerTimeoutError,
+    ProtocolError,
+    RemoteError,
+)
+from rcp_core.remote import tls
+from rcp_core.remote.hello import PROTOCOL, Hello, Role, negotiate
+from rcp_core.remote.wire import MAX_FRAME, Frame, FrameKind, FrameReader, encode
+
+BUFFER = 4 << 20
+"""Socket send and receive buffers asked for (the kernel caps them at its maximum)."""
+KEEPALIVE = 60
+"""Seconds of silence after which a peer that does not answer probes is gone."""
+
+
+def tune(sock: socket.socket, keepalive: int = KEEPALIVE) -> None:
+    """No Nagle delay, large buffers, keepalive probes within ``keepalive`` s."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+        sock.setsockopt(socket.SOL_SOCKET, option, BUFFER)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    idle = max(1, keepalive // 2)
+    interval = max(1, keepalive // 12)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 6)
+
+
+class Connection:
+    """A connected socket that speaks frames.
+
+    :param sock: connected (and, unless encryption is off, TLS-wrapped).
+    :param peer: who is on the other end, for messages ("source host-a:4012").
+    """
+
+    def __init__(
+        self, sock: socket.socket, peer: str, max_frame: int = MAX_FRAME
+    ) -> None:
+        self.sock = sock
+        self.peer = peer
+        self.reader = FrameReader(sock, max_frame)
+        self.version = PROTOCOL
+        self.hello: Hello | None = None
+        self._send_lock = threading.Lock()
+
+    def send(
+        self, kind: FrameKind, header: dict[str, Any], data: bytes | memoryview = b""
+    ) -> None:
+        """Send one frame whole; :class:`ConnectionLostError` if the peer is gone."""
+        frame = encode(kind, header, data)
+        try:
+            with self._send_lock:
+                self.sock.sendall(frame)
+        except TimeoutError as exc:
+            raise PeerTimeoutError(
+                f"{self.peer} does not read (send timed out)"
+            ) from exc
+        except OSError as exc:
+            raise ConnectionLostError(f"{self.peer}: {exc}") from exc
+
+    def send_control(self, type_: str, **fields: Any) -> None:
+        self.send(FrameKind.CONTROL, {"type": type_, **fields})
+
+    def fail(self, reason: str) -> None:
+        """Tell the peer why we give up (if it still listens), then close."""
+        with contextlib.suppress(RemoteError):  # gone already: close is all that's left
+            self.send(FrameKind.ERROR, {"reason": reason})
+        self.close()
+
+    def read(self) -> Frame | None:
+        """The next frame (``None``: closed cleanly); a peer's ``ERROR`` raises."""
+        try:
+            frame = self.reader.read()
+        except ssl.SSLError as exc:
+            raise ConnectionLostError(f"{self.peer}: TLS: {exc}") from exc
+        except (ConnectionLostError, PeerTimeoutError) as exc:
+            raise type(exc)(f"{self.peer}: {exc}") from exc
+        except OSError as exc:
+            raise ConnectionLostError(f"{self.peer}: {exc}") from exc
+        if frame is not None and frame.kind is FrameKind.ERROR:
+            raise RemoteError(f"{self.peer} gave up: {frame.header.get('reason')}")
+        return frame
+
+    def expect(self, kind: FrameKind, type_: str | None = None) -> Frame:
+        """The next frame, which must be of ``kind`` (and control ``type_``)."""
+        frame = self.read()
+        if frame is None:
+            raise ConnectionLostError(
+                f"{self.peer} closed the connection; expected {kind.name}"
+            )
+        if frame.kind is not kind or (
+            type_ is not None and frame.header.get("type") != type_
+        ):
+            got = frame.header.get("type") or frame.kind.name
+            raise ProtocolError(
+                f"{self.peer} sent {got!s} where {type_ or kind.name} belongs"
+            )
+        return frame
+
+    def greet(self, ours: Hello, *, token: str | None = None, first: bool) -> Hello:
+        """Exchange hellos; check the version, and the peer's ``token`` when one is
+        required. ``first``: this side speaks first (the one that connected)."""
+        if first:
+            self.send(FrameKind.HELLO, ours.to_header())
+        theirs = Hello.from_header(self.expect(FrameKind.HELLO).header)
+        try:
+            self.version = negotiate(ours.protocol, theirs.protocol, self.peer)
+        except ProtocolError as exc:
+            self.fail(str(exc))
+            raise
+        if token is not None and not hmac.compare_digest(
+            (theirs.token or "").encode(), token.encode()
+        ):
+            self.fail("authentication failed")
+            raise AuthenticationError(f"{self.peer}: wrong or missing token")
+        if not first:
+            self.send(FrameKind.HELLO, ours.to_header())
+        self.hello = theirs
+        return theirs
+
+    def settimeout(self, seconds: float) -> None:
+        """Bound every send, every read inside a frame and the wait for the next
+        frame by ``seconds``."""
+        self.sock.settimeout(seconds)
+        self.reader.frame_timeout = self.reader.idle_timeout = seconds
+
+    def wait_while_alive(self) -> None:
+        """Wait for the next frame as long as the peer is alive (TCP keepalive checks
+        that); sends and started frames stay bounded."""
+        self.reader.idle_timeout = None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # a broken socket has nothing to report
+            self.sock.close()
+
+
+def dial(
+    address: tuple[str, int],
+    *,
+    role: Role,
+    software: str,
+    timeout: float,
+    pin: str | None,
+    identity: tls.Identity | None = None,
+    token: str | None = None,
+) -> Connection:
+    """Connect, handshake (TLS pinned to ``pin``; plain TCP when ``pin`` is None),
+    and exchange hellos, all within ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    peer = f"{address[0]}:{address[1]}"
+    try:
+        sock = socket.create_connection(address, timeout=timeout)
+    except TimeoutError as exc:
+        raise PeerTimeoutError(f"connecting to {peer}: timed out") from exc
+    except OSError as exc:
+        raise ConnectionLostError(f"connecting to {peer}: {exc}") from exc
+    try:
+        tune(sock)
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
+        if pin is not None:
+            try:
+                sock = tls.connect(sock, tls.client_context(identity), pin, peer)
+            except ssl.SSLError as exc:
+                raise AuthenticationError(f"{peer}: TLS handshake: {exc}") from exc
+            except TimeoutError as exc:
+                raise PeerTimeoutError(f"{peer}: TLS handshake timed out") from exc
+        conn = Connection(sock, peer)
+        conn.settimeout(max(0.001, deadline - time.monotonic()))
+        conn.greet(Hello(PROTOCOL, role, software, token), first=True)
+        conn.settimeout(timeout)
+        conn.wait_while_alive()
+        return conn
+    except BaseException:
+        sock.close()
+        raise
+
+
+def accept(
+    sock: socket.socket,
+    peer: str,
+    *,
+    role: Role,
+    software: str,
+    timeout: float,
+    ctx: ssl.SSLContext | None,
+    token: str | None = None,
+) -> Connection:
+    """The server's half of :func:`dial` on an accepted ``sock``, within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    try:
+        tune(sock)
+        sock.settimeout(timeout)
+        if ctx is not None:
+            try:
+                sock = ctx.wrap_socket(sock, server_side=True)
+            except ssl.SSLError as exc:
+                raise AuthenticationError(f"{peer}: TLS handshake: {exc}") from exc
+            except TimeoutError as exc:
+                raise PeerTimeoutError(f"{peer}: TLS handshake timed out") from exc
+        conn = Connection(sock, peer)
+        conn.settimeout(max(0.001, deadline - time.monotonic()))
+        conn.greet(Hello(PROTOCOL, role, software), token=token, first=False)
+        conn.settimeout(timeout)
+        conn.wait_while_alive()
+        return conn
+    except BaseException:
+        sock.close()
+        raise

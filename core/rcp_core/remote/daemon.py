@@ -1,0 +1,169 @@
+"""``rcpd --role source|destination``: a data role started over SSH by a master.
+
+The conversation, in order (``docs/remote_protocol.md``):
+
+1. stdin, one JSON line from the master: its certificate, and whether to encrypt;
+2. stdout, one JSON line back: the protocol version, the port this daemon listens
+   on, its certificate, and the address the SSH client reached it at;
+3. the master connects (mutual TLS: only the master's certificate is accepted) and
+   sends the ``job``; the daemon runs its role on the same listener;
+4. it answers ``result`` (counts, errors, CPU time, peak RSS) and exits: 0 when
+   everything was copied, 1 when something was not.
+
+It exits at once when stdin closes (the SSH session, so the master, is gone), and
+every wait before the job is bounded by ``--timeout``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import resource
+import select
+import socket
+import sys
+import threading
+from typing import Any
+
+from rcp_core.errors import PeerTimeoutError, ProtocolError, RcpError, RemoteError
+from rcp_core.remote import tls
+from rcp_core.remote.connection import accept
+from rcp_core.remote.hello import PROTOCOL, Role
+from rcp_core.remote.job import settings_from_wire
+from rcp_core.remote.roles import SOFTWARE, run_destination, run_source
+from rcp_core.remote.wire import FrameKind
+
+log = logging.getLogger("rcp_core")
+
+GONE = 3
+"""Exit status when the master went away."""
+
+
+def read_line(stream: Any, timeout: float, peer: str) -> str:
+    """One line from a pipe within ``timeout`` seconds (``peer`` writes it)."""
+    ready, _, _ = select.select([stream], [], [], timeout)
+    if not ready:
+        raise PeerTimeoutError(f"no setup line from {peer} within {timeout:g} s")
+    line: str = stream.readline()
+    if not line:
+        raise RemoteError(f"{peer} closed the setup channel")
+    return line
+
+
+def _watch_stdin() -> None:
+    """The SSH session (and so the master) is gone when stdin closes: stop now."""
+    while os.read(0, 4096):
+        pass
+    os._exit(GONE)
+
+
+def ssh_addresses() -> tuple[str | None, str | None]:
+    """(the SSH client's address, ours as it reached us), from ``SSH_CONNECTION``."""
+    parts = os.environ.get("SSH_CONNECTION", "").split()
+    if len(parts) == 4:
+        return parts[0], parts[2]
+    return None, None
+
+
+def resources() -> dict[str, float]:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "cpu_user": usage.ru_utime,
+        "cpu_system": usage.ru_stime,
+        "peak_rss": usage.ru_maxrss * 1024,
+    }
+
+
+def serve(role: Role, bind: str, timeout: float) -> int:
+    """Run one role for one master over stdin/stdout; the exit status."""
+    setup = json.loads(read_line(sys.stdin, timeout, "the master"))
+    if not isinstance(setup, dict) or not isinstance(setup.get("master_cert"), str):
+        raise ProtocolError("setup line without the master's certificate")
+    encrypt = setup.get("encrypt", True) is not False
+    identity = tls.Identity.ephemeral(f"rcpd-{role.value}")
+    client_ip, our_ip = ssh_addresses()
+    listener = socket.create_server((bind, 0), family=_family(bind))
+    announce = {
+        "rcpd": list(PROTOCOL),
+        "port": listener.getsockname()[1],
+        "cert": identity.cert_pem,
+        "address": our_ip,
+        "master_address": client_ip,
+    }
+    print(json.dumps(announce), flush=True)
+    threading.Thread(target=_watch_stdin, daemon=True).start()
+    listener.settimeout(timeout)
+    try:
+        sock, address = listener.accept()
+    except TimeoutError as exc:
+        raise PeerTimeoutError(
+            f"the master did not connect within {timeout:g} s"
+        ) from exc
+    ctx = tls.server_context(identity, setup["master_cert"]) if encrypt else None
+    master = accept(
+        sock,
+        f"master {address[0]}",
+        role=role,
+        software=SOFTWARE,
+        timeout=timeout,
+        ctx=ctx,
+    )
+    job = master.expect(FrameKind.CONTROL, "job").header
+    try:
+        counts, errors = _run(role, job, identity, listener, encrypt, timeout)
+    except (RcpError, OSError) as exc:
+        master.send_control("result", ok=False, reason=str(exc), **resources())
+        master.close()
+        return 1
+    master.send_control(
+        "result", ok=not errors, counts=counts, errors=errors[:100], **resources()
+    )
+    master.close()
+    return 0 if not errors else 1
+
+
+def _run(
+    role: Role,
+    job: dict[str, Any],
+    identity: tls.Identity,
+    listener: socket.socket,
+    encrypt: bool,
+    timeout: float,
+) -> tuple[dict[str, int], list[str]]:
+    connections = job.get("connections")
+    if not isinstance(connections, int) or not 1 <= connections <= 256:
+        raise ProtocolError(f"job: bad connection count {connections!r}")
+    if role is Role.SOURCE:
+        src, dst_name, peer = job.get("src"), job.get("dst_name"), job.get("peer_cert")
+        if not isinstance(src, str) or not isinstance(dst_name, str):
+            raise ProtocolError("job: src and dst_name must be strings")
+        if encrypt and not isinstance(peer, str):
+            raise ProtocolError("job: the destination's certificate is missing")
+        ctx = tls.server_context(identity, peer) if encrypt else None
+        return run_source(
+            listener, ctx, src, dst_name, connections=connections, timeout=timeout
+        )
+    dst, host, port = job.get("dst"), job.get("host"), job.get("port")
+    pin = job.get("pin")
+    if (
+        not isinstance(dst, str)
+        or not isinstance(host, str)
+        or not isinstance(port, int)
+    ):
+        raise ProtocolError("job: dst, host and port are required")
+    if encrypt and not isinstance(pin, str):
+        raise ProtocolError("job: the source's fingerprint is missing")
+    return run_destination(
+        (host, port),
+        pin if encrypt else None,
+        identity if encrypt else None,
+        dst,
+        settings_from_wire(job.get("settings")),
+        connections=connections,
+        timeout=timeout,
+    )
+
+
+def _family(bind: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in bind else socket.AF_INET

@@ -1,0 +1,95 @@
+"""The first frame each way: protocol version, role and credentials.
+
+Versions are ``(major, minor)``. Peers with the same major speak the lower of their
+minors (a newer minor only adds optional fields and messages, which an older peer
+never receives); a different major is an incompatible peer and a clear error on both
+sides, never a hang or a guess.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from rcp_core.errors import ProtocolError
+
+PROTOCOL = (1, 0)
+"""The version this code speaks."""
+
+
+class Role(enum.Enum):
+    """Who is on the other end of a connection."""
+
+    MASTER = "master"
+    """Orchestrates a copy; never touches file data."""
+    SOURCE = "source"
+    """Walks and reads the source tree, sends entries."""
+    DESTINATION = "destination"
+    """Receives entries and writes them."""
+    CLIENT = "client"
+    """Submits jobs to an ``rcpd serve`` service and polls them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    """What a peer says about itself before anything else.
+
+    :param protocol: its ``(major, minor)`` version.
+    :param role: what it is.
+    :param software: a free-form description for error messages (``rcp 0.1.0``).
+    :param token: a shared secret the service requires, if any (sent only inside TLS).
+    """
+
+    protocol: tuple[int, int]
+    role: Role
+    software: str
+    token: str | None = None
+
+    def to_header(self) -> dict[str, Any]:
+        header: dict[str, Any] = {
+            "protocol": list(self.protocol),
+            "role": self.role.value,
+            "software": self.software,
+        }
+        if self.token is not None:
+            header["token"] = self.token
+        return header
+
+    @classmethod
+    def from_header(cls, header: dict[str, Any]) -> Hello:
+        """Validate a peer's hello; :class:`ProtocolError` names what is wrong."""
+        version = header.get("protocol")
+        if (
+            not isinstance(version, list)
+            or len(version) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in version)
+        ):
+            raise ProtocolError(f"hello: bad protocol version {version!r}")
+        try:
+            role = Role(header.get("role"))
+        except ValueError:
+            raise ProtocolError(f"hello: unknown role {header.get('role')!r}") from None
+        software = header.get("software")
+        if not isinstance(software, str):
+            raise ProtocolError("hello: software must be a string")
+        token = header.get("token")
+        if token is not None and not isinstance(token, str):
+            raise ProtocolError("hello: token must be a string")
+        return cls((version[0], version[1]), role, software, token)
+
+
+def negotiate(
+    ours: tuple[int, int], theirs: tuple[int, int], peer: str
+) -> tuple[int, int]:
+    """The version both speak: the same major, the lower minor.
+
+    :param peer: the peer's description, for the error.
+    :raises ProtocolError: the majors differ.
+    """
+    if ours[0] != theirs[0]:
+        raise ProtocolError(
+            f"{peer} speaks rcp protocol {theirs[0]}.{theirs[1]}, this side "
+            f"{ours[0]}.{ours[1]}: install matching major versions on both hosts"
+        )
+    return ours[0], min(ours[1], theirs[1])

@@ -1,0 +1,325 @@
+"""The master of a remote copy: starts the roles, hands out jobs, merges results.
+
+A remote side is an ``rcpd`` started over SSH (:class:`Launch`: the system OpenSSH
+client with the user's configuration; every argument is quoted for the remote shell);
+a local side runs in this process, so no sshd is needed on this host. The master never
+touches file data: the destination connects to the source directly.
+
+Addresses: the destination reaches a remote source at the address the source's SSH
+server saw (``SSH_CONNECTION``) or its host name; it reaches a local source at the
+address from which this host's SSH connection arrived on its side.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import logging
+import os
+import shlex
+import socket
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rcp_core.errors import ProtocolError, RemoteError, UsageError
+from rcp_core.remote import tls
+from rcp_core.remote.connection import Connection, dial
+from rcp_core.remote.daemon import read_line
+from rcp_core.remote.hello import Role
+from rcp_core.remote.job import settings_to_wire
+from rcp_core.remote.operands import RemotePath, parse_operand
+from rcp_core.remote.roles import SOFTWARE, run_destination, run_source
+from rcp_core.remote.wire import FrameKind
+from rcp_core.settings import CopySettings
+from rcp_core.summary import merge
+
+log = logging.getLogger("rcp_core")
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """How to start ``rcpd`` on another host.
+
+    :param ssh: the SSH client and its options (``["ssh", "-o", "BatchMode=yes"]``).
+    :param rcpd: the daemon's command on the remote host.
+    """
+
+    ssh: Sequence[str] = ("ssh", "-o", "BatchMode=yes")
+    rcpd: str = "rcpd"
+
+    def argv(self, where: RemotePath, role: Role, timeout: float) -> list[str]:
+        target = f"{where.user}@{where.host}" if where.user else where.host
+        port = ["-p", str(where.port)] if where.port is not None else []
+        remote = [self.rcpd, "--role", role.value, "--timeout", f"{timeout:g}"]
+        # ssh joins its arguments with spaces for the remote shell: quote each one.
+        return [*self.ssh, *port, "--", target, shlex.join(remote)]
+
+
+@dataclass(slots=True)
+class RoleResult:
+    """What one role reported at the end."""
+
+    role: Role
+    ok: bool
+    counts: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    resources: dict[str, float] = field(default_factory=dict)
+
+
+class _Remote:
+    """An ``rcpd`` started over SSH, and the master's control connection to it."""
+
+    def __init__(
+        self,
+        where: RemotePath,
+        role: Role,
+        launch: Launch,
+        me: tls.Identity,
+        encrypt: bool,
+        timeout: float,
+    ) -> None:
+        self.where, self.role, self.timeout = where, role, timeout
+        self.name = f"rcpd ({role.value}) on {where.host}"
+        self.proc = subprocess.Popen(
+            launch.argv(where, role, timeout),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.stderr: collections.deque[str] = collections.deque(maxlen=20)
+        self._drain = threading.Thread(target=self._read_stderr, daemon=True)
+        self._drain.start()
+        try:
+            setup = {"master_cert": me.cert_pem, "encrypt": encrypt}
+            self.proc.stdin.write(json.dumps(setup) + "\n")
+            self.proc.stdin.flush()
+            try:
+                line = read_line(self.proc.stdout, timeout, self.name)
+            except RemoteError as exc:
+                raise RemoteError(f"{exc}{self._why()}") from exc
+            announce = json.loads(line)
+            if not isinstance(announce, dict) or not isinstance(
+                announce.get("port"), int
+            ):
+                raise ProtocolError(f"{where.host}: rcpd's announcement is malformed")
+            self.cert: str = announce["cert"]
+            self.port: int = announce["port"]
+            self.address: str = announce.get("address") or where.host
+            self.master_address: str | None = announce.get("master_address")
+            self.control: Connection = dial(
+                (self.address, self.port),
+                role=Role.MASTER,
+                software=SOFTWARE,
+                timeout=timeout,
+                pin=tls.pem_fingerprint(self.cert) if encrypt else None,
+                identity=me,
+            )
+        except BaseException:
+            self.stop()
+            raise
+
+    def _read_stderr(self) -> None:
+        """Keep the daemon's stderr flowing (a full pipe would stop it); its last
+        lines explain a failure, and every line is logged at debug level."""
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line.rstrip())
+            log.debug("%s: %s", self.name, line.rstrip())
+
+    def _why(self) -> str:
+        """The exit status and last stderr lines of a daemon that failed."""
+        try:
+            status = self.proc.wait(1)
+        except subprocess.TimeoutExpired:
+            return ""
+        self._drain.join(1)
+        said = "; ".join(self.stderr)
+        return f" (exit status {status}{': ' + said if said else ''})"
+
+    def send_job(self, **job: Any) -> None:
+        self.control.send_control("job", **job)
+
+    def result(self) -> RoleResult:
+        frame = self.control.expect(FrameKind.CONTROL, "result")
+        h = frame.header
+        return RoleResult(
+            self.role,
+            h.get("ok") is True,
+            dict(h.get("counts") or {}),
+            [str(e) for e in h.get("errors") or []]
+            or ([str(h["reason"])] if h.get("reason") else []),
+            {k: float(h[k]) for k in ("cpu_user", "cpu_system", "peak_rss") if k in h},
+        )
+
+    def stop(self) -> None:
+        """Close stdin (the daemon exits), then reap it within the timeout."""
+        control: Connection | None = getattr(self, "control", None)
+        if control is not None:
+            control.close()
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):  # already gone
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(self.timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._drain.join(self.timeout)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def remote_copy(
+    source: str,
+    destination: str,
+    settings: CopySettings | None = None,
+    *,
+    connections: int = 4,
+    timeout: float = 15.0,
+    encrypt: bool = True,
+    launch: Launch | None = None,
+) -> tuple[RoleResult, RoleResult]:
+    """Copy ``source`` to ``destination`` where at least one is ``host:/path``.
+
+    :returns: the source's and the destination's results.
+    :raises UsageError: neither operand is remote.
+    """
+    settings = settings or CopySettings()
+    launch = launch or Launch()
+    src, dst = parse_operand(source), parse_operand(destination)
+    if src is None and dst is None:
+        raise UsageError("remote_copy needs a host:/path operand")
+    me = tls.Identity.ephemeral("rcp-master")
+    remotes: list[_Remote] = []
+    try:
+        src_remote = (
+            _Remote(src, Role.SOURCE, launch, me, encrypt, timeout) if src else None
+        )
+        if src_remote:
+            remotes.append(src_remote)
+        dst_remote = (
+            _Remote(dst, Role.DESTINATION, launch, me, encrypt, timeout)
+            if dst
+            else None
+        )
+        if dst_remote:
+            remotes.append(dst_remote)
+        src_path = src.path if src else os.path.abspath(source)
+        dst_path = dst.path if dst else os.path.abspath(destination)
+        dst_name = os.path.basename(dst_path.rstrip("/")) or "/"
+        local: list[Callable[[], RoleResult]] = []
+
+        if src_remote is not None:
+            src_host, src_port, src_pin = (
+                src_remote.address,
+                src_remote.port,
+                tls.pem_fingerprint(src_remote.cert),
+            )
+        else:
+            assert dst_remote is not None
+            src_id = tls.Identity.ephemeral("rcp-source")
+            bind = "::" if ":" in (dst_remote.master_address or "") else "0.0.0.0"
+            listener = socket.create_server((bind, 0), family=_family(bind))
+            src_host = dst_remote.master_address or socket.gethostname()
+            src_port, src_pin = listener.getsockname()[1], src_id.fingerprint
+            dst_cert = dst_remote.cert
+
+            def run_local_source() -> RoleResult:
+                try:
+                    ctx = tls.server_context(src_id, dst_cert) if encrypt else None
+                    counts, errors = run_source(
+                        listener,
+                        ctx,
+                        src_path,
+                        dst_name,
+                        connections=connections,
+                        timeout=timeout,
+                    )
+                    return RoleResult(Role.SOURCE, not errors, counts, errors)
+                finally:
+                    listener.close()
+
+            local.append(run_local_source)
+
+        if dst_remote is not None:
+            dst_remote.send_job(
+                dst=dst_path,
+                host=src_host,
+                port=src_port,
+                pin=src_pin,
+                settings=settings_to_wire(settings),
+                connections=connections,
+            )
+        else:
+            dst_id = tls.Identity.ephemeral("rcp-destination")
+
+            def run_local_destination() -> RoleResult:
+                counts, errors = run_destination(
+                    (src_host, src_port),
+                    src_pin if encrypt else None,
+                    dst_id if encrypt else None,
+                    dst_path,
+                    settings,
+                    connections=connections,
+                    timeout=timeout,
+                )
+                return RoleResult(Role.DESTINATION, not errors, counts, errors)
+
+            local.append(run_local_destination)
+        if src_remote is not None:
+            peer_cert = dst_remote.cert if dst_remote is not None else dst_id.cert_pem
+            src_remote.send_job(
+                src=src_path,
+                dst_name=dst_name,
+                peer_cert=peer_cert,
+                connections=connections,
+            )
+        results = _run_local(local)
+        results += [remote.result() for remote in remotes]
+    finally:
+        for remote in remotes:
+            remote.stop()
+    by_role = {r.role: r for r in results}
+    return by_role[Role.SOURCE], by_role[Role.DESTINATION]
+
+
+def _run_local(jobs: list[Callable[[], RoleResult]]) -> list[RoleResult]:
+    """Run the local roles in threads; their results, or their first error raised."""
+    results: list[RoleResult] = []
+    errors: list[BaseException] = []
+
+    def run(job: Callable[[], RoleResult]) -> None:
+        try:
+            results.append(job())
+        except (RemoteError, OSError) as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(job,), daemon=True) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+def _family(bind: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in bind else socket.AF_INET
+
+
+def merged_counts(source: RoleResult, destination: RoleResult) -> dict[str, int]:
+    """The destination decides what was copied; errors of both count."""
+    counts = merge([destination.counts])
+    counts["errors"] = source.counts.get("errors", 0) + destination.counts.get(
+        "errors", 0
+    )
+    return counts

@@ -1,0 +1,74 @@
+"""Entry metadata on the wire: what ``lstat`` said at the source, as JSON and back.
+
+The receiving side rebuilds a real :class:`os.stat_result` (:func:`stat_of`), so the
+local engine's decisions (:func:`rcp_core.existing.decide`) and metadata code
+(:class:`rcp_core.metadata.Metadata`) serve remote copies unchanged. Every field is
+checked: a peer cannot smuggle a negative size or a mode with bits no file has.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from rcp_core.errors import ProtocolError
+
+FIELDS = ("mode", "uid", "gid", "size", "atime_ns", "mtime_ns", "nlink")
+MAX_MODE = 0o177777
+
+
+def meta_of(st: os.stat_result) -> dict[str, int]:
+    """The wire form of a source entry's ``lstat``."""
+    return {
+        "mode": st.st_mode,
+        "uid": st.st_uid,
+        "gid": st.st_gid,
+        "size": st.st_size,
+        "atime_ns": st.st_atime_ns,
+        "mtime_ns": st.st_mtime_ns,
+        "nlink": st.st_nlink,
+    }
+
+
+def _int(meta: dict[str, Any], name: str, limit: int) -> int:
+    value = meta.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= limit:
+        raise ProtocolError(f"entry metadata: bad {name} {value!r}")
+    return value
+
+
+def stat_of(meta: Any) -> os.stat_result:
+    """A :class:`os.stat_result` from the wire form; :class:`ProtocolError` if bad.
+
+    Times are kept with nanoseconds; inode and device are zero (they mean nothing on
+    this host).
+    """
+    if not isinstance(meta, dict):
+        raise ProtocolError(f"entry metadata is a {type(meta).__name__}, not an object")
+    mode = _int(meta, "mode", MAX_MODE)
+    uid, gid = _int(meta, "uid", 2**32 - 1), _int(meta, "gid", 2**32 - 1)
+    size = _int(meta, "size", 2**63 - 1)
+    atime, mtime = _int(meta, "atime_ns", 2**63 - 1), _int(meta, "mtime_ns", 2**63 - 1)
+    nlink = _int(meta, "nlink", 2**32 - 1)
+    return os.stat_result(
+        (
+            mode,
+            0,
+            0,
+            nlink,
+            uid,
+            gid,
+            size,
+            atime // 10**9,
+            mtime // 10**9,
+            mtime // 10**9,
+        ),
+        {
+            "st_atime": atime / 1e9,
+            "st_mtime": mtime / 1e9,
+            "st_ctime": mtime / 1e9,
+            "st_atime_ns": atime,
+            "st_mtime_ns": mtime,
+            "st_ctime_ns": mtime,
+        },
+    )

@@ -1,0 +1,77 @@
+"""Remote operands: ``[user@]host[:port]:/path``, IPv6 hosts in brackets.
+
+Only an absolute path after the colon makes an operand remote, so a local name that
+contains a colon (``./a:b``, ``a:b`` without a slash after the colon) stays local, as
+with scp's ``./`` escape. A leading ``/`` or ``./`` is always local.
+
+Examples::
+
+    host:/data              host, default port, /data
+    alice@host:2222:/data   user alice, port 2222
+    [fe80::1%eth0]:/data    IPv6 with a zone
+    alice@[::1]:2222:/data
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from rcp_core.errors import UsageError
+
+_REMOTE = r"""
+    ^(?:(?P<user>[^@/:\[\]\s]+)@)?
+    (?:\[(?P<ipv6>[0-9A-Fa-f:.]+(?:%[\w.-]+)?)\]|(?P<host>[A-Za-z0-9_.-]+))
+    (?::(?P<port>\d+))?
+    :(?P<path>/.*)$
+    """
+
+
+@functools.cache
+def _pattern() -> re.Pattern[str]:
+    # Compiled on first use: every local copy checks its operands, few are remote.
+    return re.compile(_REMOTE, re.VERBOSE | re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class RemotePath:
+    """A path on another host.
+
+    :param host: a name or an address (IPv6 without brackets).
+    :param path: absolute on that host.
+    :param user: the login name, if given.
+    :param port: the SSH (or service) port, if given.
+    """
+
+    host: str
+    path: str
+    user: str | None = None
+    port: int | None = None
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port is not None else ""
+        return f"{user}{host}{port}:{self.path}"
+
+
+def parse_operand(operand: str) -> RemotePath | None:
+    """The remote path ``operand`` names, or ``None`` when it is a local path.
+
+    :raises UsageError: it looks remote but is malformed (bad port).
+    """
+    if operand.startswith(("/", "./", "../")) or ":/" not in operand:
+        return None
+    match = _pattern().match(operand)
+    if match is None:
+        return None
+    port = match["port"]
+    if port is not None and not 0 < int(port) < 65536:
+        raise UsageError(f"{operand!r}: port {port} is out of range")
+    return RemotePath(
+        host=match["ipv6"] or match["host"],
+        path=match["path"],
+        user=match["user"],
+        port=int(port) if port is not None else None,
+    )

@@ -1,0 +1,240 @@
+"""The two data roles of a remote copy, wired to their connections.
+
+The destination connects to the source: one control connection, then the data
+connections, each announcing itself with ``attach`` after the hello. Both sides use
+TLS pinned both ways (the source trusts exactly the destination's certificate, the
+destination checks the source's fingerprint) unless encryption is off.
+
+- :func:`run_source` accepts those connections on a bound listening socket and runs a
+  :class:`~rcp_core.remote.send.Sender`; it returns the source's counts and errors.
+- :func:`run_destination` connects, answers ``dir`` messages, writes what arrives
+  through a :class:`~rcp_core.remote.receive.Receiver`, and returns the destination's
+  counts once the destination root is finished (it then says ``finished``).
+
+Every wait is bounded by ``timeout`` (per connection step, and per frame while a frame
+is incomplete); a transfer that stops making progress for ``idle`` seconds fails.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable
+
+from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
+from rcp_core.remote import tls
+from rcp_core.remote.connection import Connection, accept, dial
+from rcp_core.remote.hello import Role
+from rcp_core.remote.receive import Incoming, Receiver
+from rcp_core.remote.send import Sender
+from rcp_core.remote.wire import FrameKind
+from rcp_core.settings import CopySettings
+from rcp_core.tree import DIR_FLAGS
+
+SOFTWARE = "rcp"
+STALL = 120.0
+"""Seconds a transfer may go without any frame before the destination gives up."""
+
+
+def run_source(
+    listener: socket.socket,
+    ctx: ssl.SSLContext | None,
+    src: str,
+    dst_name: str,
+    *,
+    connections: int,
+    timeout: float,
+) -> tuple[dict[str, int], list[str]]:
+    """Accept the destination's connections on ``listener`` and send ``src``.
+
+    :returns: the source's counts and its error messages.
+    """
+    listener.settimeout(timeout)
+    control: Connection | None = None
+    data: list[Connection] = []
+    try:
+        while control is None or len(data) < connections:
+            try:
+                sock, address = listener.accept()
+            except TimeoutError as exc:
+                raise PeerTimeoutError(
+                    f"the destination did not connect within {timeout} s"
+                ) from exc
+            conn = accept(
+                sock,
+                f"destination {address[0]}:{address[1]}",
+                role=Role.SOURCE,
+                software=SOFTWARE,
+                timeout=timeout,
+                ctx=ctx,
+            )
+            channel = conn.expect(FrameKind.CONTROL, "attach").header.get("channel")
+            if channel == "control" and control is None:
+                control = conn
+            elif channel == "data" and control is not None:
+                data.append(conn)
+            else:
+                conn.fail(f"unexpected attach {channel!r}")
+                raise ProtocolError(f"unexpected attach {channel!r}")
+        sender = Sender(src, dst_name, control, data, stall=STALL)
+        return sender.run(), list(sender.errors)
+    finally:
+        for conn in (*data, *([control] if control else [])):
+            conn.close()
+
+
+def run_destination(
+    address: tuple[str, int],
+    pin: str | None,
+    identity: tls.Identity | None,
+    dst: str,
+    settings: CopySettings,
+    *,
+    connections: int,
+    timeout: float,
+    stall: float = STALL,
+) -> tuple[dict[str, int], list[str]]:
+    """Connect to the source at ``address`` and write the copy as ``dst``.
+
+    :param stall: give up when no frame arrived for this many seconds.
+    :returns: the destination's counts and its error messages.
+    """
+    parent = os.path.dirname(os.path.abspath(dst)) or "/"
+    umask = os.umask(0)
+    os.umask(umask)
+    receiver = Receiver(settings, os.open(parent, DIR_FLAGS), umask)
+
+    def connect(channel: str) -> Connection:
+        conn = dial(
+            address,
+            role=Role.DESTINATION,
+            software=SOFTWARE,
+            timeout=timeout,
+            pin=pin,
+            identity=identity,
+        )
+        conn.send_control("attach", channel=channel)
+        return conn
+
+    conns: list[Connection] = []
+    threads: list[threading.Thread] = []
+    try:
+        conns.append(connect("control"))
+        conns += [connect("data") for _ in range(connections)]
+        return _receive(receiver, conns, threads, stall)
+    finally:
+        for conn in conns:
+            conn.close()
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        receiver.close()
+
+
+def _receive(
+    receiver: Receiver,
+    conns: list[Connection],
+    threads: list[threading.Thread],
+    stall: float,
+) -> tuple[dict[str, int], list[str]]:
+    """Serve the control connection (first) and the data connections until the
+    destination root is finished; the threads started are added to ``threads``."""
+    control, data = conns[0], conns[1:]
+    failures: list[BaseException] = []
+    seen = _Heartbeat()
+    threads.append(
+        threading.Thread(
+            target=_guard(failures, lambda: _serve_control(control, receiver, seen)),
+            daemon=True,
+        )
+    )
+    threads.extend(
+        threading.Thread(
+            target=_guard(
+                failures, functools.partial(_serve_data, conn, receiver, seen)
+            ),
+            daemon=True,
+        )
+        for conn in data
+    )
+    for thread in threads:
+        thread.start()
+    while not receiver.done.wait(0.2):
+        if failures:
+            raise failures[0]
+        if seen.silent_for() > stall:
+            raise PeerTimeoutError(f"no data from the source for {stall:g} s")
+    control.send_control("finished", counts=receiver.counts())
+    return receiver.counts(), list(receiver.errors)
+
+
+class _Heartbeat:
+    """When the last frame arrived on any connection of a transfer."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def beat(self) -> None:
+        self.last = time.monotonic()
+
+    def silent_for(self) -> float:
+        return time.monotonic() - self.last
+
+
+def _guard(failures: list[BaseException], fn: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            fn()
+        except (RemoteError, OSError) as exc:
+            failures.append(exc)
+
+    return run
+
+
+def _serve_control(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> None:
+    while not receiver.done.is_set():
+        frame = conn.read()
+        seen.beat()
+        if frame is None:
+            if receiver.done.is_set():
+                return
+            raise ProtocolError(f"{conn.peer} closed control before the copy ended")
+        kind = frame.header.get("type")
+        if frame.kind is not FrameKind.CONTROL:
+            raise ProtocolError(f"{frame.kind.name} frame on the control connection")
+        if kind == "dir":
+            h = frame.header
+            ok = receiver.open_dir(
+                h.get("id"), h.get("parent"), h.get("name"), h.get("meta")
+            )
+            conn.send_control("dir_ready" if ok else "dir_failed", id=h.get("id"))
+        elif kind == "dir_end":
+            receiver.end_dir(frame.header.get("dir"), frame.header.get("count"))
+        else:
+            raise ProtocolError(f"unexpected control message {kind!r}")
+
+
+def _serve_data(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> None:
+    current: Incoming | None = None
+    while True:
+        try:
+            frame = conn.read()
+            seen.beat()
+        except (RemoteError, OSError):
+            if receiver.done.is_set():
+                return  # closed under us at the end: nothing was pending here
+            raise
+        if frame is None:
+            if current is not None:
+                raise ProtocolError(f"{conn.peer} closed inside a large file")
+            return
+        if frame.kind is FrameKind.FILES:
+            receiver.files(frame.header, frame.data)
+        elif frame.kind is FrameKind.CHUNK:
+            current = receiver.chunk(frame.header, frame.data, current)
+        else:
+            raise ProtocolError(f"{frame.kind.name} frame on a data connection")

@@ -1,0 +1,478 @@
+"""The source role: walks the source tree and sends it to a destination.
+
+One *walker* (the caller's thread) and one *sender* thread per data connection:
+
+- The walker announces every directory with ``dir`` on the control connection and
+  scans it only once the destination answered ``dir_ready`` (a directory that could
+  not be made is answered ``dir_failed``: its subtree is not read). Scanning a
+  directory announces its subdirectories, queues its files in batches and ends with
+  ``dir_end`` and the number of entries queued, so the destination can finish the
+  directory when that many arrived.
+- Senders take batches from a bounded queue (the walk never runs far ahead of the
+  network): small files travel together in ``FILES`` frames, a large one alone as
+  ``CHUNK`` frames, its holes skipped (``SEEK_DATA``/``SEEK_HOLE``) so they stay holes.
+- An entry that cannot be read is still sent, as ``failed``, so every count the
+  destination waits for is met; the error is recorded here.
+
+Invariants: a directory's descriptor stays open until its last batch is sent; the
+sizes in a frame are the bytes actually read (a file that shrank is sent as it is now).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import queue
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from rcp_core.errors import (
+    ConnectionLostError,
+    PeerTimeoutError,
+    ProtocolError,
+    RemoteError,
+    entry_error,
+)
+from rcp_core.remote.connection import Connection
+from rcp_core.remote.meta import meta_of
+from rcp_core.remote.receive import ANCHOR
+from rcp_core.remote.wire import FrameKind
+from rcp_core.summary import Tally, merge
+from rcp_core.tree import DIR_FLAGS
+
+log = logging.getLogger("rcp_core")
+
+SMALL = 1 << 20
+"""Files up to this size travel in ``FILES`` frames; larger ones as ``CHUNK`` runs."""
+FRAME_DATA = 4 << 20
+"""Data bytes per frame at most (below the 8 MiB frame limit with room for headers)."""
+BATCH_ENTRIES = 256
+QUEUE_DEPTH = 64
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+@dataclass(slots=True, eq=False)
+class _Dir:
+    """A source directory whose batches may still be queued."""
+
+    fd: int
+    rel: str
+    refs: int = 1
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def child_rel(self, name: str) -> str:
+        return f"{self.rel}/{name}" if self.rel else name
+
+    def hold(self) -> None:
+        with self.lock:
+            self.refs += 1
+
+    def release(self) -> None:
+        with self.lock:
+            self.refs -= 1
+            last = self.refs == 0
+        if last:
+            os.close(self.fd)
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """Entries of one directory for one sender: ``(name, is_symlink)`` pairs (the
+    sender stats each entry as it reads it, so a file costs no separate ``lstat``)."""
+
+    dir_id: int
+    node: _Dir
+    entries: list[tuple[str, bool]]
+    rename: str | None = None
+    """The one entry's name at the destination, when it differs (a root file)."""
+
+
+class Sender:
+    """Sends one source (a directory or a single entry) as ``dst_name``.
+
+    :param control: the control connection to the destination (its reader is ours).
+    :param data: the data connections; one sender thread each.
+    :param stall: give up when the destination answered no directory for this long.
+    """
+
+    def __init__(
+        self,
+        src: str,
+        dst_name: str,
+        control: Connection,
+        data: list[Connection],
+        *,
+        stall: float,
+    ) -> None:
+        self.stall = stall
+        self.src = src
+        self.dst_name = dst_name
+        self.control = control
+        self.data = data
+        self.tallies: list[Tally] = []
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._ids = 0
+        self._announced: dict[int, tuple[_Dir, str, str]] = {}
+        self._ready: queue.Queue[tuple[int, bool]] = queue.Queue()
+        self._work: queue.Queue[_Batch | None] = queue.Queue(QUEUE_DEPTH)
+        self._failure: BaseException | None = None
+
+    # -- the walk ----------------------------------------------------------------
+
+    def run(self) -> dict[str, int]:
+        """Send everything; the source side's counts. Raises what broke the transfer."""
+        tally = self._new_tally()
+        senders = [
+            threading.Thread(target=self._send_loop, args=(conn,), daemon=True)
+            for conn in self.data
+        ]
+        for thread in senders:
+            thread.start()
+        reader = threading.Thread(target=self._read_control, daemon=True)
+        reader.start()
+        try:
+            self._walk(tally)
+        finally:
+            for _ in senders:
+                self._work.put(None)
+            for thread in senders:
+                thread.join()
+        if self._failure is None:
+            # The destination says "finished" once everything is written; closing
+            # before that would cut it off.
+            reader.join(self.stall)
+            if reader.is_alive():
+                raise PeerTimeoutError(
+                    f"the destination did not finish within {self.stall:g} s"
+                )
+        if self._failure is not None:
+            raise self._failure
+        return merge(self.tallies)
+
+    def _new_tally(self) -> Tally:
+        tally = Tally()
+        with self._lock:
+            self.tallies.append(tally)
+        return tally
+
+    def _walk(self, tally: Tally) -> None:
+        parent, name = os.path.split(os.path.abspath(self.src))
+        anchor_fd = os.open(parent or "/", DIR_FLAGS)
+        anchor = _Dir(anchor_fd, "")
+        try:
+            st = os.lstat(name, dir_fd=anchor_fd)
+            if stat.S_ISDIR(st.st_mode):
+                self._announce(anchor, ANCHOR, name, self.dst_name, st)
+                self.control.send_control("dir_end", dir=ANCHOR, count=0)
+            else:
+                entry = (name, stat.S_ISLNK(st.st_mode))
+                anchor.hold()
+                self._work.put(_Batch(ANCHOR, anchor, [entry], self.dst_name))
+                self.control.send_control("dir_end", dir=ANCHOR, count=1)
+        finally:
+            anchor.release()
+        pending = len(self._announced)
+        while pending:
+            dir_id, ok = self._next_ready()
+            pending -= 1
+            with self._lock:
+                node_parent, name, rel = self._announced.pop(dir_id)
+            if not ok:
+                node_parent.release()
+                continue
+            pending += self._scan(tally, dir_id, node_parent, name, rel)
+
+    def _next_ready(self) -> tuple[int, bool]:
+        deadline = time.monotonic() + self.stall
+        while True:
+            if self._failure is not None:
+                raise self._failure
+            try:
+                return self._ready.get(timeout=0.2)
+            except queue.Empty:
+                if time.monotonic() > deadline:
+                    raise PeerTimeoutError(
+                        f"the destination answered no directory for {self.stall:g} s"
+                    ) from None
+
+    def _announce(
+        self, parent: _Dir, parent_id: int, name: str, dst_name: str, st: os.stat_result
+    ) -> None:
+        with self._lock:
+            self._ids += 1
+            dir_id = self._ids
+            self._announced[dir_id] = (parent, name, parent.child_rel(name))
+        parent.hold()
+        self.control.send_control(
+            "dir", id=dir_id, parent=parent_id, name=dst_name, meta=meta_of(st)
+        )
+
+    def _scan(
+        self, tally: Tally, dir_id: int, parent: _Dir, name: str, rel: str
+    ) -> int:
+        """Scan one ready directory; the number of subdirectories announced."""
+        try:
+            fd = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent.fd)
+        except OSError as exc:
+            self._fail(tally, rel, "open directory", exc)
+            self.control.send_control("dir_end", dir=dir_id, count=0)
+            return 0
+        finally:
+            parent.release()
+        node = _Dir(fd, rel)
+        subdirs = 0
+        count = 0
+        batch: list[tuple[str, bool]] = []
+        try:
+            with os.scandir(fd) as it:
+                for entry in it:
+                    try:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                        st = entry.stat(follow_symlinks=False) if is_dir else None
+                    except OSError as exc:
+                        self._fail(tally, node.child_rel(entry.name), "stat", exc)
+                        continue
+                    if st is not None:
+                        self._announce(node, dir_id, entry.name, entry.name, st)
+                        subdirs += 1
+                        continue
+                    batch.append((entry.name, entry.is_symlink()))
+                    count += 1
+                    if len(batch) >= BATCH_ENTRIES:
+                        self._queue(dir_id, node, batch)
+                        batch = []
+        except OSError as exc:
+            self._fail(tally, rel, "read directory", exc)
+        if batch:
+            self._queue(dir_id, node, batch)
+        self.control.send_control("dir_end", dir=dir_id, count=count)
+        node.release()
+        return subdirs
+
+    def _queue(self, dir_id: int, node: _Dir, entries: list[tuple[str, bool]]) -> None:
+        node.hold()
+        while True:
+            if self._failure is not None:
+                node.release()
+                raise self._failure
+            try:
+                self._work.put(_Batch(dir_id, node, entries), timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def _fail(self, tally: Tally, rel: str, op: str, exc: OSError) -> None:
+        error = entry_error(op, rel, exc)
+        tally["errors"] += 1
+        with self._lock:
+            self.errors.append(str(error))
+        log.error("%s", error)
+
+    # -- the control connection ----------------------------------------------------
+
+    def _read_control(self) -> None:
+        try:
+            while True:
+                frame = self.control.read()
+                if frame is None:
+                    raise ConnectionLostError(
+                        f"{self.control.peer} closed control before it finished"
+                    )
+                kind = frame.header.get("type")
+                dir_id = frame.header.get("id")
+                if frame.kind is not FrameKind.CONTROL or kind not in (
+                    "dir_ready",
+                    "dir_failed",
+                ):
+                    if kind == "finished":
+                        return
+                    raise ProtocolError(f"unexpected {kind or frame.kind.name}")
+                with self._lock:
+                    known = isinstance(dir_id, int) and dir_id in self._announced
+                if not isinstance(dir_id, int) or not known:
+                    raise ProtocolError(f"{kind} for unknown directory {dir_id!r}")
+                self._ready.put((dir_id, kind == "dir_ready"))
+        except (RemoteError, OSError) as exc:
+            self._failure = exc
+
+    # -- senders -------------------------------------------------------------------
+
+    def _send_loop(self, conn: Connection) -> None:
+        tally = self._new_tally()
+        while True:
+            batch = self._work.get()
+            if batch is None:
+                return
+            try:
+                if self._failure is None:
+                    self._send_batch(tally, conn, batch)
+            except (RemoteError, OSError) as exc:
+                self._failure = exc
+            finally:
+                batch.node.release()
+
+    def _send_batch(self, tally: Tally, conn: Connection, batch: _Batch) -> None:
+        entries: list[dict[str, Any]] = []
+        chunks: list[bytes] = []
+        size = 0
+
+        def flush() -> None:
+            nonlocal entries, chunks, size
+            if entries:
+                conn.send(
+                    FrameKind.FILES,
+                    {"dir": batch.dir_id, "entries": entries},
+                    b"".join(chunks),
+                )
+            entries, chunks, size = [], [], 0
+
+        for name, is_symlink in batch.entries:
+            rel = batch.node.child_rel(name)
+            sent_as = batch.rename or name
+            if is_symlink:
+                entry, data = self._symlink(tally, batch.node, name, sent_as, rel)
+            else:
+                opened = self._open(tally, batch.node, name, rel)
+                if opened is None:
+                    entry, data = {"name": sent_as, "kind": "failed"}, b""
+                elif opened[1].st_size > SMALL:
+                    flush()
+                    self._send_large(tally, conn, batch, sent_as, rel, *opened)
+                    continue
+                else:
+                    entry, data = self._read_small(tally, sent_as, rel, *opened)
+            if size + len(data) > FRAME_DATA:
+                flush()
+            entries.append(entry)
+            chunks.append(data)
+            size += len(data)
+        flush()
+
+    def _symlink(
+        self, tally: Tally, node: _Dir, name: str, sent_as: str, rel: str
+    ) -> tuple[dict[str, Any], bytes]:
+        try:
+            st = os.lstat(name, dir_fd=node.fd)
+            target = os.readlink(name, dir_fd=node.fd)
+        except OSError as exc:
+            self._fail(tally, rel, "read symlink", exc)
+            return {"name": sent_as, "kind": "failed"}, b""
+        tally["copied.symlinks"] += 1
+        meta = meta_of(st)
+        return {"name": sent_as, "kind": "symlink", "meta": meta, "target": target}, b""
+
+    def _open(
+        self, tally: Tally, node: _Dir, name: str, rel: str
+    ) -> tuple[int, os.stat_result] | None:
+        """Open a regular file for reading; ``None`` (error recorded) otherwise."""
+        try:
+            fd = os.open(name, READ_FLAGS, dir_fd=node.fd)
+        except OSError as exc:
+            self._fail(tally, rel, "open", exc)
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EOPNOTSUPP, "special files are not sent yet")
+        except OSError as exc:
+            os.close(fd)
+            self._fail(tally, rel, "open", exc)
+            return None
+        return fd, st
+
+    def _read_small(
+        self, tally: Tally, sent_as: str, rel: str, fd: int, st: os.stat_result
+    ) -> tuple[dict[str, Any], bytes]:
+        try:
+            data = _read_all(fd, st.st_size)
+        except OSError as exc:
+            self._fail(tally, rel, "read", exc)
+            return {"name": sent_as, "kind": "failed"}, b""
+        finally:
+            os.close(fd)
+        meta = meta_of(st)
+        meta["size"] = len(data)
+        tally["copied.files"] += 1
+        tally["copied.bytes"] += len(data)
+        return {"name": sent_as, "kind": "file", "meta": meta}, data
+
+    def _send_large(
+        self,
+        tally: Tally,
+        conn: Connection,
+        batch: _Batch,
+        sent_as: str,
+        rel: str,
+        fd: int,
+        st: os.stat_result,
+    ) -> None:
+        """One large file as ``CHUNK`` frames; the last one says how it ended."""
+        base: dict[str, Any] = {"dir": batch.dir_id, "name": sent_as}
+        first = True
+
+        def send(offset: int, data: bytes, **end: Any) -> None:
+            nonlocal first
+            header = {**base, "offset": offset, "first": first, **end}
+            if first:
+                header["meta"] = meta_of(st)
+            conn.send(FrameKind.CHUNK, header, data)
+            first = False
+
+        try:
+            try:
+                for offset, length in _extents(fd, st.st_size):
+                    end = offset + length
+                    while offset < end:
+                        data = os.pread(fd, min(end - offset, FRAME_DATA), offset)
+                        if not data:
+                            raise OSError(errno.EIO, "file shrank while being sent")
+                        send(offset, data)
+                        offset += len(data)
+            except OSError as exc:
+                self._fail(tally, rel, "read", exc)
+                send(0, b"", last=True, failed=str(exc))
+                return
+            send(st.st_size, b"", last=True)
+            tally["copied.files"] += 1
+            tally["copied.bytes"] += st.st_size
+        finally:
+            os.close(fd)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """Up to ``size`` bytes from the start (fewer if the file shrank)."""
+    parts = []
+    got = 0
+    while got < size:
+        data = os.read(fd, size - got)
+        if not data:
+            break
+        parts.append(data)
+        got += len(data)
+    return b"".join(parts)
+
+
+def _extents(fd: int, size: int) -> Iterator[tuple[int, int]]:
+    """``(offset, length)`` of the data in the first ``size`` bytes (holes skipped)."""
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(fd, offset, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # only a hole remains
+                return
+            if exc.errno in (errno.EINVAL, errno.EOPNOTSUPP):
+                yield offset, size - offset  # no hole support: all data
+                return
+            raise
+        if start >= size:
+            return
+        end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+        yield start, end - start
+        offset = end

@@ -1,0 +1,180 @@
+"""Frames on an rcp connection: the one place where bytes become messages.
+
+Every frame is::
+
+    length:u32 | kind:u8 | header_length:u32 | header (JSON object, UTF-8) | data
+
+big-endian, where ``length`` counts everything after itself (so at least 5) and
+``data`` is the raw bytes some kinds carry (file contents). See
+``docs/remote_protocol.md`` for the kinds and the flow.
+
+Invariants of :class:`FrameReader` -- what a hostile or broken peer can do to us:
+
+- a frame longer than ``max_frame``, a header longer than its frame, an unknown kind,
+  a header that is not a JSON object, or a JSON document nested deeper than
+  ``MAX_DEPTH`` raise :class:`ProtocolError` before anything is acted on; memory per
+  frame is bounded by ``max_frame``;
+- every read inside a frame has a deadline (``frame_timeout``); a peer that stops
+  mid-frame raises :class:`PeerTimeoutError`, one that closes mid-frame
+  :class:`ConnectionLostError`; a close *between* frames is the normal end (``None``).
+  Between frames the wait is ``idle_timeout`` (``None``: as long as the peer is alive,
+  which TCP keepalive checks).
+
+Names in headers are POSIX byte strings decoded with ``os.fsdecode`` (UTF-8 with
+surrogateescape); JSON carries undecodable bytes as ``\\udcXX`` escapes, and
+``os.fsencode`` restores them exactly.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import socket
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from rcp_core.errors import ConnectionLostError, PeerTimeoutError, ProtocolError
+
+PREFIX = struct.Struct(">IBI")
+"""``length``, ``kind``, ``header_length``."""
+MAX_FRAME = 8 << 20
+"""The default bound on one frame (header and data): 8 MiB."""
+MAX_DEPTH = 32
+"""Deepest JSON nesting a header may have (ours need 4)."""
+_EMPTY = memoryview(b"")
+
+
+class FrameKind(enum.IntEnum):
+    """What a frame carries; the header's schema depends on it."""
+
+    HELLO = 1
+    """First frame each way: version, role, authentication."""
+    CONTROL = 2
+    """A control message (``header["type"]`` names it); no data."""
+    FILES = 3
+    """Small files of one directory: entries in the header, their bytes as data."""
+    CHUNK = 4
+    """A piece of one large file: file id and offset in the header, bytes as data."""
+    ERROR = 5
+    """The peer gives up: a reason in the header; the connection closes after it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One decoded frame. ``data`` is a view into the frame's own buffer."""
+
+    kind: FrameKind
+    header: dict[str, Any]
+    data: memoryview = _EMPTY
+
+
+def encode(
+    kind: FrameKind, header: dict[str, Any], data: bytes | memoryview = b""
+) -> bytes:
+    """The bytes of one frame (header and prefix; ``data`` is appended)."""
+    body = json.dumps(header, separators=(",", ":")).encode()
+    length = 5 + len(body) + len(data)
+    return PREFIX.pack(length, kind, len(body)) + body + bytes(data)
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of a decoded JSON value, stopping once past ``limit``."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    deepest = 0
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
+def decode(kind_byte: int, payload: memoryview, header_length: int) -> Frame:
+    """Validate and decode a frame's payload (everything after the prefix)."""
+    try:
+        kind = FrameKind(kind_byte)
+    except ValueError:
+        raise ProtocolError(f"unknown frame kind {kind_byte}") from None
+    if header_length > len(payload):
+        raise ProtocolError(
+            f"header of {header_length} bytes in a frame of {len(payload) + 5}"
+        )
+    try:
+        header = json.loads(payload[:header_length].tobytes().decode())
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ProtocolError(f"frame header is not JSON: {exc}") from exc
+    if not isinstance(header, dict):
+        raise ProtocolError(f"frame header is a {type(header).__name__}, not an object")
+    if _depth(header, MAX_DEPTH) > MAX_DEPTH:
+        raise ProtocolError(f"frame header nested deeper than {MAX_DEPTH}")
+    return Frame(kind, header, payload[header_length:])
+
+
+class FrameReader:
+    """Reads frames from a connected socket (plain or TLS) with bounded memory.
+
+    :param sock: the socket.
+    :param max_frame: the largest frame accepted.
+    :param frame_timeout: seconds to wait for the rest of a started frame (default:
+        the socket's timeout).
+    :param idle_timeout: seconds to wait for the next frame to start (default: the
+        same as ``frame_timeout``).
+    """
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        max_frame: int = MAX_FRAME,
+        *,
+        frame_timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> None:
+        self.sock = sock
+        self.max_frame = max_frame
+        self.frame_timeout = (
+            frame_timeout if frame_timeout is not None else sock.gettimeout()
+        )
+        self.idle_timeout = (
+            idle_timeout if idle_timeout is not None else (self.frame_timeout)
+        )
+
+    def _read_exactly(self, n: int, *, at_boundary: bool) -> memoryview | None:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            wait = self.idle_timeout if at_boundary and got == 0 else self.frame_timeout
+            self.sock.settimeout(wait)
+            try:
+                k = self.sock.recv_into(view[got:])
+            except TimeoutError as exc:
+                raise PeerTimeoutError(f"no data from the peer for {wait} s") from exc
+            if k == 0:
+                if at_boundary and got == 0:
+                    return None
+                raise ConnectionLostError(
+                    f"the peer closed the connection inside a frame ({got} of {n} bytes)"
+                )
+            got += k
+        return view
+
+    def read(self) -> Frame | None:
+        """The next frame, or ``None`` when the peer closed between frames."""
+        prefix = self._read_exactly(PREFIX.size, at_boundary=True)
+        if prefix is None:
+            return None
+        length, kind, header_length = PREFIX.unpack(prefix)
+        if length < 5:
+            raise ProtocolError(f"frame length {length} is below the minimum of 5")
+        if length > self.max_frame:
+            raise ProtocolError(
+                f"frame of {length} bytes exceeds the limit of {self.max_frame}"
+            )
+        payload = self._read_exactly(length - 5, at_boundary=False)
+        assert payload is not None
+        return decode(kind, payload, header_length)

@@ -1,0 +1,137 @@
+"""``rcp`` with a ``[user@]host[:port]:/path`` operand: the remote-copy master.
+
+The options here only matter for remote copies. What a remote copy cannot do yet is
+refused up front with the flags named (a usage error, nothing started). The remote
+machinery (TLS, SSH) is imported only when an operand is remote, so a local copy's
+start-up does not pay for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import resource
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rcp_core import CopySettings, Summary, UsageError
+from rcp_core.errors import RemoteError
+from rcp_core.remote.operands import parse_operand
+from rcp_core.summary import Resources, human_bytes
+
+if TYPE_CHECKING:
+    from rcp_core.remote.master import RoleResult
+
+log = logging.getLogger("rcp_core")
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("remote copies ([user@]host[:port]:/path)")
+    group.add_argument(
+        "--max-connections",
+        type=int,
+        default=4,
+        help="data connections between the daemons (default 4)",
+    )
+    group.add_argument(
+        "--remote-timeout",
+        type=float,
+        default=15.0,
+        help="seconds for each connection step and each stalled frame (default 15)",
+    )
+    group.add_argument(
+        "--no-encryption",
+        action="store_true",
+        help="plain TCP without TLS or authentication, for trusted networks only",
+    )
+    group.add_argument(
+        "--ssh",
+        default="ssh -o BatchMode=yes",
+        help="the SSH command that starts rcpd (default: %(default)s)",
+    )
+    group.add_argument(
+        "--rcpd-path", default="rcpd", help="rcpd's command on the remote hosts"
+    )
+
+
+def is_remote(paths: Sequence[str]) -> bool:
+    return any(parse_operand(p) is not None for p in paths)
+
+
+def _unsupported(settings: CopySettings) -> list[str]:
+    flags = {
+        "--delete": settings.delete,
+        "--dry-run": settings.dry_run is not None,
+        "--dereference": settings.dereference,
+        "--include/--exclude/--filter-file/--gitignore": bool(
+            settings.includes
+            or settings.excludes
+            or settings.filter_file
+            or settings.gitignore
+        ),
+    }
+    return [flag for flag, on in flags.items() if on]
+
+
+def run(args: argparse.Namespace, settings: CopySettings) -> tuple[Summary, bool, str]:
+    """Copy between hosts: the summary, whether everything was copied, and one line
+    per role with its CPU time and peak RSS.
+
+    :raises UsageError: bad operands or options a remote copy does not support.
+    :raises RemoteError: a daemon could not be started or reached, or failed.
+    """
+    if len(args.paths) != 2:
+        raise UsageError("a remote copy takes one source and one destination")
+    refused = _unsupported(settings)
+    if refused:
+        raise UsageError(f"not supported for remote copies yet: {', '.join(refused)}")
+    if not 1 <= args.max_connections <= 256:
+        raise UsageError("--max-connections must be between 1 and 256")
+    if args.no_encryption:
+        log.warning("rcp: --no-encryption: data and control travel in plain text")
+    # Imported here: TLS and SSH cost a local copy's start-up nothing.
+    from rcp_core.remote.master import Launch, merged_counts, remote_copy
+
+    started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
+    source, destination = remote_copy(
+        args.paths[0],
+        args.paths[1],
+        settings,
+        connections=args.max_connections,
+        timeout=args.remote_timeout,
+        encrypt=not args.no_encryption,
+        launch=Launch(ssh=shlex.split(args.ssh), rcpd=args.rcpd_path),
+    )
+    errors = [
+        (e, 1, role.role.value) for role in (source, destination) for e in role.errors
+    ]
+    summary = Summary(
+        merged_counts(source, destination),
+        Resources.since(started, usage),
+        errors=tuple(errors),
+    )
+    return summary, source.ok and destination.ok, render_roles(source, destination)
+
+
+def render_roles(source: RoleResult, destination: RoleResult) -> str:
+    """One line per role: its CPU time and peak RSS (as rcp's remote summary)."""
+    lines = []
+    for result in (source, destination):
+        r = result.resources
+        if not r:
+            lines.append(f"{result.role.value + ':':<13}in this process")
+            continue
+        lines.append(
+            f"{result.role.value + ':':<13}cpu user {r.get('cpu_user', 0):.2f}s"
+            f"  system {r.get('cpu_system', 0):.2f}s"
+            f"  peak RSS {human_bytes(r.get('peak_rss', 0))}"
+        )
+    return "\n".join(lines)
+
+
+def fail(exc: RemoteError) -> int:
+    print(f"rcp: {exc}", file=sys.stderr)
+    return 1

@@ -1,0 +1,159 @@
+"""Remote copies through a real sshd on loopback: rcpd launched over SSH.
+
+The "remote host" is this machine reached through sshd, so both directions and
+remote-to-remote run for real: ssh, the daemon's stdin/stdout setup, TLS pinned both
+ways, and data flowing between the roles.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rcp_core.errors import RemoteError
+from rcp_core.remote.master import Launch, remote_copy
+from support import sshd
+from support.treecmp import TreeCompare
+from support.treespec import Dir, File, Spec, Symlink, make_tree
+
+pytestmark = pytest.mark.privileged
+
+RCPD = str(Path(sys.executable).with_name("rcpd"))
+TREE: Spec = {
+    ".": Dir(mode=0o755, mtime_ns=1_700_000_000_000_000_000),
+    "a/one": b"1" * 10,
+    "a/two": File(os.urandom(3 << 20), mode=0o600),
+    "b/link": Symlink("../a/one"),
+    **{f"many/f{i}": os.urandom(64) for i in range(500)},
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sshd.Sshd]:
+    why = sshd.missing()
+    if why is not None:
+        pytest.fail(f"remote tests need a real sshd: {why}", pytrace=False)
+    with sshd.running_sshd(tmp_path_factory.mktemp("sshd")) as running:
+        yield running
+
+
+def _launch(server: sshd.Sshd) -> Launch:
+    return Launch(ssh=server.ssh(), rcpd=RCPD)
+
+
+def _at(server: sshd.Sshd, path: Path) -> str:
+    return f"root@127.0.0.1:{server.port}:{path}"
+
+
+@pytest.mark.parametrize("direction", ["push", "pull", "remote-to-remote"])
+def test_a_tree_crosses_over_ssh(
+    tmp_path: Path, server: sshd.Sshd, tree_compare: TreeCompare, direction: str
+) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    dst = tmp_path / "dst"
+    source = str(src) if direction == "push" else _at(server, src)
+    destination = str(dst) if direction == "pull" else _at(server, dst)
+    sent, written = remote_copy(
+        source, destination, launch=_launch(server), connections=3, timeout=20
+    )
+    assert sent.ok, sent.errors
+    assert written.ok, written.errors
+    assert tree_compare(src, dst) == []
+    assert written.counts["copied.files"] == 502
+    assert written.counts["copied.symlinks"] == 1
+    if direction != "push":
+        assert sent.resources["peak_rss"] > 0  # the daemon reported its resources
+
+
+def test_plain_tcp_when_encryption_is_off(
+    tmp_path: Path, server: sshd.Sshd, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(tmp_path / "src", {"f": b"x" * 1000})
+    _, written = remote_copy(
+        _at(server, src), str(tmp_path / "dst"), launch=_launch(server), encrypt=False
+    )
+    assert written.ok
+    assert tree_compare(src, tmp_path / "dst") == []
+
+
+def test_a_daemon_that_cannot_start_is_a_clear_error(
+    tmp_path: Path, server: sshd.Sshd
+) -> None:
+    src = make_tree(tmp_path / "src", {"f": b"x"})
+    launch = Launch(ssh=server.ssh(), rcpd="/nonexistent/rcpd")
+    with pytest.raises(
+        RemoteError, match=r"closed the setup channel \(exit status 127"
+    ):
+        remote_copy(_at(server, src), str(tmp_path / "dst"), launch=launch, timeout=5)
+    assert not (tmp_path / "dst").exists()
+
+
+def test_no_daemon_outlives_its_copy(tmp_path: Path, server: sshd.Sshd) -> None:
+    src = make_tree(tmp_path / "src", {"f": b"x"})
+    remote_copy(_at(server, src), str(tmp_path / "dst"), launch=_launch(server))
+    leftover = subprocess.run(
+        ["pgrep", "-f", f"{RCPD} --role"], capture_output=True, text=True, check=False
+    ).stdout.split()
+    assert leftover == []
+
+
+def test_an_unreachable_host_fails_within_the_timeout(tmp_path: Path) -> None:
+    if shutil.which("ssh") is None:
+        pytest.fail("ssh is not installed", pytrace=False)
+    launch = Launch(ssh=["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=2"])
+    started = time.monotonic()
+    with pytest.raises(RemoteError, match="exit status 255"):
+        # A port nothing listens on: ssh gives up, and says so on stderr.
+        remote_copy("127.0.0.1:1:/x", str(tmp_path / "dst"), launch=launch, timeout=3)
+    assert time.monotonic() - started < 10
+
+
+def test_the_rcp_command_copies_from_a_host_and_prints_role_lines(
+    tmp_path: Path,
+    server: sshd.Sshd,
+    tree_compare: TreeCompare,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from rcp_provider.cli.rcp import main
+
+    src = make_tree(tmp_path / "src", {"d/f": b"data", "g": b"more"})
+    code = main(
+        [
+            "--ssh",
+            shlex.join(server.ssh()),
+            "--rcpd-path",
+            RCPD,
+            "--summary",
+            _at(server, src),
+            str(tmp_path / "dst"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert tree_compare(src, tmp_path / "dst") == []
+    assert "copied:    files 2" in out
+    assert "source:      cpu user" in out  # the remote daemon's own figures
+    assert "destination: in this process" in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "refused"),
+    [(["--delete"], "--delete"), (["--exclude", "*.o"], "--include/--exclude")],
+)
+def test_what_remote_copies_cannot_do_yet_is_refused_up_front(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], refused: str
+) -> None:
+    from rcp_provider.cli.rcp import main
+
+    code = main([*flags, "host.invalid:/x", str(tmp_path / "dst")])
+    assert code == 2
+    assert f"not supported for remote copies yet: {refused}" in capsys.readouterr().err
+    assert not (tmp_path / "dst").exists()

@@ -1,0 +1,189 @@
+"""The source and destination roles over real TLS connections on loopback.
+
+Each test runs both roles in this process (the source in a thread) with fresh
+identities pinned both ways, and checks the copy entry by entry.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rcp_core import CopySettings, ExistingPolicy
+from rcp_core.errors import ProtocolError
+from rcp_core.remote import tls
+from rcp_core.remote.roles import run_destination, run_source
+from support.treecmp import TreeCompare
+from support.treespec import Dir, Fifo, File, Sparse, Spec, Symlink, make_tree
+
+TIMEOUT = 10.0
+MIB = 1 << 20
+
+
+def remote_copy(
+    src: Path,
+    dst: Path,
+    settings: CopySettings | None = None,
+    connections: int = 3,
+) -> tuple[dict[str, int], dict[str, int], list[str]]:
+    """Copy ``src`` to ``dst`` through both roles; (source counts, destination
+    counts, destination errors)."""
+    source_id, destination_id = tls.Identity.ephemeral(), tls.Identity.ephemeral()
+    listener = socket.create_server(("127.0.0.1", 0))
+    ctx = tls.server_context(source_id, destination_id.cert_pem)
+    out: dict[str, Any] = {}
+
+    def source() -> None:
+        try:
+            out["counts"], out["errors"] = run_source(
+                listener,
+                ctx,
+                str(src),
+                dst.name,
+                connections=connections,
+                timeout=TIMEOUT,
+            )
+        except Exception as exc:  # noqa: BLE001 - re-raised below
+            out["error"] = exc
+
+    thread = threading.Thread(target=source)
+    thread.start()
+    try:
+        counts, errors = run_destination(
+            listener.getsockname()[:2],
+            source_id.fingerprint,
+            destination_id,
+            str(dst),
+            settings or CopySettings(),
+            connections=connections,
+            timeout=TIMEOUT,
+        )
+    finally:
+        thread.join(TIMEOUT)
+        listener.close()
+    if "error" in out:
+        raise out["error"]
+    return out["counts"], counts, errors
+
+
+MIXED: Spec = {
+    ".": Dir(mode=0o750, mtime_ns=1_600_000_000_123_456_789),
+    "empty": b"",
+    "small": File(b"hello\n", mode=0o640, mtime_ns=1_500_000_000_000_000_001),
+    "sub": Dir(mode=0o700, mtime_ns=1_400_000_000_000_000_000),
+    "sub/deeper/leaf": b"x" * 5000,
+    "sub/deeper/empty-dir": Dir(),
+    "big": File(os.urandom(MIB + 17), mode=0o600),
+    "bigger": File(os.urandom(9 * MIB + 3)),
+    "link": Symlink("small"),
+    "dangling": Symlink("../nowhere"),
+    "sparse": Sparse(64 * MIB, {0: b"head", 40 * MIB: b"middle" * 1000}),
+    "names/caf\xe9 \u2603": b"unicode name",
+}
+
+
+def test_a_tree_arrives_exactly(tmp_path: Path, tree_compare: TreeCompare) -> None:
+    src = make_tree(tmp_path / "src", MIXED)
+    sent, written, errors = remote_copy(src, tmp_path / "dst")
+    assert errors == []
+    assert tree_compare(src, tmp_path / "dst", sparse=True) == []
+    assert written["copied.files"] == sent["copied.files"] == 7
+    assert written["copied.bytes"] == sent["copied.bytes"]
+    assert written["copied.symlinks"] == 2
+    assert written["copied.dirs"] == 5
+    # Holes stayed holes: the sparse file occupies far less than its size.
+    assert os.stat(tmp_path / "dst" / "sparse").st_blocks * 512 < MIB
+
+
+def test_many_small_files_over_one_connection(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    spec: dict[str, Any] = {
+        f"d{i}/f{j}": os.urandom(100) for i in range(8) for j in range(300)
+    }
+    src = make_tree(tmp_path / "src", spec)
+    _, written, errors = remote_copy(src, tmp_path / "dst", connections=1)
+    assert errors == []
+    assert written["copied.files"] == 2400
+    assert tree_compare(src, tmp_path / "dst") == []
+
+
+@pytest.mark.parametrize("size", [0, 10, 3 * MIB])
+def test_a_single_file_is_copied_under_the_destination_name(
+    tmp_path: Path, size: int
+) -> None:
+    data = os.urandom(size)
+    (tmp_path / "one").write_bytes(data)
+    os.utime(tmp_path / "one", ns=(1, 1_234_567_890_123_456_789))
+    _, written, errors = remote_copy(tmp_path / "one", tmp_path / "renamed")
+    assert errors == []
+    assert (tmp_path / "renamed").read_bytes() == data
+    assert os.stat(tmp_path / "renamed").st_mtime_ns == 1_234_567_890_123_456_789
+    assert written["copied.files"] == 1
+
+
+def test_an_unreadable_entry_is_reported_and_the_rest_arrives(tmp_path: Path) -> None:
+    src = make_tree(
+        tmp_path / "src", {"a/ok": b"fine", "a/pipe": Fifo(), "b/ok": b"also fine"}
+    )
+    sent, written, _ = remote_copy(src, tmp_path / "dst")
+    assert sent["errors"] == 1
+    assert (tmp_path / "dst/a/ok").read_bytes() == b"fine"
+    assert (tmp_path / "dst/b/ok").read_bytes() == b"also fine"
+    assert not (tmp_path / "dst/a/pipe").exists()
+    assert written["copied.files"] == 2
+
+
+def test_an_existing_destination_is_not_touched_by_default(tmp_path: Path) -> None:
+    src = make_tree(tmp_path / "src", {"f": b"new"})
+    make_tree(tmp_path / "dst", {"f": b"old", "keep": b"mine"})
+    _, written, errors = remote_copy(src, tmp_path / "dst")
+    assert errors
+    assert "exists" in errors[0]
+    assert (tmp_path / "dst/f").read_bytes() == b"old"
+    assert written["copied.files"] == 0
+
+
+def test_overwrite_replaces_changed_files_and_keeps_identical_ones(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(
+        tmp_path / "src",
+        {
+            "same": File(b"same", mtime_ns=10**18),
+            "changed": b"new",
+            "big": os.urandom(2 * MIB),
+        },
+    )
+    dst = tmp_path / "dst"
+    make_tree(
+        dst,
+        {
+            "same": File(b"same", mtime_ns=10**18),
+            "changed": b"old contents",
+            "big": b"x",
+        },
+    )
+    same_ino = os.stat(dst / "same").st_ino
+    settings = CopySettings(existing=ExistingPolicy.OVERWRITE)
+    _, written, errors = remote_copy(src, dst, settings)
+    assert errors == []
+    assert tree_compare(src, dst) == []
+    assert os.stat(dst / "same").st_ino == same_ino  # left alone
+    assert written["unchanged.files"] == 1
+    assert written["copied.files"] == 2
+    assert not [p for p in os.listdir(dst) if p.startswith(".rcp-")]
+
+
+def test_names_that_escape_the_directory_are_protocol_errors() -> None:
+    from rcp_core.remote.receive import check_name
+
+    for bad in ("..", ".", "", "a/b", "x\0y", 5):
+        with pytest.raises(ProtocolError):
+            check_name(bad)
+    assert check_name("..hidden") == "..hidden"

@@ -1,0 +1,126 @@
+"""A real OpenSSH server on loopback for remote-copy tests, with throwaway keys.
+
+:func:`running_sshd` generates a host key and a client key in a private directory,
+starts ``sshd -D`` on 127.0.0.1 and a free port with a configuration that accepts
+only that client key, waits until it answers, and stops it on exit. :class:`Sshd`
+gives the client options that reach it without touching the user's ``~/.ssh``.
+
+Needs root (sshd's privilege separation) and openssh-server; :func:`missing` says
+what is absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+SSHD = "/usr/sbin/sshd"
+
+
+def missing() -> str | None:
+    """Why a real sshd cannot run here, or ``None``."""
+    if os.geteuid() != 0:
+        return "needs root (sshd)"
+    for tool in (SSHD, shutil.which("ssh"), shutil.which("ssh-keygen")):
+        if tool is None or not os.access(tool, os.X_OK):
+            return "openssh-server or openssh-client is not installed"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Sshd:
+    port: int
+    client_key: Path
+
+    def ssh(self) -> list[str]:
+        """An ssh command line (before the target) that reaches this server."""
+        return [
+            "ssh",
+            "-i",
+            str(self.client_key),
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "LogLevel=ERROR",
+            "-o",
+            "ConnectTimeout=10",
+        ]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def running_sshd(workdir: Path) -> Iterator[Sshd]:
+    """Start sshd on 127.0.0.1 with keys made in ``workdir``; stop it on exit."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    os.chmod(workdir, 0o700)
+    host_key, client_key = workdir / "host_key", workdir / "client_key"
+    for key in (host_key, client_key):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True
+        )
+    authorized = workdir / "authorized_keys"
+    authorized.write_text((workdir / "client_key.pub").read_text())
+    port = _free_port()
+    config = workdir / "sshd_config"
+    config.write_text(
+        "\n".join(
+            [
+                f"Port {port}",
+                "ListenAddress 127.0.0.1",
+                f"HostKey {host_key}",
+                f"AuthorizedKeysFile {authorized}",
+                f"PidFile {workdir / 'sshd.pid'}",
+                "PermitRootLogin prohibit-password",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "UsePAM no",
+                "StrictModes no",
+                "AcceptEnv none",
+                "",
+            ]
+        )
+    )
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation
+    log = open(workdir / "sshd.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(config)], stdout=log, stderr=log
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", port), timeout=1),
+            ):
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"sshd did not start: {(workdir / 'sshd.log').read_text()}"
+                )
+            time.sleep(0.05)
+        yield Sshd(port, client_key)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
