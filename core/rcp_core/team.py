@@ -67,7 +67,10 @@ from rcp_core.walk import OP_NAMES, Batch, Walker
 log = logging.getLogger("rcp_core")
 
 IN_FLIGHT = 2
-"""Batches sent to a helper before it answers: one to work on, one to start next."""
+"""Tasks sent to a helper before it answers: one to work on, one to start next."""
+TASK_ENTRIES = 256
+"""A task joins consecutive batches of one directory up to this many entries: one
+message pair per 256 small files instead of per 32."""
 READY_TIMEOUT = 30.0
 FINAL_TIMEOUT = 30.0
 POLL = 0.2
@@ -145,11 +148,12 @@ class _Helper:
         self.remote = Tally()
         self.local = Tally()
         self.walked = Tally()
-        self.own = _Own(self.pool)
+        self.own = _Own(self.pool, team.walker.batch)
         self.ready = threading.Event()
         self.final = threading.Event()
         self.slots = threading.Semaphore(IN_FLIGHT)
-        self.tasks: dict[int, DirNode] = {}
+        self.tasks: dict[int, tuple[DirNode, int]] = {}
+        """Task id -> its directory and how many batches (references) it joined."""
         self.lock = threading.Lock()
         self.ids = itertools.count()
         self.sent = 0
@@ -219,7 +223,9 @@ class _Helper:
                 self.slots.release()
                 return
             if item[0] == walker.batch:
-                self._send_task(item)
+                node, batch = item[1]
+                more = self.own.pop_batches(node, TASK_ENTRIES - len(batch))
+                self._send_task(node, [batch, *more])
                 continue
             self.slots.release()
             fn, args = item
@@ -243,10 +249,10 @@ class _Helper:
             return 1
         return None
 
-    def _send_task(self, item: Item) -> None:
-        fn, (node, batch) = item
-        assert isinstance(node, DirNode)
-        entries: Batch = batch
+    def _send_task(self, node: DirNode, batches: list[Batch]) -> None:
+        """Send ``batches`` of ``node`` as one task; each holds its own reference on
+        the node and its own reservation in the pool, given back at ``Done``."""
+        entries = [entry for batch in batches for entry in batch]
         anchor = node.anchor or node
         assert anchor.job is not None
         assert self.chan is not None
@@ -254,7 +260,7 @@ class _Helper:
         with self.lock:
             if not self.dead:
                 task = next(self.ids)
-                self.tasks[task] = node
+                self.tasks[task] = (node, len(batches))
                 try:
                     self.chan.send(
                         Task(
@@ -272,9 +278,10 @@ class _Helper:
                     return
                 except OSError:
                     del self.tasks[task]  # the reader will see the helper gone
-        # Not sent: the caller copies it after all.
-        self.pool.push(fn, node, batch)
-        self.pool.finish_external()
+        # Not sent: the caller copies them after all.
+        for batch in batches:
+            self.pool.push(self.team.walker.batch, node, batch)
+            self.pool.finish_external()
         self.slots.release()
 
     # -- reading ----------------------------------------------------------------
@@ -303,7 +310,7 @@ class _Helper:
         if isinstance(message, Done):
             self._done(message)
         elif isinstance(message, Deferred):
-            node = self.tasks[message.task]
+            node, _ = self.tasks[message.task]
             self.team.walker.hold(node)
             self.pool.push(self._copy_deferred, node, message.name, message.rel)
         elif isinstance(message, Counts):
@@ -330,13 +337,14 @@ class _Helper:
 
     def _done(self, message: Done) -> None:
         with self.lock:
-            node = self.tasks.pop(message.task)
+            node, parts = self.tasks.pop(message.task)
         if message.failed:
             node.failed = True
         if message.has_content:
             node.has_content = True
-        self.pool.push(self.team.walker.release, node)
-        self.pool.finish_external()
+        for _ in range(parts):
+            self.pool.push(self.team.walker.release, node)
+            self.pool.finish_external()
         self.slots.release()
 
     def _copy_deferred(self, tally: Tally, node: DirNode, name: str, rel: str) -> None:
@@ -358,16 +366,17 @@ class _Helper:
             return
         status = self.proc.poll() if self.proc else None
         cause = OSError(errno.EPIPE, f"helper process exited (status {status})")
-        paths = [node.display(node.rel) for node in lost.values()]
+        paths = [node.display(node.rel) for node, _ in lost.values()]
         for path in paths or ["(its counts since the last report)"]:
             self.local["errors"] += 1
             self.ctx.errors.add(FatalError("copy batch", path, cause))
-        for node in lost.values():
+        for node, _ in lost.values():
             node.failed = True
         self.ctx.stop(str(cause))
-        for node in lost.values():
-            self.pool.push(self.team.walker.release, node)
-            self.pool.finish_external()
+        for node, parts in lost.values():
+            for _ in range(parts):
+                self.pool.push(self.team.walker.release, node)
+                self.pool.finish_external()
             self.slots.release()
 
     # -- ending -----------------------------------------------------------------
@@ -417,8 +426,10 @@ class _Own:
     After :meth:`give_back` (the helper is gone) items go to the pool itself.
     """
 
-    def __init__(self, pool: WorkPool) -> None:
+    def __init__(self, pool: WorkPool, batch_fn: Callable[..., None]) -> None:
         self.pool = pool
+        self.batch_fn = batch_fn
+        """The walker's batch item, which :meth:`pop_batches` joins."""
         self.items: collections.deque[Item] = collections.deque()
         self.lock = threading.Lock()
         self.returned = False
@@ -434,6 +445,20 @@ class _Own:
     def pop(self) -> Item | None:
         with self.lock:
             return self.items.pop() if self.items else None
+
+    def pop_batches(self, node: DirNode, room: int) -> list[Batch]:
+        """Take the batches of ``node`` on top of the queue, up to ``room`` entries
+        in all (each stays reserved in the pool, as it was)."""
+        taken: list[Batch] = []
+        with self.lock:
+            while self.items:
+                fn, args = self.items[-1]
+                if fn != self.batch_fn or args[0] is not node or len(args[1]) > room:
+                    break
+                self.items.pop()
+                taken.append(args[1])
+                room -= len(args[1])
+        return taken
 
     def give_back(self) -> None:
         """Move every item to the pool, and send later ones there directly."""
