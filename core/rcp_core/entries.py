@@ -200,6 +200,7 @@ def _copy_data(
             (st.st_dev, node.dst_dev),
             start,
             ctx.chunking,
+            tally.moved,
         )
         after = os.fstat(src)
         changed = after.st_size != st.st_size or after.st_mtime_ns != st.st_mtime_ns

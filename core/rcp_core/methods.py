@@ -21,8 +21,12 @@ import errno
 import fcntl
 import os
 import struct
+from collections.abc import Callable
 
 from rcp_core.chunks import ChunkedCopy, Chunking
+
+Moved = Callable[[int], None]
+"""Told how many bytes were just written."""
 
 FICLONERANGE = 0x4020940D
 METHODS = ("reflink", "copy_file_range", "sparse", "readwrite")
@@ -34,7 +38,8 @@ UNSUPPORTED_ERRNOS = frozenset(
 # the device pair, so they fall through for this file only.
 FALLBACK_ERRNOS = UNSUPPORTED_ERRNOS | {errno.EINVAL, errno.ETXTBSY}
 BUFFER_SIZE = 1 << 20
-CHUNK = 1 << 30
+STEP = 64 << 20
+"""Bytes per ``copy_file_range`` call: progress is reported after each step."""
 
 
 class DataCopier:
@@ -65,6 +70,7 @@ class DataCopier:
         devs: tuple[int, int],
         start: str | None = None,
         chunking: Chunking | None = None,
+        moved: Moved | None = None,
     ) -> tuple[str | None, int]:
         """Copy ``size`` bytes from ``src`` to the empty file ``dst``.
 
@@ -75,22 +81,26 @@ class DataCopier:
             ranges, ``readwrite`` uses plain reads and writes only.
         :param chunking: split a dense file larger than its ``chunk_size`` into
             chunks copied by several workers (after reflink was refused).
+        :param moved: called with each step's byte count as the data is written, in
+            this thread (chunks copied by other workers are not reported).
         :returns: the method name (``None`` for an empty file) and the length of the
             copy (holes of a sparse file included, so every method counts alike).
         """
         if size == 0:
             return None, 0
         if start == "readwrite":
-            return "readwrite", _read_write(src, dst, 0, size)
+            return "readwrite", _read_write(src, dst, 0, size, moved)
         if start in (None, "reflink") and self._allowed(devs, "reflink"):
             try:
                 fcntl.ioctl(dst, FICLONERANGE, struct.pack("qQQQ", src, 0, size, 0))
             except OSError as exc:
                 self._refuse(devs, "reflink", exc)
             else:
+                if moved is not None:
+                    moved(size)
                 return "reflink", size
         if sparse or start == "sparse":
-            return "sparse", self._copy_sparse(src, dst, size, devs)
+            return "sparse", self._copy_sparse(src, dst, size, devs, moved)
         if chunking is not None and size > chunking.chunk_size:
             chunked = ChunkedCopy(
                 size,
@@ -104,14 +114,21 @@ class DataCopier:
             return "copy_file_range" if allowed else "readwrite", copied
         if self._allowed(devs, "copy_file_range"):
             try:
-                copied = _copy_range(src, dst, 0, size)
+                copied = _copy_range(src, dst, 0, size, moved)
             except OSError as exc:
                 self._refuse(devs, "copy_file_range", exc)
             else:
                 return "copy_file_range", copied
-        return "readwrite", _read_write(src, dst, 0, size)
+        return "readwrite", _read_write(src, dst, 0, size, moved)
 
-    def _copy_sparse(self, src: int, dst: int, size: int, devs: tuple[int, int]) -> int:
+    def _copy_sparse(
+        self,
+        src: int,
+        dst: int,
+        size: int,
+        devs: tuple[int, int],
+        moved: Moved | None,
+    ) -> int:
         """Copy the data ranges, keep the holes; return the copy's length."""
         offset = 0
         end = size
@@ -125,7 +142,7 @@ class DataCopier:
             if start >= size:
                 break
             stop = min(os.lseek(src, start, os.SEEK_HOLE), size)
-            n = self._copy_extent(src, dst, start, stop - start, devs)
+            n = self._copy_extent(src, dst, start, stop - start, devs, moved)
             if n < stop - start:  # the source shrank under us
                 end = start + n
                 break
@@ -135,33 +152,45 @@ class DataCopier:
         return end
 
     def _copy_extent(
-        self, src: int, dst: int, offset: int, length: int, devs: tuple[int, int]
+        self,
+        src: int,
+        dst: int,
+        offset: int,
+        length: int,
+        devs: tuple[int, int],
+        moved: Moved | None = None,
     ) -> int:
         if self._allowed(devs, "copy_file_range"):
             try:
-                return _copy_range(src, dst, offset, length)
+                return _copy_range(src, dst, offset, length, moved)
             except OSError as exc:
                 self._refuse(devs, "copy_file_range", exc)
-        return _read_write(src, dst, offset, length)
+        return _read_write(src, dst, offset, length, moved)
 
 
-def _copy_range(src: int, dst: int, offset: int, length: int) -> int:
+def _copy_range(
+    src: int, dst: int, offset: int, length: int, moved: Moved | None = None
+) -> int:
     done = 0
     while done < length:
         n = os.copy_file_range(
             src,
             dst,
-            min(length - done, CHUNK),
+            min(length - done, STEP),
             offset_src=offset + done,
             offset_dst=offset + done,
         )
         if n == 0:
             break
         done += n
+        if moved is not None:
+            moved(n)
     return done
 
 
-def _read_write(src: int, dst: int, offset: int, length: int) -> int:
+def _read_write(
+    src: int, dst: int, offset: int, length: int, moved: Moved | None = None
+) -> int:
     buf = bytearray(min(BUFFER_SIZE, length))
     view = memoryview(buf)
     done = 0
@@ -173,4 +202,6 @@ def _read_write(src: int, dst: int, offset: int, length: int) -> int:
         while written < n:
             written += os.pwrite(dst, view[written:n], offset + done + written)
         done += n
+        if moved is not None:
+            moved(n)
     return done

@@ -29,8 +29,9 @@ Observer = Callable[[Progress], None]
 
 
 def work_units(counts: Mapping[str, int]) -> float:
-    """Work done so far: entries handled plus MiB copied."""
-    return entries(counts) + counts["copied.bytes"] / MIB
+    """Work done so far: entries handled plus MiB written (of finished files and of
+    files still being copied, so a large file counts as it goes)."""
+    return entries(counts) + counts["moved.bytes"] / MIB
 
 
 class Monitor:

@@ -21,7 +21,11 @@ KEYS = (
     *(f"{outcome}.{kind}" for outcome in OUTCOMES for kind in KINDS),
     *(f"method.{method}" for method in METHODS),
     "errors",
+    "moved.bytes",
 )
+"""``moved.bytes`` counts data as it is written, files in progress included (the
+controller's measure of work, which must not arrive in lumps of whole large files);
+``copied.bytes`` counts finished files only."""
 
 
 class Tally(dict[str, int]):
@@ -29,6 +33,10 @@ class Tally(dict[str, int]):
 
     def __init__(self) -> None:
         super().__init__(dict.fromkeys(KEYS, 0))
+
+    def moved(self, n: int) -> None:
+        """``n`` more bytes of data written (called as a copy goes)."""
+        self["moved.bytes"] += n
 
 
 def merge(tallies: Iterable[Mapping[str, int]]) -> dict[str, int]:

@@ -596,3 +596,41 @@ def test_sparse_source_shrinking_during_copy(
     assert dst.stat().st_mtime_ns != WRITER_NS
     monkeypatch.undo()
     rerun_with_overwrite(src, dst, tree_compare)
+
+
+@pytest.mark.parametrize("start", [None, "readwrite", "sparse"])
+def test_progress_is_reported_as_a_large_file_is_written(
+    tmp_path: Path, start: str | None
+) -> None:
+    """The controller measures work as it goes: a large file reports its bytes in
+    steps, not once at the end; the steps add up to the data written."""
+    from rcp_core.methods import STEP, DataCopier
+
+    size = 2 * STEP + 12345
+    (tmp_path / "src").write_bytes(
+        os.urandom(1 << 20) * (size >> 20) + b"x" * (size % (1 << 20))
+    )
+    steps: list[int] = []
+    src = os.open(tmp_path / "src", os.O_RDONLY)
+    dst = os.open(tmp_path / "dst", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        st = os.fstat(src)
+        _, copied = DataCopier().copy(
+            src, dst, size, False, (st.st_dev, st.st_dev), start, None, steps.append
+        )
+    finally:
+        os.close(src)
+        os.close(dst)
+    assert copied == size
+    assert sum(steps) == size
+    assert len(steps) >= 3
+    assert max(steps) <= STEP
+    assert (tmp_path / "dst").read_bytes() == (tmp_path / "src").read_bytes()
+
+
+def test_a_run_moves_as_many_bytes_as_it_copies(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    for i, size in enumerate((0, 10, 70 << 20)):
+        (tmp_path / "src" / f"f{i}").write_bytes(b"z" * size)
+    summary = copy(tmp_path / "src", tmp_path / "dst")
+    assert summary.counts["moved.bytes"] == summary["copied.bytes"] == (70 << 20) + 10
