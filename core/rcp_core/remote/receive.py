@@ -442,10 +442,11 @@ class Incoming:
         self.receiver._fail(self.node.child_rel(self.name), op, exc)
         with self.receiver._lock:
             self.node.failed = True
-        self._discard()
+        self.discard()
         self.gone = True
 
-    def _discard(self) -> None:
+    def discard(self) -> None:
+        """Remove what was written so far (the transfer broke off)."""
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
@@ -493,7 +494,7 @@ class Incoming:
 
     def abort(self, reason: str) -> None:
         """The source could not read the file to the end: nothing of it stays."""
-        self._discard()
+        self.discard()
         with self.receiver._lock:
             self.node.failed = True
         log.debug("%s: source gave up: %s", self.name, reason)

@@ -219,22 +219,29 @@ def _serve_control(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> No
 
 
 def _serve_data(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> None:
+    """Write what arrives on one data connection. A large file cut off by a broken
+    connection is removed: nothing half-written stays under its final name."""
     current: Incoming | None = None
-    while True:
-        try:
-            frame = conn.read()
-            seen.beat()
-        except (RemoteError, OSError):
-            if receiver.done.is_set():
-                return  # closed under us at the end: nothing was pending here
-            raise
-        if frame is None:
-            if current is not None:
-                raise ProtocolError(f"{conn.peer} closed inside a large file")
-            return
-        if frame.kind is FrameKind.FILES:
-            receiver.files(frame.header, frame.data)
-        elif frame.kind is FrameKind.CHUNK:
-            current = receiver.chunk(frame.header, frame.data, current)
-        else:
-            raise ProtocolError(f"{frame.kind.name} frame on a data connection")
+    try:
+        while True:
+            try:
+                frame = conn.read()
+                seen.beat()
+            except (RemoteError, OSError):
+                if receiver.done.is_set():
+                    return  # closed under us at the end: nothing was pending here
+                raise
+            if frame is None:
+                if current is not None:
+                    raise ProtocolError(f"{conn.peer} closed inside a large file")
+                return
+            if frame.kind is FrameKind.FILES:
+                receiver.files(frame.header, frame.data)
+            elif frame.kind is FrameKind.CHUNK:
+                current = receiver.chunk(frame.header, frame.data, current)
+            else:
+                raise ProtocolError(f"{frame.kind.name} frame on a data connection")
+    except BaseException:
+        if current is not None:
+            current.discard()
+        raise
