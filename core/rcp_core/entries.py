@@ -17,6 +17,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Callable
 
 from rcp_core.context import Context
 from rcp_core.errors import SourceChangedError
@@ -59,13 +60,27 @@ def _commit(
     If this fails, ``tmp`` is removed: no temporary name outlives its call.
     """
     assert node.dst_fd is not None
-    try:
+    dst_fd = node.dst_fd
+
+    def clear_way() -> None:
         if stat.S_ISDIR(old.st_mode):
-            remove_entry(node.dst_fd, name, old, tally)
-        os.rename(tmp, name, src_dir_fd=node.dst_fd, dst_dir_fd=node.dst_fd)
+            remove_entry(dst_fd, name, old, tally)
+
+    rename_over(dst_fd, tmp, name, first=clear_way)
+
+
+def rename_over(
+    dir_fd: int, tmp: str, name: str, first: Callable[[], None] | None = None
+) -> None:
+    """Rename the finished ``tmp`` over ``name`` in ``dir_fd`` (after ``first``, if
+    given); if anything fails, ``tmp`` is removed: no temporary name outlives this."""
+    try:
+        if first is not None:
+            first()
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp, dir_fd=node.dst_fd)
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
 
 

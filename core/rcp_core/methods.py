@@ -21,7 +21,7 @@ import errno
 import fcntl
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from rcp_core.chunks import ChunkedCopy, Chunking
 
@@ -130,23 +130,12 @@ class DataCopier:
         moved: Moved | None,
     ) -> int:
         """Copy the data ranges, keep the holes; return the copy's length."""
-        offset = 0
         end = size
-        while offset < size:
-            try:
-                start = os.lseek(src, offset, os.SEEK_DATA)
-            except OSError as exc:
-                if exc.errno == errno.ENXIO:  # only a hole remains
-                    break
-                raise
-            if start >= size:
-                break
-            stop = min(os.lseek(src, start, os.SEEK_HOLE), size)
-            n = self._copy_extent(src, dst, start, stop - start, devs, moved)
-            if n < stop - start:  # the source shrank under us
+        for start, length in data_extents(src, size):
+            n = self._copy_extent(src, dst, start, length, devs, moved)
+            if n < length:  # the source shrank under us
                 end = start + n
                 break
-            offset = stop
         end = min(end, os.fstat(src).st_size)
         os.ftruncate(dst, end)
         return end
@@ -166,6 +155,24 @@ class DataCopier:
             except OSError as exc:
                 self._refuse(devs, "copy_file_range", exc)
         return _read_write(src, dst, offset, length, moved)
+
+
+def data_extents(fd: int, size: int) -> Iterator[tuple[int, int]]:
+    """``(offset, length)`` of each data range in the first ``size`` bytes of ``fd``
+    (``SEEK_DATA``/``SEEK_HOLE``): the holes are what it skips."""
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(fd, offset, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # only a hole remains
+                return
+            raise
+        if start >= size:
+            return
+        stop = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+        yield start, stop - start
+        offset = stop
 
 
 def _copy_range(

@@ -26,6 +26,7 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rcp_core.errors import (
@@ -187,25 +188,17 @@ def dial(
         raise PeerTimeoutError(f"connecting to {peer}: timed out") from exc
     except OSError as exc:
         raise ConnectionLostError(f"connecting to {peer}: {exc}") from exc
-    try:
-        tune(sock)
-        sock.settimeout(max(0.001, deadline - time.monotonic()))
-        if pin is not None:
-            try:
-                sock = tls.connect(sock, tls.client_context(identity), pin, peer)
-            except ssl.SSLError as exc:
-                raise AuthenticationError(f"{peer}: TLS handshake: {exc}") from exc
-            except TimeoutError as exc:
-                raise PeerTimeoutError(f"{peer}: TLS handshake timed out") from exc
-        conn = Connection(sock, peer)
-        conn.settimeout(max(0.001, deadline - time.monotonic()))
-        conn.greet(Hello(PROTOCOL, role, software, token), first=True)
-        conn.settimeout(timeout)
-        conn.wait_while_alive()
-        return conn
-    except BaseException:
-        sock.close()
-        raise
+    ctx = tls.client_context(identity) if pin is not None else None
+    return _handshake(
+        sock,
+        peer,
+        None
+        if ctx is None or pin is None
+        else lambda s: tls.connect(s, ctx, pin, peer),
+        lambda conn: conn.greet(Hello(PROTOCOL, role, software, token), first=True),
+        deadline,
+        timeout,
+    )
 
 
 def accept(
@@ -219,20 +212,42 @@ def accept(
     token: str | None = None,
 ) -> Connection:
     """The server's half of :func:`dial` on an accepted ``sock``, within ``timeout``."""
-    deadline = time.monotonic() + timeout
+    return _handshake(
+        sock,
+        peer,
+        None if ctx is None else lambda s: ctx.wrap_socket(s, server_side=True),
+        lambda conn: conn.greet(
+            Hello(PROTOCOL, role, software), token=token, first=False
+        ),
+        time.monotonic() + timeout,
+        timeout,
+    )
+
+
+def _handshake(
+    sock: socket.socket,
+    peer: str,
+    secure: Callable[[socket.socket], socket.socket] | None,
+    greet: Callable[[Connection], object],
+    deadline: float,
+    timeout: float,
+) -> Connection:
+    """TLS (``secure``, if any) and hellos on a connected ``sock`` by ``deadline``;
+    then every read inside a frame is bounded by ``timeout``. ``sock`` is closed if
+    anything fails."""
     try:
         tune(sock)
-        sock.settimeout(timeout)
-        if ctx is not None:
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
+        if secure is not None:
             try:
-                sock = ctx.wrap_socket(sock, server_side=True)
+                sock = secure(sock)
             except ssl.SSLError as exc:
                 raise AuthenticationError(f"{peer}: TLS handshake: {exc}") from exc
             except TimeoutError as exc:
                 raise PeerTimeoutError(f"{peer}: TLS handshake timed out") from exc
         conn = Connection(sock, peer)
         conn.settimeout(max(0.001, deadline - time.monotonic()))
-        conn.greet(Hello(PROTOCOL, role, software), token=token, first=False)
+        greet(conn)
         conn.settimeout(timeout)
         conn.wait_while_alive()
         return conn

@@ -31,7 +31,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from rcp_core.entries import NEW_FILE_FLAGS, temp_name
+from rcp_core.entries import NEW_FILE_FLAGS, rename_over, temp_name
 from rcp_core.errors import ProtocolError, entry_error
 from rcp_core.existing import Action, decide
 from rcp_core.metadata import Metadata
@@ -339,14 +339,8 @@ class Receiver:
         return temp_name(name)
 
     def _commit(self, node: _Dir, tmp: str, name: str) -> None:
-        if tmp == name:
-            return
-        try:
-            os.rename(tmp, name, src_dir_fd=node.fd, dst_dir_fd=node.fd)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp, dir_fd=node.fd)
-            raise
+        if tmp != name:
+            rename_over(node.fd, tmp, name)
 
     def _write_file(
         self, node: _Dir, name: str, st: os.stat_result, data: memoryview

@@ -27,7 +27,6 @@ import queue
 import stat
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +37,7 @@ from rcp_core.errors import (
     RemoteError,
     entry_error,
 )
+from rcp_core.methods import data_extents
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.meta import meta_of
 from rcp_core.remote.receive import ANCHOR
@@ -426,7 +426,7 @@ class Sender:
 
         try:
             try:
-                for offset, length in _extents(fd, st.st_size):
+                for offset, length in data_extents(fd, st.st_size):
                     end = offset + length
                     while offset < end:
                         data = os.pread(fd, min(end - offset, FRAME_DATA), offset)
@@ -456,23 +456,3 @@ def _read_all(fd: int, size: int) -> bytes:
         parts.append(data)
         got += len(data)
     return b"".join(parts)
-
-
-def _extents(fd: int, size: int) -> Iterator[tuple[int, int]]:
-    """``(offset, length)`` of the data in the first ``size`` bytes (holes skipped)."""
-    offset = 0
-    while offset < size:
-        try:
-            start = os.lseek(fd, offset, os.SEEK_DATA)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:  # only a hole remains
-                return
-            if exc.errno in (errno.EINVAL, errno.EOPNOTSUPP):
-                yield offset, size - offset  # no hole support: all data
-                return
-            raise
-        if start >= size:
-            return
-        end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
-        yield start, end - start
-        offset = end
