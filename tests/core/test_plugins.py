@@ -18,8 +18,10 @@ import importlib
 import logging
 import os
 import subprocess
+import sys
 import threading
 import tomllib
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +37,13 @@ from rcp_core.defaults import SHARED_CHUNK, BuiltinPlugin
 from rcp_core.engine import Engine
 from rcp_core.errors import Kind
 from rcp_core.paths import plan_jobs
-from rcp_core.plugins import BUILTIN, DISABLE_ENV, plugin_manager, site_implemented
+from rcp_core.plugins import (
+    BUILTIN,
+    DISABLE_ENV,
+    may_declare,
+    plugin_manager,
+    site_implemented,
+)
 from rcp_core.progress import Progress
 from rcp_core.storage import StorageInfo
 from rcp_core.summary import Summary
@@ -53,7 +61,7 @@ SSD = StorageInfo("ext4", 0xEF53, rotational=False)
 HDD = StorageInfo("ext4", 0xEF53, rotational=True)
 LUSTRE = StorageInfo("lustre", 0x0BD00BD0)
 NFS = StorageInfo("nfs", 0x6969)
-BUILTIN_LOCAL = Concurrency(1, 1, 8 * CPUS, processes=CPUS)
+BUILTIN_LOCAL = Concurrency(1, 1, 8 * CPUS, processes=CPUS, aside=CPUS)
 BUILTIN_SHARED = Concurrency(32, 1, 128, chunk_size=SHARED_CHUNK)
 SETTINGS = CopySettings(max_open_files=4096)  # a budget that bounds nothing here
 
@@ -448,6 +456,62 @@ def test_entry_points_false_skips_installed_plugins(
     """``plugin_manager(entry_points=False)``: the built-in plugin only."""
     pm = plugin_manager(entry_points=False)
     assert [name for name, _ in pm.list_name_plugin()] == [BUILTIN]
+
+
+def test_may_declare_reads_each_distributions_entry_point_sections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site-packages"
+    other = site / "other-1.0.dist-info"
+    other.mkdir(parents=True)
+    (other / "entry_points.txt").write_text(
+        "[console_scripts]\nrcp = other:main\n\n[rcp_extra]\nx = other.x\n"
+    )
+    monkeypatch.setattr(sys, "path", [str(site), str(tmp_path / "missing"), ""])
+    monkeypatch.chdir(tmp_path)
+    assert not may_declare("rcp")
+    assert may_declare("rcp_extra")
+    egg = tmp_path / "legacy-1.0.egg"
+    (egg / "EGG-INFO").mkdir(parents=True)
+    (egg / "EGG-INFO" / "entry_points.txt").write_text("[rcp]\nsite = legacy\n")
+    monkeypatch.setattr(sys, "path", [str(site), str(egg)])
+    assert may_declare("rcp")
+
+
+def test_may_declare_says_yes_where_it_cannot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A zip on ``sys.path`` or a finder of its own distributions: the full lookup
+    decides, so no installed plugin is ever missed."""
+    archive = tmp_path / "plugins.zip"
+    zipfile.ZipFile(archive, "w").close()
+    monkeypatch.setattr(sys, "path", [str(archive)])
+    assert may_declare("rcp")
+
+    class Finder:
+        def find_distributions(self, context: object = None) -> Iterator[object]:
+            return iter(())
+
+    monkeypatch.setattr(sys, "path", [])
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Finder()])
+    assert may_declare("rcp")
+
+
+def test_without_site_plugins_importlib_metadata_is_not_imported() -> None:
+    """Its import is most of a small copy's start-up; no declared plugin, no import."""
+    probe = (
+        "import sys; from rcp_core.plugins import plugin_manager; plugin_manager(); "
+        "print('importlib.metadata' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != DISABLE_ENV}
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout == "False\n"
 
 
 # -- per-file hooks --------------------------------------------------------------------
