@@ -63,8 +63,8 @@ def choose_concurrency(
 ) -> Concurrency:
     """The plugins' choice for the most demanding pair, within the descriptor budget.
 
-    ``--max-workers`` fixes the number of workers (no adaptation), and
-    ``--max-processes`` the number of processes.
+    ``--max-workers`` fixes the number of workers (no adaptation, none aside: it is
+    then the most files in flight), and ``--max-processes`` the number of processes.
     """
     cpus = len(os.sched_getaffinity(0))
     choices: list[Concurrency] = [
@@ -79,9 +79,11 @@ def choose_concurrency(
     if settings.max_processes:
         chosen = dataclasses.replace(chosen, processes=settings.max_processes)
     budget = max(1, (max_open_files - FD_RESERVE) // FDS_PER_WORKER)
+    maximum = min(chosen.maximum, budget)
     return dataclasses.replace(
         chosen,
         initial=min(chosen.initial, budget),
         minimum=min(chosen.minimum, budget),
-        maximum=min(chosen.maximum, budget),
+        maximum=maximum,
+        aside=min(chosen.aside, budget - maximum),
     )

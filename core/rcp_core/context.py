@@ -6,6 +6,7 @@ harmless (``stopping`` only ever goes from False to True).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import Counter
@@ -78,6 +79,9 @@ class Context:
         self.storage = storage
         self.chunking: Chunking | None = None
         """Set by the engine when the run splits large files."""
+        self.aside: Callable[[], contextlib.AbstractContextManager[None]] | None = None
+        """Set by the engine when a large file's in-kernel copy may run beside the
+        limit's Python work (:meth:`rcp_core.walk.Walker.step_aside`)."""
         self.defer: Callable[[DirNode, str, str], None] | None = None
         """Set in a helper process: ``defer(node, name, rel)`` hands a hard-linked
         file to the caller, which owns the run's link map."""

@@ -94,10 +94,13 @@ class Engine:
             self.concurrency.maximum,
             self.concurrency.initial,
             on_crash=lambda exc: self.ctx.stop(f"internal error: {exc!r}"),
+            aside=self.concurrency.aside,
         )
         if self.concurrency.chunk_size:
             self.ctx.chunking = chunking(self.pool, self.concurrency.chunk_size)
         self.walker = Walker(self.ctx, self.pool)
+        if self.concurrency.aside:
+            self.ctx.aside = self.walker.step_aside
         self.team = self._team(umask, storage)
         self.observers: list[Observer] = [on_progress] if on_progress else []
         if site_implemented(self.hook.rcp_progress):
@@ -144,7 +147,7 @@ class Engine:
             self.walker,
             setup,
             helpers,
-            wait_ready=self.settings.max_processes is not None,
+            eager=self.settings.max_processes is not None,
         )
 
     def _start_job(self, tally: Tally, job: Job) -> None:
@@ -205,6 +208,7 @@ class Engine:
             self.cancel,
             on_cancel=lambda: self.ctx.stop("cancelled"),
             elsewhere=team.tallies if team else (),
+            on_backlog=team.start if team else None,
         )
         setup = Tally()
         self.pool.tallies.append(setup)
@@ -216,7 +220,7 @@ class Engine:
                 self.ctx.errors.add(self.ctx.error("start", job.src_name, exc))
         monitor.start()
         try:
-            if team is not None:
+            if team is not None and team.eager:
                 team.start()
             self.pool.run()
         except BaseException as exc:

@@ -32,6 +32,9 @@ from rcp_core.tree import DirNode
 SRC_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
 NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 PRE_CREATED_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+ASIDE_BYTES = 8 << 20
+"""A file at least this large is copied aside (``Context.aside``): its copy spends a
+millisecond or more in the kernel without the GIL, worth another worker's start."""
 """A site's ``rcp_pre_create`` made the (empty) file; open it, never create."""
 
 
@@ -207,16 +210,21 @@ def _copy_data(
     try:
         if pre_created:
             _check_pre_created(dst, target)
-        method, copied = ctx.copier.copy(
-            src,
-            dst,
-            st.st_size,
-            st.st_blocks * 512 < st.st_size,
-            (st.st_dev, node.dst_dev),
-            start,
-            ctx.chunking,
-            tally.moved,
-        )
+        with (
+            ctx.aside()
+            if ctx.aside is not None and st.st_size >= ASIDE_BYTES
+            else contextlib.nullcontext()
+        ):
+            method, copied = ctx.copier.copy(
+                src,
+                dst,
+                st.st_size,
+                st.st_blocks * 512 < st.st_size,
+                (st.st_dev, node.dst_dev),
+                start,
+                ctx.chunking,
+                tally.moved,
+            )
         after = os.fstat(src)
         changed = after.st_size != st.st_size or after.st_mtime_ns != st.st_mtime_ns
         ctx.metadata.apply(src, dst, st, is_dir=False, times=not changed)

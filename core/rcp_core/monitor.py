@@ -42,6 +42,9 @@ class Monitor:
     :param cancel: when set, ``on_cancel`` is called once.
     :param elsewhere: counters of work done outside the pool (helper processes):
         part of the progress, not of the controller's measure of its own workers.
+    :param on_backlog: called once, from the monitor thread, at the first sample
+        that finds work queued for the pool's workers (a run over before the first
+        sample never calls it).
     """
 
     def __init__(
@@ -53,6 +56,7 @@ class Monitor:
         cancel: threading.Event,
         on_cancel: Callable[[], None],
         elsewhere: Sequence[Mapping[str, int]] = (),
+        on_backlog: Callable[[], None] | None = None,
     ) -> None:
         self.pool = pool
         self.controller = controller
@@ -61,6 +65,7 @@ class Monitor:
         self.cancel = cancel
         self.on_cancel = on_cancel
         self.elsewhere = elsewhere
+        self.on_backlog = on_backlog
         self.started = time.monotonic()
         self.limits: list[int] = [pool.limit]
         self._stop = threading.Event()
@@ -106,6 +111,9 @@ class Monitor:
             if not cancelled and self.cancel.is_set():
                 cancelled = True
                 self.on_cancel()
+            if self.on_backlog is not None and self.pool.queued:
+                on_backlog, self.on_backlog = self.on_backlog, None
+                on_backlog()
             busy_sum += self.pool.running
             samples += 1
             now = time.monotonic()

@@ -7,6 +7,12 @@ at once; the adaptive controller moves it between 1 and the number of threads wh
 the run goes on. Threads are started as the limit first reaches them (a thread costs
 a start-up of a few milliseconds and a stack; a local copy mostly runs with one).
 
+A worker about to wait in a long call that does not hold the GIL (a large file's
+in-kernel copy) may step :meth:`aside`: it gives back its place under the limit, so
+another worker runs Python work beside it, and takes the place back afterwards. At
+most ``aside`` workers are aside at once; the limit bounds Python work, this bounds
+kernel work.
+
 Helper processes (:mod:`rcp_core.team`) :meth:`steal` the *oldest* queued items that
 suit them, the ones furthest from the workers' depth-first path. Work done elsewhere (a
 stolen item, or a helper's open session) is :meth:`reserve`\\ d until
@@ -21,8 +27,9 @@ silently lost.
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rcp_core.summary import Tally
@@ -39,12 +46,19 @@ class WorkPool:
         the limit reaches them, never more than ``threads``).
     :param limit: how many may run at once at the start.
     :param on_crash: called once with the first unexpected exception of an item.
+    :param aside: how many workers may be :meth:`aside` at once (0: never).
     """
 
     def __init__(
-        self, threads: int, limit: int, on_crash: Callable[[BaseException], None]
+        self,
+        threads: int,
+        limit: int,
+        on_crash: Callable[[BaseException], None],
+        aside: int = 0,
     ) -> None:
         self.threads = threads
+        self.aside_max = aside
+        self._aside = 0
         self._limit = max(1, min(limit, threads))
         self._on_crash = on_crash
         self._stack: collections.deque[Item] = collections.deque()
@@ -73,8 +87,9 @@ class WorkPool:
             self._cond.notify_all()
 
     def _start_workers(self) -> None:
-        """Start threads up to the limit (called with the lock held)."""
-        while len(self._workers) < self._limit:
+        """Start threads up to the limit, plus one for each worker aside (called with
+        the lock held)."""
+        while len(self._workers) < self._limit + self._aside:
             thread = threading.Thread(
                 target=self._worker,
                 name=f"rcp-worker-{len(self._workers)}",
@@ -92,6 +107,11 @@ class WorkPool:
     def outstanding(self) -> int:
         """Items queued or running (a sample)."""
         return self._outstanding
+
+    @property
+    def queued(self) -> int:
+        """Items waiting for a worker (a sample)."""
+        return len(self._stack)
 
     @property
     def starving(self) -> bool:
@@ -183,6 +203,35 @@ class WorkPool:
                         # there is more work and room under the limit for both. (Waking
                         # one per item hands the GIL back and forth for nothing.)
                         cond.notify()
+
+    @contextlib.contextmanager
+    def aside(self, give_away: Callable[[], None]) -> Iterator[None]:
+        """Run the body without holding a place under the limit, if there is room
+        aside; else in place.
+
+        :param give_away: called when this worker did step aside, before the body:
+            push the rest of the caller's item (the other entries of its batch), so
+            the worker that takes its place has work.
+        """
+        with self._cond:
+            stepped = self._serving and self._aside < self.aside_max
+            if stepped:
+                self._aside += 1
+                self._running -= 1
+        if not stepped:
+            yield
+            return
+        try:
+            give_away()
+            with self._cond:
+                self._start_workers()
+                if self._stack:
+                    self._cond.notify()
+            yield
+        finally:
+            with self._cond:
+                self._aside -= 1
+                self._running += 1  # over the limit until this item ends, at most
 
     def report_crash(self, exc: BaseException) -> None:
         """A bug in an item (here or run elsewhere): stop, and re-raise from :meth:`run`."""

@@ -80,17 +80,24 @@ class Team:
     """The helpers of one run, feeding on its pool.
 
     :param size: helper processes to start.
-    :param wait_ready: wait (bounded) until every helper can take work before
-        :meth:`start` returns; otherwise the caller starts at once and helpers join
-        when ready (a small tree may be done before they are).
+    :param eager: the helpers were asked for (``--max-processes``): the engine starts
+        them before the walk, and :meth:`start` waits (bounded) until every one can
+        take work. Otherwise the engine starts them when work first queues up (a
+        small tree is done before it would pay for a helper's start-up), and the
+        caller goes on while they get ready.
+
+    :meth:`start` and :meth:`close` may race (the monitor thread starts the team
+    while the run ends): whichever comes first wins, and a team closed before it
+    started never starts.
     """
 
-    def __init__(
-        self, walker: Walker, setup: Setup, size: int, *, wait_ready: bool
-    ) -> None:
+    def __init__(self, walker: Walker, setup: Setup, size: int, *, eager: bool) -> None:
         self.walker = walker
         self.setup = setup
-        self.wait_ready = wait_ready
+        self.eager = eager
+        self._lock = threading.Lock()
+        self._started = False
+        self._closed = False
         self.jobs: Mapping[Job, int] = {job: i for i, job in enumerate(setup.jobs)}
         self.helpers = [_Helper(self, number) for number in range(size)]
         self.tallies: list[Tally] = [
@@ -101,10 +108,15 @@ class Team:
         """Every helper's counters (for progress and the summary)."""
 
     def start(self) -> None:
-        for helper in self.helpers:
-            helper.start()
+        """Spawn the helpers (once; never after :meth:`close`)."""
+        with self._lock:
+            if self._started or self._closed:
+                return
+            self._started = True
+            for helper in self.helpers:
+                helper.start()
         self.walker.ctx.on_stop.append(self._stop)
-        if self.wait_ready:
+        if self.eager:
             deadline = time.monotonic() + READY_TIMEOUT
             for helper in self.helpers:
                 while not helper.dead and not helper.ready.wait(POLL):
@@ -117,6 +129,10 @@ class Team:
 
     def close(self) -> None:
         """After the pool ended: let every helper finish, collect its counts, reap it."""
+        with self._lock:
+            self._closed = True
+            if not self._started:
+                return
         for helper in self.helpers:
             helper.finish()
         for helper in self.helpers:

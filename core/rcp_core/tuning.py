@@ -50,6 +50,9 @@ class Concurrency:
         0 copies every file whole.
     :param processes: processes that copy files, this one included; more than one
         where a single Python process saturates a core (:mod:`rcp_core.team`).
+    :param aside: large files (:data:`rcp_core.entries.ASIDE_BYTES`) whose in-kernel
+        copy may run beside the workers, outside ``maximum``
+        (:meth:`rcp_core.pool.WorkPool.aside`); 0 keeps every copy within it.
     """
 
     initial: int
@@ -58,6 +61,7 @@ class Concurrency:
     adaptive: bool = True
     chunk_size: int = 0
     processes: int = 1
+    aside: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.minimum <= self.initial <= self.maximum:
@@ -69,12 +73,14 @@ class Concurrency:
             raise ValueError("chunk_size must not be negative")
         if self.processes < 1:
             raise ValueError("processes must be at least 1")
+        if self.aside < 0:
+            raise ValueError("aside must not be negative")
 
     @classmethod
     def fixed(
         cls, workers: int, chunk_size: int = 0, processes: int = 1
     ) -> Concurrency:
-        """Exactly ``workers``, never adapted."""
+        """Exactly ``workers``, never adapted, none aside."""
         return cls(
             workers,
             workers,

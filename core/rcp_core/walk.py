@@ -24,6 +24,7 @@ caller's directory) is reported to ``on_root_done`` when it is released.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable
@@ -70,6 +71,19 @@ def _help(tally: Tally, work: Callable[[], None]) -> None:
     work()
 
 
+class _Rest:
+    """A batch being copied by one worker: ``batch[next:end]`` is still to do (the
+    worker gives away its tail by lowering ``end``)."""
+
+    __slots__ = ("batch", "end", "next", "node")
+
+    def __init__(self, node: DirNode, batch: Batch) -> None:
+        self.node = node
+        self.batch = batch
+        self.next = 0
+        self.end = len(batch)
+
+
 class Walker:
     """The work items of one run (or of one helper process).
 
@@ -88,6 +102,8 @@ class Walker:
         self.retry = retrying(ctx.settings.retries, ctx.settings.retry_delay)
         self.on_root_done = on_root_done
         self._pending_lock = threading.Lock()
+        self._current = threading.local()
+        """Per worker: the :class:`_Rest` of the batch it is copying, if any."""
 
     def hold(self, node: DirNode, n: int = 1) -> None:
         with self._pending_lock:
@@ -142,19 +158,38 @@ class Walker:
             node.has_content = True
 
     def batch(self, tally: Tally, node: DirNode, batch: Batch) -> None:
-        i, end = 0, len(batch)
-        while i < end and not self.ctx.stopping:
-            if self.pool.starving and end - i > 1:
-                # Others are idle: give them half of the rest, so big files spread
-                # out (the next idle one takes half of what is left, and so on).
-                keep = i + (end - i + 1) // 2
-                self.hold(node)
-                self.pool.push(self.batch, node, batch[keep:end])
-                end = keep
-            name, op = batch[i]
-            i += 1
-            self.entry(tally, node, name, name, node.child_rel(name), op)
+        rest = _Rest(node, batch)
+        self._current.rest = rest
+        try:
+            while rest.next < rest.end and not self.ctx.stopping:
+                if self.pool.starving and rest.end - rest.next > 1:
+                    # Others are idle: give them half of the rest, so big files spread
+                    # out (the next idle one takes half of what is left, and so on).
+                    self._give_away(rest, rest.next + (rest.end - rest.next + 1) // 2)
+                name, op = batch[rest.next]
+                rest.next += 1
+                self.entry(tally, node, name, name, node.child_rel(name), op)
+        finally:
+            self._current.rest = None
         self.release(tally, node)
+
+    def _give_away(self, rest: _Rest, keep: int) -> None:
+        """Push the entries of ``rest`` from ``keep`` on as a batch of their own."""
+        if keep < rest.end:
+            self.hold(rest.node)
+            self.pool.push(self.batch, rest.node, rest.batch[keep : rest.end])
+            rest.end = keep
+
+    def step_aside(self) -> contextlib.AbstractContextManager[None]:
+        """For a large file's in-kernel copy: let another worker run beside it (see
+        :meth:`WorkPool.aside`), taking the rest of this worker's batch."""
+
+        def give_away() -> None:
+            rest: _Rest | None = getattr(self._current, "rest", None)
+            if rest is not None:
+                self._give_away(rest, rest.next)
+
+        return self.pool.aside(give_away)
 
     # -- directories ------------------------------------------------------------
 

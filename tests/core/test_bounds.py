@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from collections.abc import Iterator
@@ -13,8 +14,10 @@ import rcp_core
 from rcp_core import CopySettings
 from rcp_core.capacity import FD_RESERVE, FDS_PER_WORKER, OPEN_FILES_CAP
 from rcp_core.engine import Engine
+from rcp_core.entries import ASIDE_BYTES
 from rcp_core.paths import plan_jobs
 from rcp_core.throttle import TokenBucket
+from support.treecmp import TreeCompare
 
 
 @pytest.fixture
@@ -52,7 +55,7 @@ def test_max_open_files_bounds_the_workers(tmp_path: Path) -> None:
         CopySettings(max_open_files=100, max_workers=50),
     ):
         bounds = engine_for(tmp_path, settings).concurrency
-        assert bounds.maximum <= budget
+        assert bounds.maximum + bounds.aside <= budget
         assert bounds.minimum <= bounds.initial <= bounds.maximum
         assert engine_for(tmp_path, settings).pool.threads == bounds.maximum
     tiny = engine_for(tmp_path, CopySettings(max_open_files=10)).concurrency
@@ -64,6 +67,36 @@ def test_explicit_workers_are_fixed(tmp_path: Path) -> None:
     bounds = engine_for(tmp_path, CopySettings(max_workers=3)).concurrency
     assert (bounds.minimum, bounds.initial, bounds.maximum) == (3, 3, 3)
     assert not bounds.adaptive
+    assert bounds.aside == 0  # no more files in flight than asked for
+
+
+def test_local_disks_copy_large_files_aside_one_per_cpu(tmp_path: Path) -> None:
+    engine = engine_for(tmp_path, CopySettings(max_open_files=4096))
+    cpus = len(os.sched_getaffinity(0))
+    assert engine.concurrency.aside == cpus
+    assert engine.pool.aside_max == cpus
+    assert engine.ctx.aside is not None
+    plain = engine_for(tmp_path, CopySettings(max_workers=1))
+    assert plain.pool.aside_max == 0
+    assert plain.ctx.aside is None
+
+
+def test_large_and_small_files_of_one_directory_copy_exactly_aside(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    """Large files copied aside while their batch's small files go on elsewhere: the
+    copy is exact and counted once."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(6):
+        (src / f"large{i}").write_bytes(bytes([i]) * (ASIDE_BYTES + i))
+        for j in range(40):
+            (src / f"small{i}-{j}").write_bytes(b"%d %d" % (i, j))
+    settings = CopySettings(max_processes=1)
+    summary = rcp_core.copy(src, tmp_path / "dst", settings)
+    assert summary["copied.files"] == 6 * 41
+    assert summary["copied.bytes"] == sum(p.stat().st_size for p in src.iterdir())
+    assert tree_compare(src, tmp_path / "dst") == []
 
 
 def test_token_bucket_allows_a_burst_then_paces() -> None:

@@ -54,3 +54,60 @@ def test_a_limit_raised_after_the_run_starts_no_thread() -> None:
     pool.run()
     pool.limit = 4
     assert not _workers()
+
+
+def test_a_worker_aside_lets_the_next_item_run_beside_it() -> None:
+    """At limit 1, a worker waiting aside (a large file's kernel copy) gives its
+    place to the work it gave away, and takes it back afterwards."""
+    pool = WorkPool(4, 1, on_crash=lambda exc: None, aside=1)
+    given_away_ran = threading.Event()
+    overlapped: list[bool] = []
+
+    def small(tally: Tally) -> None:
+        given_away_ran.set()
+
+    def large(tally: Tally) -> None:
+        with pool.aside(lambda: pool.push(small)):
+            overlapped.append(given_away_ran.wait(10))
+
+    pool.push(large)
+    pool.run()
+    assert overlapped == [True]
+    assert pool.running == 0
+    assert not _workers()
+
+
+def test_no_more_than_aside_workers_step_aside() -> None:
+    """Past the bound a worker copies in place: its rest is not given away."""
+    pool = WorkPool(4, 1, on_crash=lambda exc: None, aside=1)
+    inside = threading.Event()
+    release = threading.Event()
+    gave: list[str] = []
+
+    def first(tally: Tally) -> None:
+        with pool.aside(lambda: (gave.append("first"), pool.push(second))):
+            inside.set()
+            assert release.wait(10)
+
+    def second(tally: Tally) -> None:
+        assert inside.wait(10)
+        with pool.aside(lambda: gave.append("second")):
+            pass  # in place: the one place aside is taken
+        release.set()
+
+    pool.push(first)
+    pool.run()
+    assert gave == ["first"]
+
+
+def test_a_pool_without_aside_runs_everything_in_place() -> None:
+    pool = WorkPool(4, 1, on_crash=lambda exc: None)
+    gave: list[None] = []
+
+    def item(tally: Tally) -> None:
+        with pool.aside(lambda: gave.append(None)):
+            pass
+
+    pool.push(item)
+    pool.run()
+    assert gave == []

@@ -279,7 +279,7 @@ TMPFS = StorageInfo("tmpfs", 0x01021994)
 NFS = StorageInfo("nfs", 0x6969)
 SSHFS = StorageInfo("fuse.sshfs", 0x65735546)
 SHARED_DEFAULT = Concurrency(32, 1, 128, chunk_size=SHARED_CHUNK)
-DISK_DEFAULT = Concurrency(1, 1, 8, processes=3)
+DISK_DEFAULT = Concurrency(1, 1, 8, processes=3, aside=3)
 
 
 @pytest.mark.parametrize(
@@ -290,8 +290,8 @@ DISK_DEFAULT = Concurrency(1, 1, 8, processes=3)
         (NFS, HDD, SHARED_DEFAULT),  # a round trip per operation outweighs the seeks
         (HDD, SSD, DISK_DEFAULT),
         (TMPFS, HDD, DISK_DEFAULT),
-        (SSD, SSD, Concurrency(1, 1, 24, processes=3)),
-        (TMPFS, TMPFS, Concurrency(1, 1, 24, processes=3)),
+        (SSD, SSD, Concurrency(1, 1, 24, processes=3, aside=3)),
+        (TMPFS, TMPFS, Concurrency(1, 1, 24, processes=3, aside=3)),
     ],
 )
 def test_builtin_concurrency_table(

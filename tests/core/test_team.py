@@ -1,7 +1,8 @@
 """Helper processes (rcp_core.team / rcp_core.helper): real spawned helpers, real trees.
 
-Every copy here runs with ``max_processes`` set, so the run waits until its helpers
-can take work and they do take some (asserted through ``Engine.team.batches``).
+Most copies here run with ``max_processes`` set, so the run waits until its helpers
+can take work and they do take some (asserted through ``Engine.team.batches``);
+``lazy_engine`` makes the automatic kind, started when work first queues up.
 """
 
 from __future__ import annotations
@@ -250,21 +251,54 @@ def test_helpers_do_not_import_from_the_callers_working_directory(
     assert not marker.exists()
 
 
-def test_a_run_done_before_its_helpers_start_logs_nothing(
+def lazy_engine(src: Path, dst: Path) -> Engine:
+    """An engine with two processes whose helper starts the automatic way (when work
+    first queues up), whatever this machine's CPU count."""
+    settings = CopySettings(max_processes=2)
+    engine = Engine(plan_jobs([str(src), str(dst)], settings), settings)
+    assert engine.team is not None
+    engine.team.eager = False
+    return engine
+
+
+def test_a_tree_done_before_work_queues_up_spawns_no_helper(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Helpers that never took work are stopped quietly: no warning, no error."""
+    """A small tree is copied before the first sample finds work waiting: no helper
+    process is paid for, and nothing is logged about it."""
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "one").write_bytes(b"1")
-    jobs = plan_jobs([str(tmp_path / "src"), str(tmp_path / "dst")], CopySettings())
-    engine = Engine(jobs, CopySettings())
-    if len(os.sched_getaffinity(0)) > 1:
-        assert engine.team is not None
+    engine = lazy_engine(tmp_path / "src", tmp_path / "dst")
     with caplog.at_level(logging.DEBUG, logger="rcp_core"):
         assert engine.run()["copied.files"] == 1
+    assert engine.team is not None
+    assert [helper.proc for helper in engine.team.helpers] == [None]
     assert [
         r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
     ] == []
+
+
+def test_automatic_helpers_start_once_work_queues_up(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    src = wide_tree(tmp_path / "src", dirs=30, files=300)
+    engine = lazy_engine(src, tmp_path / "dst")
+    summary = engine.run()
+    assert summary["errors"] == 0
+    assert summary["copied.files"] == 30 * 301
+    assert engine.team is not None
+    proc = engine.team.helpers[0].proc
+    assert proc is not None
+    assert proc.returncode is not None  # reaped
+    assert tree_compare(src, tmp_path / "dst") == []
+
+
+def test_a_team_closed_before_it_started_never_starts(tmp_path: Path) -> None:
+    engine = lazy_engine(wide_tree(tmp_path / "src", 1, 1), tmp_path / "dst")
+    assert engine.team is not None
+    engine.team.close()
+    engine.team.start()
+    assert [helper.proc for helper in engine.team.helpers] == [None]
 
 
 def test_helpers_leave_ctrl_c_to_their_caller(tmp_path: Path) -> None:
