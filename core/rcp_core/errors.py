@@ -4,6 +4,8 @@
 
     RcpError
     ├── UsageError (ValueError)        bad operands or flags; nothing was touched; exit 2
+    │   └── PathRefusedError           a path a service does not serve: outside its roots,
+    │                                  through a symlink, or malformed
     ├── EntryError (OSError)           one entry failed; the run continues unless fail_early
     │   └── FatalError                 the run cannot usefully continue (ENOSPC, EROFS, ...)
     ├── CopyFailedError                raised at the end of a run that had errors; carries
@@ -48,6 +50,10 @@ class RcpError(Exception):
 
 class UsageError(RcpError, ValueError):
     """Bad operands or flags, detected before anything was written."""
+
+
+class PathRefusedError(UsageError):
+    """A path an ``rcpd serve`` service will not touch (:mod:`rcp_core.remote.roots`)."""
 
 
 class EntryError(RcpError, OSError):

@@ -1,38 +1,195 @@
-"""``rcpd``: the remote copy daemon that ``rcp`` starts over SSH (not for direct use).
+"""``rcpd``: rcp's remote copy daemon.
 
-It speaks to its master on stdin/stdout (:mod:`rcp_core.remote.daemon`); its own
-messages go to stderr, which SSH passes back to the master.
+Two ways to run it:
+
+- ``rcpd --role source|destination``: one role of one copy, started by ``rcp`` over
+  SSH; it speaks to its master on stdin/stdout (:mod:`rcp_core.remote.daemon`) and its
+  own messages go to stderr, which SSH passes back (not for direct use);
+- ``rcpd serve --listen ADDR --root DIR [--root DIR...]``: a long-running service
+  that runs copy jobs beneath its roots for authenticated clients
+  (:mod:`rcp_core.remote.service`), the shape an Airflow connection points at. Once
+  listening it prints one JSON line on stdout: its address and its certificate's
+  fingerprint, which clients pin. SIGTERM or SIGINT stop it: running jobs are
+  cancelled (their finished files stay, no half-written file does).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
+import signal
+import socket
 import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
 
-from rcp_core.errors import RcpError
+from rcp_core.errors import RcpError, UsageError
 from rcp_core.remote.daemon import serve
 from rcp_core.remote.hello import Role
+from rcp_provider.cli.common import OneLineErrorParser
+
+DEFAULT_PORT = 7450
+TOKEN_ENV = "RCPD_TOKEN"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rcpd", description="rcp's remote copy daemon (started by rcp over SSH)"
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="rcpd: %(message)s"
+    )
+    try:
+        if argv[:1] == ["serve"]:
+            return run_service(service_parser().parse_args(argv[1:]))
+        args = role_parser().parse_args(argv)
+        return serve(Role(args.role), args.bind, args.timeout)
+    except UsageError as exc:
+        print(f"rcpd: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    except (RcpError, OSError, ValueError) as exc:
+        print(f"rcpd: {exc}", file=sys.stderr, flush=True)
+        return 1
+
+
+def role_parser() -> argparse.ArgumentParser:
+    parser = OneLineErrorParser(
+        prog="rcpd",
+        description="rcp's remote copy daemon: a role started by rcp over SSH, or "
+        "`rcpd serve` for a long-running service",
     )
     parser.add_argument("--role", required=True, choices=["source", "destination"])
     parser.add_argument("--bind", default="0.0.0.0", help="address to listen on")
     parser.add_argument(
         "--timeout", type=float, default=15.0, help="seconds for each setup step"
     )
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.INFO, format="rcpd: %(message)s"
+    return parser
+
+
+def service_parser() -> argparse.ArgumentParser:
+    parser = OneLineErrorParser(
+        prog="rcpd serve",
+        description="run copy jobs beneath --root directories for authenticated "
+        "clients (the Airflow hook, RcpFileSystem)",
     )
-    try:
-        return serve(Role(args.role), args.bind, args.timeout)
-    except (RcpError, OSError, ValueError) as exc:
-        print(f"rcpd: {exc}", file=sys.stderr, flush=True)
-        return 1
+    parser.add_argument(
+        "--listen",
+        default=f"127.0.0.1:{DEFAULT_PORT}",
+        help="address and port (default %(default)s; [::] for IPv6)",
+    )
+    parser.add_argument(
+        "--root",
+        action="append",
+        required=True,
+        help="a directory the service serves (repeat for several)",
+    )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        help=f"a file holding the clients' shared secret (or ${TOKEN_ENV})",
+    )
+    parser.add_argument(
+        "--client-cert",
+        action="append",
+        type=Path,
+        default=[],
+        help="a PEM certificate of a client admitted by mutual TLS (repeatable)",
+    )
+    parser.add_argument(
+        "--identity",
+        type=Path,
+        default=Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local/state"))
+        / "rcpd",
+        help="directory of the service's key and certificate, made on first start "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-jobs", type=int, default=2, help="jobs copying at once (default 2)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=15.0,
+        help="seconds for a handshake and for each frame (default 15)",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=300.0,
+        help="close a client connection idle this long (default 300)",
+    )
+    parser.add_argument(
+        "--no-encryption",
+        action="store_true",
+        help="plain TCP (the token still required), for trusted networks only",
+    )
+    return parser
+
+
+def run_service(args: argparse.Namespace) -> int:
+    # Imported here: the SSH-launched roles do not need the service's modules.
+    from rcp_core.remote import tls
+    from rcp_core.remote.operands import parse_address
+    from rcp_core.remote.service import Service, ServiceConfig
+
+    host, port = parse_address(args.listen, DEFAULT_PORT)
+    if args.max_jobs < 1:
+        raise UsageError("--max-jobs must be at least 1")
+    token = _token(args.token_file)
+    identity = (
+        None
+        if args.no_encryption
+        else tls.Identity.stored(args.identity, f"rcpd {socket.gethostname()}")
+    )
+    config = ServiceConfig(
+        roots=args.root,
+        identity=identity,
+        token=token,
+        client_certs=[path.read_text() for path in args.client_cert],
+        encrypt=not args.no_encryption,
+        max_running=args.max_jobs,
+        timeout=args.timeout,
+        idle=args.idle_timeout,
+    )
+    if args.no_encryption:
+        logging.getLogger("rcp_core").warning(
+            "--no-encryption: requests and tokens travel in plain text"
+        )
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.create_server((host, port), family=family)
+    service = Service(config, listener)
+    bound_host, bound_port = service.address
+    announce = {
+        "listening": f"[{bound_host}]:{bound_port}"
+        if ":" in bound_host
+        else f"{bound_host}:{bound_port}",
+        "fingerprint": identity.fingerprint if identity else None,
+        "roots": service.roots.paths,
+    }
+    print(json.dumps(announce), flush=True)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        threading.Thread(target=service.close, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    service.serve_forever()
+    return 0
+
+
+def _token(path: Path | None) -> str | None:
+    """The shared secret from its file (first line) or the environment."""
+    if path is not None:
+        try:
+            token = path.read_text().strip()
+        except OSError as exc:
+            raise UsageError(f"--token-file {path}: {exc.strerror}") from exc
+        if not token:
+            raise UsageError(f"--token-file {path} is empty")
+        return token
+    return os.environ.get(TOKEN_ENV) or None
 
 
 if __name__ == "__main__":

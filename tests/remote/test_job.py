@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rcp_core import CopySettings, ExistingPolicy, Preserve
-from rcp_core.errors import ProtocolError
+from rcp_core import CopySettings, DryRun, ExistingPolicy, Preserve
+from rcp_core.errors import ProtocolError, UsageError
 from rcp_core.remote.job import settings_from_wire, settings_to_wire
 from rcp_core.remote.meta import meta_of, stat_of
 from rcp_core.settings import CompareAttr
@@ -27,13 +28,37 @@ from rcp_core.settings import CompareAttr
         CopySettings(
             existing=ExistingPolicy.OVERWRITE, preserve=Preserve.parse("none")
         ),
+        CopySettings(
+            delete=True,
+            delete_excluded=True,
+            includes=("*.py", "docs/**"),
+            excludes=("*.pyc",),
+            gitignore=True,
+            skip_specials=True,
+            dry_run=DryRun.EXPLAIN,
+            fail_early=True,
+            max_workers=7,
+            max_processes=1,
+            max_open_files=99,
+            ops_throttle=12.5,
+            retries=0,
+            retry_delay=0.5,
+        ),
     ],
 )
 def test_settings_survive_the_wire(settings: CopySettings) -> None:
-    back = settings_from_wire(settings_to_wire(settings))
-    assert back.existing is settings.existing
-    assert back.overwrite_compare == settings.overwrite_compare
-    assert back.preserve == settings.preserve
+    wire = settings_to_wire(settings)
+    assert settings_from_wire(json.loads(json.dumps(wire))) == settings
+
+
+def test_missing_settings_take_their_defaults() -> None:
+    """A peer of an older minor version omits what it does not know."""
+    assert settings_from_wire({}) == CopySettings()
+
+
+def test_a_filter_file_does_not_travel(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="filter file"):
+        settings_to_wire(CopySettings(filter_file=str(tmp_path / "rules")))
 
 
 @pytest.mark.parametrize(
@@ -46,6 +71,14 @@ def test_settings_survive_the_wire(settings: CopySettings) -> None:
         {"existing": "error", "compare": ["colour"], "preserve": []},
         {"existing": "error", "compare": [], "preserve": []},
         {"existing": "error", "compare": ["size"], "preserve": ["soul"]},
+        {"delete": "yes"},
+        {"max_workers": True},
+        {"max_workers": 0},
+        {"retry_delay": "1"},
+        {"includes": "*.py"},
+        {"dry_run": 1},
+        {"dry_run": "loudly"},
+        {"delete": True, "existing": "ignore-existing"},
     ],
 )
 def test_bad_settings_are_protocol_errors(wire: Any) -> None:

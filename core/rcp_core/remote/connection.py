@@ -241,10 +241,14 @@ def _handshake(
         if secure is not None:
             try:
                 sock = secure(sock)
+            except RemoteError:
+                raise
             except ssl.SSLError as exc:
                 raise AuthenticationError(f"{peer}: TLS handshake: {exc}") from exc
             except TimeoutError as exc:
                 raise PeerTimeoutError(f"{peer}: TLS handshake timed out") from exc
+            except OSError as exc:  # reset or closed by the peer mid-handshake
+                raise ConnectionLostError(f"{peer}: TLS handshake: {exc}") from exc
         conn = Connection(sock, peer)
         conn.settimeout(max(0.001, deadline - time.monotonic()))
         greet(conn)

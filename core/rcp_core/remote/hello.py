@@ -29,6 +29,8 @@ class Role(enum.Enum):
     """Receives entries and writes them."""
     CLIENT = "client"
     """Submits jobs to an ``rcpd serve`` service and polls them."""
+    SERVICE = "service"
+    """An ``rcpd serve`` service: runs copy jobs for its clients."""
 
 
 @dataclass(frozen=True, slots=True)

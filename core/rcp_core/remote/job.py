@@ -1,9 +1,11 @@
-"""A copy's settings as the master sends them to a daemon, and back.
+"""A copy's settings as they travel to a daemon or a service, and back.
 
-Only what the receiving role acts on travels: the existing-entry policy, what makes
-two files identical, and what metadata to keep. Every value is parsed with the same
-code as the command line, so a daemon accepts exactly what ``rcp`` would, and a bad
-value is a :class:`ProtocolError` naming it.
+Every portable setting travels (a path on the sender's host, ``filter_file``, does
+not: send its rules as ``includes``/``excludes``). A missing key takes the
+default, so a peer of a lower minor version that omits a newer setting is
+understood. Every value is parsed with the same code as the command line, so a
+daemon accepts exactly what ``rcp`` would, and a bad value is a
+:class:`ProtocolError` naming it.
 """
 
 from __future__ import annotations
@@ -11,36 +13,94 @@ from __future__ import annotations
 from typing import Any
 
 from rcp_core.errors import ProtocolError, UsageError
-from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy, Preserve
+from rcp_core.settings import (
+    CompareAttr,
+    CopySettings,
+    DryRun,
+    ExistingPolicy,
+    Preserve,
+)
+
+_FLAGS = (
+    "delete",
+    "delete_excluded",
+    "dereference",
+    "skip_specials",
+    "gitignore",
+    "fail_early",
+)
+_COUNTS = ("max_workers", "max_processes", "max_open_files", "retries")
+_RATES = ("ops_throttle", "retry_delay")
 
 
 def settings_to_wire(settings: CopySettings) -> dict[str, Any]:
-    return {
+    """The JSON form of ``settings``.
+
+    :raises UsageError: ``filter_file`` is set (it names a file on this host).
+    """
+    if settings.filter_file is not None:
+        raise UsageError("a filter file does not travel: pass its rules instead")
+    wire: dict[str, Any] = {
         "existing": settings.existing.value,
         "compare": sorted(a.value for a in settings.overwrite_compare),
         "preserve": sorted(a.value for a in settings.preserve.attrs),
+        "includes": list(settings.includes),
+        "excludes": list(settings.excludes),
+        "dry_run": settings.dry_run.value if settings.dry_run else None,
     }
+    for name in (*_FLAGS, *_COUNTS, *_RATES):
+        wire[name] = getattr(settings, name)
+    return wire
 
 
 def settings_from_wire(wire: Any) -> CopySettings:
-    """The settings a master sent; :class:`ProtocolError` if anything is malformed."""
+    """The settings a peer sent; :class:`ProtocolError` if anything is malformed."""
     if not isinstance(wire, dict):
         raise ProtocolError("job settings are not an object")
     try:
-        existing = ExistingPolicy(wire.get("existing"))
-        compare, preserve = wire.get("compare"), wire.get("preserve")
-        if not isinstance(compare, list) or not isinstance(preserve, list):
-            raise ProtocolError("job settings: compare and preserve must be lists")
-        if not all(isinstance(v, str) for v in (*compare, *preserve)):
-            raise ProtocolError("job settings: compare and preserve hold names")
+        compare = _names(wire, "compare", ["size", "mtime"])
+        preserve = _names(wire, "preserve", ["mode", "times"])
+        dry_run = wire.get("dry_run")
+        if dry_run is not None and not isinstance(dry_run, str):
+            raise ProtocolError("job settings: dry_run must be a name or null")
+        options: dict[str, Any] = {}
+        for name in _FLAGS:
+            options[name] = _typed(wire, name, bool, False)
+        for name in _COUNTS:
+            options[name] = _typed(wire, name, int, None)
+        for name in _RATES:
+            options[name] = _typed(wire, name, (int, float), None)
         return CopySettings(
-            existing=existing,
+            existing=ExistingPolicy(wire.get("existing", "error")),
             overwrite_compare=CompareAttr.parse(",".join(compare)),
             preserve=Preserve.parse(",".join(preserve))
             if preserve
             else Preserve.parse("none"),
+            includes=tuple(_names(wire, "includes", [])),
+            excludes=tuple(_names(wire, "excludes", [])),
+            dry_run=DryRun(dry_run) if dry_run is not None else None,
+            **{k: v for k, v in options.items() if v is not None},
         )
     except (ValueError, UsageError) as exc:
         if isinstance(exc, ProtocolError):
             raise
         raise ProtocolError(f"job settings: {exc}") from exc
+
+
+def _names(wire: dict[str, Any], key: str, default: list[str]) -> list[str]:
+    value = wire.get(key, default)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ProtocolError(f"job settings: {key} must be a list of names")
+    return value
+
+
+def _typed(
+    wire: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any
+) -> Any:
+    """``wire[key]`` if it has the type ``kind`` (``bool`` is no number here)."""
+    value = wire.get(key, default)
+    if value is None or value is default:
+        return value
+    if isinstance(value, bool) is not (kind is bool) or not isinstance(value, kind):
+        raise ProtocolError(f"job settings: bad {key} {value!r}")
+    return value

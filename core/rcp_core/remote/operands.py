@@ -75,3 +75,21 @@ def parse_operand(operand: str) -> RemotePath | None:
         user=match["user"],
         port=int(port) if port is not None else None,
     )
+
+
+def parse_address(text: str, default_port: int) -> tuple[str, int]:
+    """``host``, ``host:port``, ``[v6]`` or ``[v6]:port`` as ``(host, port)``.
+
+    :raises UsageError: malformed, or the port is out of range.
+    """
+    match = re.fullmatch(
+        r"(?:\[(?P<ipv6>[0-9A-Fa-f:.]+(?:%[\w.-]+)?)\]|(?P<host>[A-Za-z0-9_.-]+))"
+        r"(?::(?P<port>\d+))?",
+        text,
+    )
+    if match is None:
+        raise UsageError(f"{text!r} is not host, host:port or [ipv6]:port")
+    port = int(match["port"]) if match["port"] is not None else default_port
+    if not 0 <= port < 65536:
+        raise UsageError(f"{text!r}: port {port} is out of range")
+    return match["ipv6"] or match["host"], port

@@ -54,8 +54,8 @@ class Identity:
         return pem_fingerprint(self.cert_pem)
 
     @classmethod
-    def ephemeral(cls, name: str = "rcp") -> Identity:
-        """A new ECDSA P-256 key and a self-signed certificate valid for a day."""
+    def ephemeral(cls, name: str = "rcp", days: int = 1) -> Identity:
+        """A new ECDSA P-256 key and a self-signed certificate valid for ``days``."""
         from cryptography import x509
         from cryptography.hazmat.primitives import hashes, serialization
         from cryptography.hazmat.primitives.asymmetric import ec
@@ -71,7 +71,7 @@ class Identity:
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=days))
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
             .sign(key, hashes.SHA256())
         )
@@ -88,6 +88,27 @@ class Identity:
     def load(cls, cert_file: Path, key_file: Path) -> Identity:
         """A service's identity from its files."""
         return cls(cert_file.read_text(), key_file.read_text())
+
+    @classmethod
+    def stored(cls, directory: Path, name: str) -> Identity:
+        """A service's identity kept in ``directory`` (``cert.pem``, ``key.pem``):
+        loaded if there, else made (valid ten years: clients pin it, no CA expires
+        it) and written, the key readable by its owner only and complete before it
+        gets its name."""
+        cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+        if cert_file.exists() and key_file.exists():
+            return cls.load(cert_file, key_file)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        identity = cls.ephemeral(name, days=3650)
+        for path, text in (
+            (key_file, identity.key_pem),
+            (cert_file, identity.cert_pem),
+        ):
+            fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.")
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.replace(temp, path)
+        return identity
 
     def _load_into(self, ctx: ssl.SSLContext) -> None:
         # ssl only loads keys from files: a private temporary file, gone at once.

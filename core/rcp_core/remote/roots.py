@@ -1,0 +1,173 @@
+"""Confining a service's paths to the directories it serves.
+
+An ``rcpd serve`` service reads and writes only beneath its ``--root`` directories.
+A path from a client is checked as text (absolute, no ``.`` or ``..`` components,
+under a root), then resolved one component at a time from the root's open descriptor
+with ``O_NOFOLLOW``: a symlink anywhere on the way, even one swapped in after the
+check, fails the walk instead of leading out. The engine then gets the checked
+directory as ``/proc/self/fd/N/...``, the kernel's reference to that very
+directory, never a string it would resolve again.
+
+Inside a tree the engine itself never follows a symlink (it walks by descriptors with
+``O_NOFOLLOW``), so confining the operands confines the whole copy; a service refuses
+settings that would follow symlinks (``dereference``).
+
+Invariants:
+
+- a :class:`Confined` path's parent descriptor is a directory beneath a root, reached
+  without following any symlink; the descriptor stays open until :meth:`close`;
+- a destination is never a root itself (the copy would replace or create the root in
+  a directory the service does not serve); ``ROOT/`` names the inside of a root.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rcp_core.errors import PathRefusedError
+
+_WALK = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@dataclass(frozen=True, slots=True)
+class Confined:
+    """A path checked to lie beneath a root.
+
+    :param fd: an ``O_PATH`` descriptor of the directory that holds the entry (or,
+        for ``name == ""``, the directory itself).
+    :param name: the entry's name in that directory; ``""`` for the directory.
+    :param shown: the client's path, for messages.
+    """
+
+    fd: int
+    name: str
+    shown: str
+
+    @property
+    def path(self) -> str:
+        """The path to hand to the engine: through the descriptor, never re-resolved
+        (a trailing ``/`` when it names a directory's inside)."""
+        return f"/proc/self/fd/{self.fd}/{self.name}"
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class Roots:
+    """The directories a service serves, opened once at start.
+
+    :param roots: absolute paths of existing directories (a symlink among them is
+        resolved now, by the administrator's choice, and not again).
+    :raises PathRefusedError: a root is relative, missing or not a directory.
+    """
+
+    def __init__(self, roots: Sequence[str]) -> None:
+        if not roots:
+            raise PathRefusedError("a service needs at least one --root")
+        self._roots: list[tuple[tuple[str, ...], int]] = []
+        for root in roots:
+            if not os.path.isabs(root):
+                raise PathRefusedError(f"root {root!r} is not an absolute path")
+            try:
+                fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError as exc:
+                raise PathRefusedError(f"root {root!r}: {exc.strerror}") from exc
+            self._roots.append((_components(os.path.normpath(root)), fd))
+        # The longest root first: a path under nested roots is resolved in the inner.
+        self._roots.sort(key=lambda item: len(item[0]), reverse=True)
+
+    @property
+    def paths(self) -> list[str]:
+        return ["/" + "/".join(parts) for parts, _ in self._roots]
+
+    def source(self, path: str) -> Confined:
+        """A source operand: an entry beneath a root, or a root itself.
+
+        A trailing slash (follow a symlink, in ``rcp``'s operand rules) is accepted
+        only when the entry is not a symlink, and dropped.
+        """
+        parts, root_fd, depth = self._locate(path)
+        if len(parts) == depth:  # the root itself: read through its parent
+            real = os.readlink(f"/proc/self/fd/{root_fd}")
+            if real == "/":
+                raise PathRefusedError("refusing to copy '/' as a source")
+            parent = os.open("..", _WALK, dir_fd=root_fd)
+            return Confined(parent, os.path.basename(real), path)
+        confined = self._parent(parts, root_fd, depth, path)
+        if path.endswith("/"):
+            try:
+                st = os.lstat(confined.name, dir_fd=confined.fd)
+            except OSError:
+                st = None  # missing: the engine reports it as for any source
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                confined.close()
+                raise PathRefusedError(
+                    f"{path}: a service does not follow a symlink operand"
+                )
+        return confined
+
+    def destination(self, path: str) -> Confined:
+        """A destination operand: ``DIR/`` is the inside of a directory beneath (or
+        at) a root; otherwise an entry's name in such a directory, never a root."""
+        parts, root_fd, depth = self._locate(path)
+        if path.endswith("/"):
+            fd = self._walk(root_fd, parts[depth:], path)
+            return Confined(fd, "", path)
+        if len(parts) == depth:
+            raise PathRefusedError(
+                f"{path} is a root; name the inside of it as {path.rstrip('/')}/"
+            )
+        return self._parent(parts, root_fd, depth, path)
+
+    def close(self) -> None:
+        for _, fd in self._roots:
+            os.close(fd)
+        self._roots = []
+
+    def _locate(self, path: str) -> tuple[tuple[str, ...], int, int]:
+        """``path``'s components, the descriptor of the root it is under, and how
+        many of its components the root has."""
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise PathRefusedError(f"{path!r} is not an absolute path")
+        if "\0" in path:
+            raise PathRefusedError("a path must not contain NUL")
+        raw = path.split("/")
+        if any(part in (".", "..") for part in raw):
+            raise PathRefusedError(f"{path}: '.' and '..' are not allowed")
+        parts = tuple(part for part in raw if part)
+        for root_parts, fd in self._roots:
+            if parts[: len(root_parts)] == root_parts:
+                return parts, fd, len(root_parts)
+        raise PathRefusedError(f"{path} is outside this service's roots")
+
+    def _parent(
+        self, parts: tuple[str, ...], root_fd: int, depth: int, path: str
+    ) -> Confined:
+        fd = self._walk(root_fd, parts[depth:-1], path)
+        return Confined(fd, parts[-1], path)
+
+    @staticmethod
+    def _walk(root_fd: int, parts: Sequence[str], path: str) -> int:
+        """Open ``parts`` below ``root_fd`` one by one, following no symlink."""
+        fd = os.dup(root_fd)
+        for part in parts:
+            try:
+                child = os.open(part, _WALK, dir_fd=fd)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise PathRefusedError(
+                        f"{path}: {part!r} is a symlink or not a directory"
+                    ) from exc
+                raise PathRefusedError(f"{path}: {exc.strerror}") from exc
+            os.close(fd)
+            fd = child
+        return fd
+
+
+def _components(path: str) -> tuple[str, ...]:
+    return tuple(part for part in path.split("/") if part)

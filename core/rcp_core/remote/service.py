@@ -1,0 +1,300 @@
+"""``rcpd serve``: a long-running service that runs copy jobs on its host.
+
+It is what an Airflow connection points at: clients submit copies between paths
+beneath the service's roots, poll their status and progress, and cancel them
+(``docs/remote_protocol.md``, "The service").
+
+Security, for every connection:
+
+- TLS 1.3 with the service's stored identity (clients pin its fingerprint), unless
+  the service was started with ``--no-encryption`` (logged);
+- authentication: the client's certificate must be one of ``client_certs``
+  (mutual TLS; the handshake fails otherwise), or its hello must carry the token
+  (compared in constant time). A service with neither refuses to start;
+- paths are confined to the roots (:mod:`rcp_core.remote.roots`) and settings that
+  would follow symlinks out of them are refused;
+- bounds: at most ``max_clients`` connections at once (more are turned away), the
+  handshake and every frame within ``timeout``, an idle connection closed after
+  ``idle`` seconds, at most ``max_running`` jobs copying at once.
+
+A client's request that cannot be served (a path outside the roots, an unknown job)
+is answered ``refused`` and the connection stays usable; a frame that breaks the
+protocol ends the connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import ssl
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import rcp_core
+from rcp_core.errors import (
+    CopyFailedError,
+    PathRefusedError,
+    ProtocolError,
+    RcpError,
+    RemoteError,
+    UsageError,
+)
+from rcp_core.remote import tls
+from rcp_core.remote.connection import accept
+from rcp_core.remote.hello import Role
+from rcp_core.remote.job import settings_from_wire
+from rcp_core.remote.jobs import CopyRequest, Job, JobTable, Outcome
+from rcp_core.remote.roles import SOFTWARE
+from rcp_core.remote.roots import Confined, Roots
+from rcp_core.remote.wire import FrameKind
+from rcp_core.summary import Summary
+
+log = logging.getLogger("rcp_core")
+
+MAX_WAIT = 60.0
+"""The longest a ``wait`` request holds its connection before answering."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceConfig:
+    """How a service runs.
+
+    :param roots: the directories it serves.
+    :param identity: its TLS identity (``None`` only with ``encrypt=False``).
+    :param token: the shared secret clients must send, if any.
+    :param client_certs: PEM certificates of the clients allowed in by mutual TLS.
+    """
+
+    roots: Sequence[str]
+    identity: tls.Identity | None
+    token: str | None = None
+    client_certs: Sequence[str] = ()
+    encrypt: bool = True
+    max_running: int = 2
+    max_clients: int = 64
+    timeout: float = 15.0
+    idle: float = 300.0
+
+    def __post_init__(self) -> None:
+        if not self.token and not self.client_certs:
+            raise UsageError(
+                "a service must authenticate its clients: give a token or client "
+                "certificates"
+            )
+        if self.encrypt and self.identity is None:
+            raise UsageError("an encrypting service needs an identity")
+        if self.client_certs and not self.encrypt:
+            raise UsageError("client certificates need encryption")
+
+
+class Service:
+    """A running service: :meth:`serve_forever` on a bound listener, :meth:`close`
+    from any thread."""
+
+    def __init__(self, config: ServiceConfig, listener: socket.socket) -> None:
+        self.config = config
+        self.listener = listener
+        self.roots = Roots(config.roots)
+        self.jobs = JobTable(self._run, config.max_running)
+        self._ctx: ssl.SSLContext | None = None
+        if config.encrypt:
+            assert config.identity is not None
+            self._ctx = tls.server_context(
+                config.identity, "".join(config.client_certs) or None
+            )
+        self._clients = threading.BoundedSemaphore(config.max_clients)
+        self._closing = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self.listener.getsockname()[:2]
+        return host, port
+
+    def serve_forever(self) -> None:
+        """Accept clients until :meth:`close`."""
+        while not self._closing.is_set():
+            try:
+                sock, address = self.listener.accept()
+            except OSError:
+                if self._closing.is_set():
+                    return
+                raise
+            if not self._clients.acquire(blocking=False):
+                log.warning("turning away %s: too many clients", address[0])
+                sock.close()
+                continue
+            threading.Thread(
+                target=self._client,
+                args=(sock, f"client {address[0]}:{address[1]}"),
+                name="rcpd-client",
+                daemon=True,
+            ).start()
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop accepting, cancel the jobs (waiting at most ``timeout``), hang up."""
+        self._closing.set()
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        self.jobs.close(timeout)
+        with self._lock:
+            for sock in self._connections:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+        self.roots.close()
+
+    # -- one client -----------------------------------------------------------
+
+    def _client(self, sock: socket.socket, peer: str) -> None:
+        with self._lock:
+            self._connections.add(sock)
+        try:
+            conn = accept(
+                sock,
+                peer,
+                role=Role.SERVICE,
+                software=SOFTWARE,
+                timeout=self.config.timeout,
+                ctx=self._ctx,
+                token=self.config.token,
+            )
+        except (RemoteError, OSError) as exc:
+            log.warning("%s refused: %s", peer, exc)
+            self._forget(sock)
+            return
+        try:
+            if conn.hello is None or conn.hello.role is not Role.CLIENT:
+                raise ProtocolError(f"{peer} is not a client")
+            conn.reader.idle_timeout = self.config.idle
+            while not self._closing.is_set():
+                frame = conn.read()
+                if frame is None:
+                    break
+                if frame.kind is not FrameKind.CONTROL:
+                    raise ProtocolError(f"{peer} sent {frame.kind.name} to a service")
+                conn.send(FrameKind.CONTROL, self._answer(frame.header))
+        except ProtocolError as exc:
+            log.warning("%s: %s", peer, exc)
+            conn.fail(str(exc))
+        except (RemoteError, OSError) as exc:
+            log.info("%s gone: %s", peer, exc)
+        finally:
+            conn.close()
+            self._forget(sock)
+
+    def _forget(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._connections.discard(sock)
+        self._clients.release()
+
+    def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The answer to one request; ``refused`` for what cannot be served."""
+        kind = request.get("type")
+        try:
+            if kind == "submit":
+                key = request.get("key")
+                if not isinstance(key, str) or not 16 <= len(key) <= 128:
+                    raise ProtocolError("submit: key must be a string of 16-128")
+                copy = _copy_request(request)
+                self._confine(copy).close()  # refused now, not once it is its turn
+                job = self.jobs.submit(copy, key)
+                return {"type": "submitted", "job": job.view()}
+            if kind == "list":
+                return {"type": "jobs", "jobs": [j.view() for j in self.jobs.jobs()]}
+            if kind in ("status", "cancel", "wait"):
+                job_id = request.get("job")
+                if not isinstance(job_id, str):
+                    raise ProtocolError(f"{kind}: job must be a string")
+                if kind == "cancel":
+                    job = self.jobs.cancel(job_id)
+                else:
+                    job = self.jobs.get(job_id)
+                if kind == "wait":
+                    job.done.wait(_wait_time(request.get("timeout")))
+                return {"type": "status", "job": job.view()}
+        except KeyError:
+            return {"type": "refused", "reason": f"no job {request.get('job')!r}"}
+        except (UsageError, RuntimeError) as exc:
+            return {"type": "refused", "reason": str(exc)}
+        raise ProtocolError(f"unknown request {kind!r}")
+
+    # -- running a job ------------------------------------------------------------
+
+    def _confine(self, request: CopyRequest) -> _Operands:
+        """The request's operands resolved beneath the roots (close them after).
+
+        :raises PathRefusedError: one of them is not beneath a root.
+        """
+        operands = _Operands()
+        try:
+            operands.extend(self.roots.source(s) for s in request.sources)
+            operands.append(self.roots.destination(request.destination))
+        except BaseException:
+            operands.close()
+            raise
+        return operands
+
+    def _run(self, job: Job) -> Summary:
+        """Copy within the roots, through descriptors checked (again, now) to lie
+        beneath them."""
+        request = job.request
+        try:
+            operands = self._confine(request)
+        except PathRefusedError as exc:
+            raise Outcome(str(exc)) from exc
+        try:
+            return rcp_core.copy(
+                [c.path for c in operands[:-1]],
+                operands[-1].path,
+                request.settings,
+                on_progress=job.report,
+                cancel=job.cancel,
+            )
+        except CopyFailedError as exc:
+            raise Outcome(_shown(str(exc), operands), exc.summary) from exc
+        except (RcpError, OSError) as exc:
+            raise Outcome(_shown(str(exc), operands)) from exc
+        finally:
+            operands.close()
+
+
+class _Operands(list[Confined]):
+    """A job's confined operands, sources then the destination."""
+
+    def close(self) -> None:
+        for operand in self:
+            operand.close()
+
+
+def _copy_request(request: dict[str, Any]) -> CopyRequest:
+    sources, destination = request.get("sources"), request.get("destination")
+    if (
+        not isinstance(sources, list)
+        or not sources
+        or not all(isinstance(s, str) for s in sources)
+        or not isinstance(destination, str)
+    ):
+        raise ProtocolError("submit: sources (a list of paths) and destination")
+    settings = settings_from_wire(request.get("settings", {}))
+    if settings.dereference:
+        raise PathRefusedError("a service does not follow symlinks (dereference)")
+    return CopyRequest(tuple(sources), destination, settings)
+
+
+def _wait_time(value: Any) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+        raise ProtocolError("wait: timeout must be a non-negative number")
+    return min(float(value), MAX_WAIT)
+
+
+def _shown(message: str, confined: Sequence[Confined]) -> str:
+    """``message`` with descriptor paths written as the client's paths."""
+    for c in confined:
+        parent = c.shown.rstrip("/") if not c.name else c.shown.rsplit("/", 1)[0]
+        message = message.replace(f"/proc/self/fd/{c.fd}", parent or "/")
+    return message
