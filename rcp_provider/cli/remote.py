@@ -61,21 +61,6 @@ def is_remote(paths: Sequence[str]) -> bool:
     return any(parse_operand(p) is not None for p in paths)
 
 
-def _unsupported(settings: CopySettings) -> list[str]:
-    flags = {
-        "--delete": settings.delete,
-        "--dry-run": settings.dry_run is not None,
-        "--dereference": settings.dereference,
-        "--include/--exclude/--filter-file/--gitignore": bool(
-            settings.includes
-            or settings.excludes
-            or settings.filter_file
-            or settings.gitignore
-        ),
-    }
-    return [flag for flag, on in flags.items() if on]
-
-
 def run(args: argparse.Namespace, settings: CopySettings) -> tuple[Summary, bool, str]:
     """Copy between hosts: the summary, whether everything was copied, and one line
     per role with its CPU time and peak RSS.
@@ -85,9 +70,6 @@ def run(args: argparse.Namespace, settings: CopySettings) -> tuple[Summary, bool
     """
     if len(args.paths) != 2:
         raise UsageError("a remote copy takes one source and one destination")
-    refused = _unsupported(settings)
-    if refused:
-        raise UsageError(f"not supported for remote copies yet: {', '.join(refused)}")
     if not 1 <= args.max_connections <= 256:
         raise UsageError("--max-connections must be between 1 and 256")
     if args.no_encryption:

@@ -190,9 +190,13 @@ def remote_copy(
     """Copy ``source`` to ``destination`` where at least one is ``host:/path``.
 
     :returns: the source's and the destination's results.
-    :raises UsageError: neither operand is remote.
+    :raises UsageError: neither operand is remote, or ``settings`` ask for what a
+        remote copy does not do yet (nothing was started).
     """
     settings = settings or CopySettings()
+    refused = unsupported(settings)
+    if refused:
+        raise UsageError(f"not supported for remote copies yet: {', '.join(refused)}")
     launch = launch or Launch()
     src, dst = parse_operand(source), parse_operand(destination)
     if src is None and dst is None:
@@ -289,6 +293,22 @@ def remote_copy(
             remote.stop()
     by_role = {r.role: r for r in results}
     return by_role[Role.SOURCE], by_role[Role.DESTINATION]
+
+
+def unsupported(settings: CopySettings) -> list[str]:
+    """The options in ``settings`` that a copy between hosts does not honour yet."""
+    flags = {
+        "--delete": settings.delete,
+        "--dry-run": settings.dry_run is not None,
+        "--dereference": settings.dereference,
+        "--include/--exclude/--filter-file/--gitignore": bool(
+            settings.includes
+            or settings.excludes
+            or settings.filter_file
+            or settings.gitignore
+        ),
+    }
+    return [flag for flag, on in flags.items() if on]
 
 
 def _run_local(jobs: list[Callable[[], RoleResult]]) -> list[RoleResult]:
