@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +54,12 @@ class Running:
 
 
 @pytest.fixture
-def paths(tmp_path: Path) -> Iterator[dict[str, Path]]:
+def paths(tmp_path: Path) -> dict[str, Path]:
     found = {n: tmp_path / n for n in ("data", "backup", "identity", "token")}
     found["data"].mkdir()
     found["backup"].mkdir()
     found["token"].write_text(TOKEN + "\n")
-    yield found
+    return found
 
 
 def serve(paths: dict[str, Path]) -> Running:

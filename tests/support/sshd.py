@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from support import netns
+
 SSHD = "/usr/sbin/sshd"
 
 
@@ -38,6 +40,7 @@ def missing() -> str | None:
 class Sshd:
     port: int
     client_key: Path
+    address: str = "127.0.0.1"
 
     def ssh(self) -> list[str]:
         """An ssh command line (before the target) that reaches this server."""
@@ -66,8 +69,9 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_sshd(workdir: Path) -> Iterator[Sshd]:
-    """Start sshd on 127.0.0.1 with keys made in ``workdir``; stop it on exit."""
+def running_sshd(workdir: Path, host: netns.Host | None = None) -> Iterator[Sshd]:
+    """Start sshd with keys made in ``workdir``: on 127.0.0.1 and a free port, or
+    inside ``host``'s namespace on its address and port 22; stop it on exit."""
     workdir.mkdir(parents=True, exist_ok=True)
     os.chmod(workdir, 0o700)
     host_key, client_key = workdir / "host_key", workdir / "client_key"
@@ -77,13 +81,14 @@ def running_sshd(workdir: Path) -> Iterator[Sshd]:
         )
     authorized = workdir / "authorized_keys"
     authorized.write_text((workdir / "client_key.pub").read_text())
-    port = _free_port()
+    port = _free_port() if host is None else 22
+    address = "127.0.0.1" if host is None else host.address
     config = workdir / "sshd_config"
     config.write_text(
         "\n".join(
             [
                 f"Port {port}",
-                "ListenAddress 127.0.0.1",
+                f"ListenAddress {address}",
                 f"HostKey {host_key}",
                 f"AuthorizedKeysFile {authorized}",
                 f"PidFile {workdir / 'sshd.pid'}",
@@ -99,23 +104,20 @@ def running_sshd(workdir: Path) -> Iterator[Sshd]:
     )
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation
     log = open(workdir / "sshd.log", "wb")  # noqa: SIM115 - closed below
+    command = [SSHD, "-D", "-e", "-f", str(config)]
     proc = subprocess.Popen(
-        [SSHD, "-D", "-e", "-f", str(config)], stdout=log, stderr=log
+        command if host is None else host.argv(command), stdout=log, stderr=log
     )
     try:
         deadline = time.monotonic() + 10
-        while True:
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", port), timeout=1),
-            ):
-                break
+        # sshd says so on stderr once it listens (read here, whatever its network).
+        while "Server listening" not in (workdir / "sshd.log").read_text():
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(
                     f"sshd did not start: {(workdir / 'sshd.log').read_text()}"
                 )
             time.sleep(0.05)
-        yield Sshd(port, client_key)
+        yield Sshd(port, client_key, address)
     finally:
         proc.terminate()
         try:

@@ -1,0 +1,174 @@
+"""Remote copies between separate hosts: network namespaces on a private bridge.
+
+Three hosts: the master runs on ``h1``; ``h2`` and ``h3`` each run their own sshd.
+The file systems are this machine's, so a path means the same on every host, but
+every byte between hosts crosses a veth link, which a test can count, cap with
+``tbf``, or pull.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from support import netns, sshd
+from support.nobody import RCP_MAIN
+from support.treecmp import TreeCompare
+from support.treespec import Dir, File, Spec, Symlink, make_tree
+
+pytestmark = pytest.mark.privileged
+
+RCPD = str(Path(sys.executable).with_name("rcpd"))
+MIB = 1 << 20
+TREE: Spec = {
+    ".": Dir(mode=0o755, mtime_ns=1_700_000_000_000_000_000),
+    "big": File(os.urandom(8 * MIB), mode=0o640),
+    "d/link": Symlink("../big"),
+    **{f"d/f{i}": os.urandom(100) for i in range(300)},
+}
+
+
+@dataclass(frozen=True)
+class Lan:
+    master: netns.Host
+    source: netns.Host
+    destination: netns.Host
+    ssh: str
+
+    def at(self, host: netns.Host, path: Path) -> str:
+        return f"root@{host.address}:{path}"
+
+    def rcp(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """``rcp`` run on the master's host."""
+        return subprocess.run(
+            self.master.argv(
+                [
+                    sys.executable,
+                    "-c",
+                    RCP_MAIN,
+                    "--ssh",
+                    self.ssh,
+                    "--rcpd-path",
+                    RCPD,
+                    *args,
+                ]
+            ),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lan]:
+    why = netns.missing() or sshd.missing()
+    if why is not None:
+        pytest.fail(
+            f"host-to-host tests need namespaces and sshd: {why}", pytrace=False
+        )
+    with netns.lan(3) as (h1, h2, h3):
+        keys = tmp_path_factory.mktemp("sshd-h2")
+        with (
+            sshd.running_sshd(keys, h2) as on_h2,
+            sshd.running_sshd(tmp_path_factory.mktemp("sshd-h3"), h3) as on_h3,
+        ):
+            # One client key for both servers: h2 accepts h3's client key too.
+            with open(keys / "authorized_keys", "a") as f:
+                f.write(Path(f"{on_h3.client_key}.pub").read_text())
+            assert (on_h2.address, on_h3.address) == (h2.address, h3.address)
+            yield Lan(h1, h2, h3, " ".join(on_h3.ssh()))
+
+
+def test_between_two_remote_hosts_data_bypasses_the_master(
+    hosts: Lan, tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    before = hosts.master.traffic()
+    result = hosts.rcp(
+        "--summary",
+        hosts.at(hosts.source, src),
+        hosts.at(hosts.destination, tmp_path / "dst"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert tree_compare(src, tmp_path / "dst") == []
+    # Control, TLS and SSH only: far less than the 8 MiB that went from h2 to h3.
+    assert hosts.master.traffic() - before < MIB
+    assert "source:      cpu user" in result.stdout
+    assert "destination: cpu user" in result.stdout
+
+
+@pytest.mark.parametrize("direction", ["push", "pull"])
+def test_a_tree_crosses_a_capped_link_exactly(
+    hosts: Lan, tmp_path: Path, tree_compare: TreeCompare, direction: str
+) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    dst = tmp_path / "dst"
+    hosts.source.limit("200mbit")
+    try:
+        if direction == "push":
+            result = hosts.rcp(str(src), hosts.at(hosts.source, dst))
+        else:
+            result = hosts.rcp(hosts.at(hosts.source, src), str(dst))
+    finally:
+        hosts.source.limit("10gbit")
+    assert result.returncode == 0, result.stderr
+    assert tree_compare(src, dst) == []
+
+
+def test_a_pulled_cable_fails_the_copy_within_its_bound(
+    hosts: Lan, tmp_path: Path
+) -> None:
+    """The link goes down mid-file: a clear error within the configured bounds, no
+    partial file under its final name, no daemon left behind."""
+    src = make_tree(tmp_path / "src", {"big": File(os.urandom(32 * MIB))})
+    hosts.source.limit("16mbit")  # 32 MiB take about 16 s
+    try:
+        proc = subprocess.Popen(
+            hosts.master.argv(
+                [
+                    sys.executable,
+                    "-c",
+                    RCP_MAIN,
+                    "--ssh",
+                    hosts.ssh,
+                    "--rcpd-path",
+                    RCPD,
+                    "--remote-timeout",
+                    "5",
+                    hosts.at(hosts.source, src),
+                    str(tmp_path / "dst"),
+                ]
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        dst = tmp_path / "dst"
+        deadline = time.monotonic() + 30
+        while not (dst.is_dir() and any(dst.iterdir())):  # data is flowing
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the copy did not start"
+            time.sleep(0.05)
+        pulled = time.monotonic()
+        hosts.source.link(up=False)
+        _, err = proc.communicate(timeout=60)
+        elapsed = time.monotonic() - pulled
+    finally:
+        hosts.source.link(up=True)
+        hosts.source.limit("10gbit")
+    assert proc.returncode == 1, err
+    assert "no data from the peer for 5.0 s" in err, err
+    assert elapsed < 30, elapsed
+    assert not (tmp_path / "dst" / "big").exists()
+    left = subprocess.run(
+        ["pgrep", "-f", "rcpd --role source"], capture_output=True, text=True
+    )
+    assert left.stdout == "", "an rcpd outlived its master"
