@@ -8,10 +8,12 @@ touched), 130 when interrupted. Logs and the summary go to stdout, progress to s
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rcp_core import (
     CompareAttr,
@@ -196,11 +198,18 @@ def progress_renderer(args: argparse.Namespace) -> Callable[[Progress], None] | 
     return TextProgress(sys.stderr, interval=args.progress_interval or 10.0)
 
 
-def report(args: argparse.Namespace, summary: Summary) -> None:
+def report(
+    args: argparse.Namespace, summary: Summary, extra: dict[str, Any] | None = None
+) -> None:
+    """The summary as text (``--summary``) and JSON (``--summary-json``, with
+    ``extra`` keys such as a remote copy's ``roles``)."""
     if args.summary or args.verbose:
         print(summary.render(), flush=True)
     if args.summary_json:
-        Path(args.summary_json).write_text(summary.to_json() + "\n")
+        out = {**summary.as_dict(), **(extra or {})}
+        Path(args.summary_json).write_text(
+            json.dumps(out, indent=2, sort_keys=True) + "\n"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -210,12 +219,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings_from(args)
         if remote.is_remote(args.paths):
             try:
-                summary, ok, roles = remote.run(args, settings)
+                summary, ok, source, destination = remote.run(args, settings)
             except RemoteError as exc:
                 return remote.fail(exc)
-            report(args, summary)
+            report(args, summary, {"roles": remote.roles_json(source, destination)})
             if args.summary or args.verbose:
-                print(roles, flush=True)
+                print(remote.render_roles(source, destination), flush=True)
             return 0 if ok else 1
         renderer = progress_renderer(args)
         interval = 0.2 if isinstance(renderer, BarProgress) else 1.0

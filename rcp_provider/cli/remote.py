@@ -15,7 +15,7 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rcp_core import CopySettings, Summary, UsageError
 from rcp_core.errors import RemoteError
@@ -61,9 +61,12 @@ def is_remote(paths: Sequence[str]) -> bool:
     return any(parse_operand(p) is not None for p in paths)
 
 
-def run(args: argparse.Namespace, settings: CopySettings) -> tuple[Summary, bool, str]:
-    """Copy between hosts: the summary, whether everything was copied, and one line
-    per role with its CPU time and peak RSS.
+def run(
+    args: argparse.Namespace, settings: CopySettings
+) -> tuple[Summary, bool, RoleResult, RoleResult]:
+    """Copy between hosts: the summary, whether everything was copied, and the
+    source's and the destination's results (:func:`render_roles`,
+    :func:`roles_json`).
 
     :raises UsageError: bad operands or options a remote copy does not support.
     :raises RemoteError: a daemon could not be started or reached, or failed.
@@ -95,7 +98,7 @@ def run(args: argparse.Namespace, settings: CopySettings) -> tuple[Summary, bool
         Resources.since(started, usage),
         errors=tuple(errors),
     )
-    return summary, source.ok and destination.ok, render_roles(source, destination)
+    return summary, source.ok and destination.ok, source, destination
 
 
 def render_roles(source: RoleResult, destination: RoleResult) -> str:
@@ -112,6 +115,24 @@ def render_roles(source: RoleResult, destination: RoleResult) -> str:
             f"  peak RSS {human_bytes(r.get('peak_rss', 0))}"
         )
     return "\n".join(lines)
+
+
+def roles_json(source: RoleResult, destination: RoleResult) -> dict[str, Any]:
+    """Each role's CPU time and peak RSS for the JSON summary (``null`` for a role
+    that ran in this process: its figures are the summary's own)."""
+    roles: dict[str, Any] = {}
+    for result in (source, destination):
+        r = result.resources
+        roles[result.role.value] = (
+            {
+                "cpu_user_s": round(r.get("cpu_user", 0.0), 6),
+                "cpu_system_s": round(r.get("cpu_system", 0.0), 6),
+                "peak_rss_bytes": int(r.get("peak_rss", 0)),
+            }
+            if r
+            else None
+        )
+    return roles
 
 
 def fail(exc: RemoteError) -> int:

@@ -7,6 +7,7 @@ ways, and data flowing between the roles.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -133,6 +134,8 @@ def test_the_rcp_command_copies_from_a_host_and_prints_role_lines(
             "--rcpd-path",
             RCPD,
             "--summary",
+            "--summary-json",
+            str(tmp_path / "summary.json"),
             _at(server, src),
             str(tmp_path / "dst"),
         ]
@@ -143,6 +146,12 @@ def test_the_rcp_command_copies_from_a_host_and_prints_role_lines(
     assert "copied:    files 2" in out
     assert "source:      cpu user" in out  # the remote daemon's own figures
     assert "destination: in this process" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["copied"]["files"] == 2
+    assert summary["roles"]["destination"] is None
+    source = summary["roles"]["source"]
+    assert source["cpu_user_s"] > 0
+    assert source["peak_rss_bytes"] > 1 << 20
 
 
 @pytest.mark.parametrize(
