@@ -37,24 +37,31 @@ class Leader:
     done: threading.Event = field(default_factory=threading.Event)
     ok: bool = False
 
-    @contextlib.contextmanager
-    def located(self) -> Iterator[tuple[int, str]]:
-        """Yield ``(directory fd, name)`` of the leader's copy, at any depth."""
-        if len(os.fsencode(self.path)) < PATH_LIMIT:
-            yield self.anchor_fd, self.path
-            return
-        *parents, name = self.path.split("/")
-        fd = self.anchor_fd
-        try:
-            for part in parents:
-                child = os.open(part, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
-                if fd != self.anchor_fd:
-                    os.close(fd)
-                fd = child
-            yield fd, name
-        finally:
-            if fd != self.anchor_fd:
+    def located(self) -> contextlib.AbstractContextManager[tuple[int, str]]:
+        """``(directory fd, name)`` of the leader's copy (:func:`located`)."""
+        return located(self.anchor_fd, self.path)
+
+
+@contextlib.contextmanager
+def located(anchor_fd: int, path: str) -> Iterator[tuple[int, str]]:
+    """Yield ``(directory fd, name)`` of ``path`` below ``anchor_fd``, at any depth
+    (a path longer than ``PATH_MAX`` is opened one directory at a time, never
+    following a symlink)."""
+    if len(os.fsencode(path)) < PATH_LIMIT:
+        yield anchor_fd, path
+        return
+    *parents, name = path.split("/")
+    fd = anchor_fd
+    try:
+        for part in parents:
+            child = os.open(part, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            if fd != anchor_fd:
                 os.close(fd)
+            fd = child
+        yield fd, name
+    finally:
+        if fd != anchor_fd:
+            os.close(fd)
 
 
 class LinkMap:

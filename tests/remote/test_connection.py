@@ -20,7 +20,7 @@ from rcp_core.errors import (
 )
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, accept, dial
-from rcp_core.remote.hello import Role
+from rcp_core.remote.hello import PROTOCOL, Role
 from rcp_core.remote.wire import FrameKind, FrameReader, encode
 
 TIMEOUT = 5.0
@@ -96,7 +96,7 @@ def test_a_pinned_tls_connection_greets_and_talks(server_id: tls.Identity) -> No
         )
         assert conn.hello is not None
         assert (conn.hello.role, conn.hello.software) == (Role.SOURCE, "test-server")
-        assert conn.version == (1, 0)
+        assert conn.version == PROTOCOL
         assert _ping(conn) == 41
     assert out[0].role is Role.MASTER
 
@@ -173,7 +173,8 @@ def test_an_incompatible_major_version_is_a_clear_error_on_both_sides() -> None:
 
     with serving(_server(None)) as (address, out):
         reason = old_client(address)
-    assert "speaks rcp protocol 2.0, this side 1.0" in reason
+    ours = f"{PROTOCOL[0]}.{PROTOCOL[1]}"
+    assert f"speaks rcp protocol 2.0, this side {ours}" in reason
     assert isinstance(out[0], ProtocolError)
 
 

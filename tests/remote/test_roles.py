@@ -19,7 +19,16 @@ from rcp_core.errors import ProtocolError
 from rcp_core.remote import tls
 from rcp_core.remote.roles import run_destination, run_source
 from support.treecmp import TreeCompare
-from support.treespec import Dir, Fifo, File, Sparse, Spec, Symlink, make_tree
+from support.treespec import (
+    Dir,
+    Fifo,
+    File,
+    HardLink,
+    Sparse,
+    Spec,
+    Symlink,
+    make_tree,
+)
 
 TIMEOUT = 10.0
 MIB = 1 << 20
@@ -187,3 +196,90 @@ def test_names_that_escape_the_directory_are_protocol_errors() -> None:
         with pytest.raises(ProtocolError):
             check_name(bad)
     assert check_name("..hidden") == "..hidden"
+
+
+LINKED: Spec = {
+    "a/one": File(b"1" * 300, mode=0o640),
+    "a/one-again": HardLink("a/one"),
+    "b/one-elsewhere": HardLink("a/one"),
+    "big": File(os.urandom(2 * MIB + 5)),  # CHUNK frames, its link in FILES
+    "c/big-link": HardLink("big"),
+    **{f"many/f{i}": os.urandom(50) for i in range(40)},
+    **{f"many/g{i}": HardLink(f"many/f{i}") for i in range(40)},
+    "lonely": b"single",
+}
+
+
+def test_hard_links_stay_hard_links_and_data_crosses_once(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(tmp_path / "src", LINKED)
+    sent, written, errors = remote_copy(src, tmp_path / "dst")
+    assert errors == []
+    assert tree_compare(src, tmp_path / "dst") == []  # link groups compared too
+    assert written["copied.files"] == sent["copied.files"] == 43
+    assert written["copied.hardlinks"] == sent["copied.hardlinks"] == 43
+    assert sent["copied.bytes"] == 300 + 2 * MIB + 5 + 40 * 50 + 6
+
+
+def test_a_file_linked_from_outside_the_tree_is_a_plain_file(tmp_path: Path) -> None:
+    src = make_tree(tmp_path / "src", {"inside": b"shared"})
+    os.link(src / "inside", tmp_path / "outside")
+    _, written, errors = remote_copy(src, tmp_path / "dst")
+    assert errors == []
+    assert written["copied.files"] == 1
+    assert written["copied.hardlinks"] == 0
+    assert os.stat(tmp_path / "dst" / "inside").st_nlink == 1
+
+
+def test_a_destination_of_protocol_1_0_gets_every_name_as_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hard links came with 1.1; an older peer is sent what it understands."""
+    from rcp_core.remote import connection
+
+    monkeypatch.setattr(connection, "PROTOCOL", (1, 0))
+    src = make_tree(tmp_path / "src", LINKED)
+    _, written, errors = remote_copy(src, tmp_path / "dst")
+    assert errors == []
+    assert written["copied.files"] == 86
+    assert written["copied.hardlinks"] == 0
+    assert (tmp_path / "dst/b/one-elsewhere").read_bytes() == b"1" * 300
+    assert os.stat(tmp_path / "dst/b/one-elsewhere").st_nlink == 1
+
+
+@pytest.mark.parametrize(
+    ("entries", "why"),
+    [
+        ([{"name": "x", "kind": "hardlink", "meta": "META"}], "without its link id"),
+        ([{"name": "x", "kind": "file", "meta": "META", "link": 0}], "bad link id"),
+        ([{"name": "x", "kind": "file", "meta": "META", "link": True}], "bad link id"),
+        (
+            [
+                {"name": "x", "kind": "file", "meta": "META", "link": 3},
+                {"name": "y", "kind": "file", "meta": "META", "link": 3},
+            ],
+            "two first names",
+        ),
+    ],
+)
+def test_malformed_hard_links_are_protocol_errors(
+    tmp_path: Path, entries: list[dict[str, Any]], why: str
+) -> None:
+    from rcp_core.remote.meta import meta_of
+    from rcp_core.remote.receive import Receiver
+
+    (tmp_path / "f").write_bytes(b"")
+    meta = meta_of(os.lstat(tmp_path / "f"))
+    for entry in entries:
+        if entry.get("meta") == "META":
+            entry["meta"] = meta
+    (tmp_path / "dst").mkdir()
+    receiver = Receiver(
+        CopySettings(), os.open(tmp_path / "dst", os.O_RDONLY | os.O_DIRECTORY), 0o022
+    )
+    try:
+        with pytest.raises(ProtocolError, match=why):
+            receiver.files({"dir": 0, "entries": entries}, memoryview(b""))
+    finally:
+        receiver.close()

@@ -14,8 +14,11 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 0)
-"""The version this code speaks."""
+PROTOCOL = (1, 1)
+"""The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
+``hardlink``, ``link`` on a file's entry or first chunk)."""
+HARD_LINKS = (1, 1)
+"""The first version whose destinations understand hard links."""
 
 
 class Role(enum.Enum):

@@ -17,7 +17,12 @@ The same invariants as a local copy (:mod:`rcp_core.entries`):
   when that many arrived and its subdirectories finished (post-order);
 - names are single path components (no ``/``, ``.``, ``..``, NUL), and everything is
   created relative to an open directory descriptor with ``O_NOFOLLOW``: a peer cannot
-  make the destination write outside its root.
+  make the destination write outside its root;
+- hard links: a file entry with a ``link`` id is the inode's first name; a
+  ``hardlink`` entry with that id becomes a link to where the first name was written,
+  as soon as it is in place (it may arrive first, on another connection: it then
+  waits, and its directory is not finished before it is linked). If the first name
+  could not be written, every other name of the inode is an error.
 """
 
 from __future__ import annotations
@@ -28,12 +33,13 @@ import logging
 import os
 import stat
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rcp_core.entries import NEW_FILE_FLAGS, rename_over, temp_name
 from rcp_core.errors import ProtocolError, entry_error
 from rcp_core.existing import Action, decide
+from rcp_core.links import located
 from rcp_core.metadata import Metadata
 from rcp_core.remote.meta import stat_of
 from rcp_core.remove import remove_entry
@@ -80,6 +86,22 @@ class _Dir:
         return f"{self.rel}/{name}" if self.rel else name
 
 
+@dataclass(slots=True, eq=False)
+class _Link:
+    """A multiply-linked source inode at the destination.
+
+    :param path: where its first name was written, relative to the anchor, once it
+        is in place.
+    :param failed: its first name could not be written.
+    :param waiting: later names that arrived before the first one was in place.
+    """
+
+    path: str | None = None
+    failed: bool = False
+    seen: int = 0
+    waiting: list[tuple[_Dir, str, os.stat_result]] = field(default_factory=list)
+
+
 class Receiver:
     """Writes one copy into ``parent_fd`` (the destination root's parent directory).
 
@@ -102,6 +124,9 @@ class Receiver:
                 ANCHOR, parent_fd, None, "", "", None, fresh=False, created=False
             )
         }
+        self._anchor_fd = parent_fd
+        self._links: dict[int, _Link] = {}
+        """Link id -> its inode's state, until all its names were seen."""
 
     # -- bookkeeping -------------------------------------------------------------
 
@@ -255,9 +280,9 @@ class Receiver:
             for entry in entries:
                 if not isinstance(entry, dict):
                     raise ProtocolError("FILES entry is not an object")
-                size = self._entry(node, entry, data, offset)
+                size, counted = self._entry(node, entry, data, offset)
                 offset += size
-                done += 1
+                done += counted
             if offset != len(data):
                 raise ProtocolError(
                     f"FILES frame carries {len(data)} bytes, its entries {offset}"
@@ -267,15 +292,19 @@ class Receiver:
 
     def _entry(
         self, node: _Dir, entry: dict[str, Any], data: memoryview, offset: int
-    ) -> int:
-        """Write one entry; the number of data bytes it used."""
+    ) -> tuple[int, bool]:
+        """Write one entry: the number of data bytes it used, and whether it is done
+        (a later name of an inode whose first one is not in place yet waits)."""
         name = check_name(entry.get("name"))
         kind = entry.get("kind")
         rel = node.child_rel(name)
+        link = _link_id(entry.get("link"), rel)
         if kind == "failed":  # the source could not read it, and said so
             with self._lock:
                 node.failed = True
-            return 0
+            if link is not None:
+                self._first_name(link, node, name, written=False)
+            return 0, True
         st = stat_of(entry.get("meta"))
         if kind == "file":
             size = st.st_size
@@ -287,7 +316,16 @@ class Receiver:
                 self._fail(rel, "write", exc)
                 with self._lock:
                     node.failed = True
-            return size
+                written = False
+            else:
+                written = True
+            if link is not None:
+                self._first_name(link, node, name, written)
+            return size, True
+        if kind == "hardlink":
+            if link is None:
+                raise ProtocolError(f"{rel}: a hard link without its link id")
+            return 0, self._later_name(link, node, name, st)
         if kind == "symlink":
             target = entry.get("target")
             if not isinstance(target, str) or not target or "\0" in target:
@@ -298,8 +336,68 @@ class Receiver:
                 self._fail(rel, "create symlink", exc)
                 with self._lock:
                     node.failed = True
-            return 0
+            return 0, True
         raise ProtocolError(f"{rel}: unknown entry kind {kind!r}")
+
+    # -- hard links ----------------------------------------------------------------
+
+    def _first_name(self, link_id: int, node: _Dir, name: str, written: bool) -> None:
+        """The inode's first name is done (``written``: it is in place); link the
+        names that waited for it, and count them into their directories."""
+        with self._lock:
+            link = self._links.setdefault(link_id, _Link())
+            if link.path is not None or link.failed:
+                raise ProtocolError(f"hard link {link_id} has two first names")
+            if written:
+                link.path = node.child_rel(name)
+            else:
+                link.failed = True
+            link.seen += 1
+            waiting, link.waiting = link.waiting, []
+            if waiting and link.seen >= waiting[0][2].st_nlink:
+                del self._links[link_id]  # every name seen
+        for later, later_name, st in waiting:
+            self._link(link, later, later_name, st)
+            self._count(later)
+
+    def _later_name(
+        self, link_id: int, node: _Dir, name: str, st: os.stat_result
+    ) -> bool:
+        """A later name of a multiply-linked inode: linked now (``True``), or waiting
+        for the first name (``False``: counted when it is linked)."""
+        with self._lock:
+            link = self._links.setdefault(link_id, _Link())
+            link.seen += 1
+            if link.path is None and not link.failed:
+                link.waiting.append((node, name, st))
+                return False
+            if link.seen >= st.st_nlink:
+                del self._links[link_id]  # every name seen: memory stays bounded
+        self._link(link, node, name, st)
+        return True
+
+    def _link(self, link: _Link, node: _Dir, name: str, st: os.stat_result) -> None:
+        rel = node.child_rel(name)
+        try:
+            if link.path is None:
+                raise OSError(errno.EIO, "the inode's first name was not copied")
+            target = self._target(node, name, st)
+            if target is None:
+                return
+            with located(self._anchor_fd, link.path) as (fd, first):
+                os.link(
+                    first,
+                    target,
+                    src_dir_fd=fd,
+                    dst_dir_fd=node.fd,
+                    follow_symlinks=False,
+                )
+            self._commit(node, target, name)
+            self.tally["copied.hardlinks"] += 1
+        except OSError as exc:
+            self._fail(rel, "hard link", exc)
+            with self._lock:
+                node.failed = True
 
     # -- writing -------------------------------------------------------------------
 
@@ -394,7 +492,8 @@ class Receiver:
             node = self._dir(header.get("dir"))
             name = check_name(header.get("name"))
             st = stat_of(header.get("meta"))
-            current = Incoming(self, node, name, st)
+            link = _link_id(header.get("link"), node.child_rel(name))
+            current = Incoming(self, node, name, st, link)
         offset = header.get("offset")
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise ProtocolError(f"bad chunk offset {offset!r}")
@@ -418,9 +517,15 @@ class Incoming:
     """
 
     def __init__(
-        self, receiver: Receiver, node: _Dir, name: str, st: os.stat_result
+        self,
+        receiver: Receiver,
+        node: _Dir,
+        name: str,
+        st: os.stat_result,
+        link: int | None,
     ) -> None:
         self.receiver, self.node, self.name, self.st = receiver, node, name, st
+        self.link = link
         self.fd: int | None = None
         self.target: str | None = None
         self.written = 0
@@ -484,7 +589,7 @@ class Incoming:
                     tally = self.receiver.tally
                     tally["copied.files"] += 1
                     tally["copied.bytes"] += self.st.st_size
-        self.receiver._count(self.node)
+        self._end(written=not self.gone)
 
     def abort(self, reason: str) -> None:
         """The source could not read the file to the end: nothing of it stays."""
@@ -492,4 +597,18 @@ class Incoming:
         with self.receiver._lock:
             self.node.failed = True
         log.debug("%s: source gave up: %s", self.name, reason)
+        self._end(written=False)
+
+    def _end(self, written: bool) -> None:
+        if self.link is not None:
+            self.receiver._first_name(self.link, self.node, self.name, written)
         self.receiver._count(self.node)
+
+
+def _link_id(value: Any, rel: str) -> int | None:
+    """A ``link`` field: absent, or a positive integer."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ProtocolError(f"{rel}: bad link id {value!r}")
+    return value

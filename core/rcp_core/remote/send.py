@@ -13,6 +13,10 @@ One *walker* (the caller's thread) and one *sender* thread per data connection:
   ``CHUNK`` frames, its holes skipped (``SEEK_DATA``/``SEEK_HOLE``) so they stay holes.
 - An entry that cannot be read is still sent, as ``failed``, so every count the
   destination waits for is met; the error is recorded here.
+- A file with more than one name (``st_nlink > 1``) is read once: the first name seen
+  travels with its data and a ``link`` id, each later one as a ``hardlink`` entry
+  with that id and no data (to a destination that speaks protocol 1.1; an older one
+  gets every name as a file). An inode is forgotten once all its names were seen.
 
 Invariants: a directory's descriptor stays open until its last batch is sent; the
 sizes in a frame are the bytes actually read (a file that shrank is sent as it is now).
@@ -39,6 +43,7 @@ from rcp_core.errors import (
 )
 from rcp_core.methods import data_extents
 from rcp_core.remote.connection import Connection
+from rcp_core.remote.hello import HARD_LINKS
 from rcp_core.remote.meta import meta_of
 from rcp_core.remote.receive import ANCHOR
 from rcp_core.remote.wire import FrameKind
@@ -122,6 +127,10 @@ class Sender:
         self._ready: queue.Queue[tuple[int, bool]] = queue.Queue()
         self._work: queue.Queue[_Batch | None] = queue.Queue(QUEUE_DEPTH)
         self._failure: BaseException | None = None
+        self._hard_links = control.version >= HARD_LINKS
+        self._links: dict[tuple[int, int], list[int]] = {}
+        """(device, inode) -> [its link id, names still to see]."""
+        self._link_ids = 0
 
     # -- the walk ----------------------------------------------------------------
 
@@ -339,20 +348,45 @@ class Sender:
                 entry, data = self._symlink(tally, batch.node, name, sent_as, rel)
             else:
                 opened = self._open(tally, batch.node, name, rel)
+                link, first = self._claim(opened[1]) if opened else (None, True)
                 if opened is None:
                     entry, data = {"name": sent_as, "kind": "failed"}, b""
+                elif not first:
+                    os.close(opened[0])
+                    entry, data = {"name": sent_as, "kind": "hardlink"}, b""
+                    entry["meta"] = meta_of(opened[1])
+                    tally["copied.hardlinks"] += 1
                 elif opened[1].st_size > SMALL:
                     flush()
-                    self._send_large(tally, conn, batch, sent_as, rel, *opened)
+                    self._send_large(tally, conn, batch, sent_as, rel, *opened, link)
                     continue
                 else:
                     entry, data = self._read_small(tally, sent_as, rel, *opened)
+                if link is not None:
+                    entry["link"] = link
             if size + len(data) > FRAME_DATA:
                 flush()
             entries.append(entry)
             chunks.append(data)
             size += len(data)
         flush()
+
+    def _claim(self, st: os.stat_result) -> tuple[int | None, bool]:
+        """``(link id, first name)`` of a regular file's inode: ``(None, True)`` when
+        it has one name (or the destination cannot link)."""
+        if st.st_nlink < 2 or not self._hard_links:
+            return None, True
+        key = (st.st_dev, st.st_ino)
+        with self._lock:
+            known = self._links.get(key)
+            if known is None:
+                self._link_ids += 1
+                self._links[key] = [self._link_ids, st.st_nlink - 1]
+                return self._link_ids, True
+            known[1] -= 1
+            if known[1] <= 0:
+                del self._links[key]
+            return known[0], False
 
     def _symlink(
         self, tally: Tally, node: _Dir, name: str, sent_as: str, rel: str
@@ -411,6 +445,7 @@ class Sender:
         rel: str,
         fd: int,
         st: os.stat_result,
+        link: int | None,
     ) -> None:
         """One large file as ``CHUNK`` frames; the last one says how it ended."""
         base: dict[str, Any] = {"dir": batch.dir_id, "name": sent_as}
@@ -421,6 +456,8 @@ class Sender:
             header = {**base, "offset": offset, "first": first, **end}
             if first:
                 header["meta"] = meta_of(st)
+                if link is not None:
+                    header["link"] = link
             conn.send(FrameKind.CHUNK, header, data)
             first = False
 
