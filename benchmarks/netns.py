@@ -1,4 +1,5 @@
-"""Separate hosts on one machine: network namespaces on a private bridge.
+"""Separate hosts on one machine: network namespaces on a private bridge (for the
+remote-copy tests and the benchmark's remote section).
 
 :func:`lan` makes one namespace per host, each with a veth ``eth0`` whose peer sits on
 a bridge in a namespace of its own (the "switch"), addresses ``10.R.0.N/24`` on a
@@ -6,9 +7,19 @@ subnet chosen for the run; nothing is attached to the machine's own network, so 
 addresses inside these namespaces carry traffic. Everything is removed on exit
 (deleting a namespace deletes its devices).
 
-A host runs commands with :meth:`Host.argv` (``ip netns exec``), can have its link
-capped (:meth:`Host.limit`, a ``tbf`` qdisc) or taken down and up
-(:meth:`Host.link`), and reports the bytes its link carried (:meth:`Host.traffic`).
+A host runs commands with :meth:`Host.argv` (``ip netns exec``) or :meth:`Host.enter`
+(``nsenter --net``: the network namespace only), can have its link capped
+(:meth:`Host.limit`, a ``tbf`` qdisc) or taken down and up (:meth:`Host.link`), and
+reports the bytes its link carried (:meth:`Host.traffic`).
+
+Why two ways in: ``ip netns exec`` also gives the command a mount namespace of its own
+(to mount a sysfs that shows the host's devices). Here ``/`` is a private mount, so
+that namespace keeps a copy of every mount present when it started, for as long as
+the command lives: a long-running daemon started that way would hold on to loop
+mounts made by anyone on the machine, and a later ``umount`` there leaves the
+filesystem alive, its device busy (``mkfs`` and ``losetup -d`` then fail). Daemons
+and benchmark runs therefore use :meth:`Host.enter`, which shares the machine's mount
+table.
 
 Needs root and iproute2; :func:`missing` says what is absent.
 """
@@ -29,6 +40,8 @@ def missing() -> str | None:
         return "needs root (network namespaces)"
     if shutil.which("ip") is None or shutil.which("tc") is None:
         return "iproute2 (ip, tc) is not installed"
+    if shutil.which("nsenter") is None:
+        return "util-linux (nsenter) is not installed"
     return None
 
 
@@ -55,6 +68,11 @@ class Host:
     def argv(self, command: Sequence[str]) -> list[str]:
         """``command`` run inside this host."""
         return ["ip", "netns", "exec", self.netns, *command]
+
+    def enter(self, command: Sequence[str]) -> list[str]:
+        """``command`` run in this host's network namespace, in the machine's mount
+        namespace (no private copy of the mount table: see the module docstring)."""
+        return ["nsenter", f"--net=/run/netns/{self.netns}", *command]
 
     def limit(self, rate: str) -> None:
         """Cap what this host sends to ``rate`` (``tc`` units, e.g. ``50mbit``), and

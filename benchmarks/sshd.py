@@ -1,9 +1,13 @@
-"""A real OpenSSH server on loopback for remote-copy tests, with throwaway keys.
+"""A real OpenSSH server with throwaway keys, for the remote-copy tests and benchmarks.
 
 :func:`running_sshd` generates a host key and a client key in a private directory,
-starts ``sshd -D`` on 127.0.0.1 and a free port with a configuration that accepts
-only that client key, waits until it answers, and stops it on exit. :class:`Sshd`
-gives the client options that reach it without touching the user's ``~/.ssh``.
+starts ``sshd -D`` with a configuration that accepts only that client key (on
+127.0.0.1 and a free port, or inside a :class:`~benchmarks.netns.Host` on its address
+and port 22), waits until it listens, and stops it on exit. :class:`Sshd` gives the
+client options that reach it without touching the user's ``~/.ssh``.
+
+Inside a host, sshd enters only the network namespace (:meth:`netns.Host.enter`): in a
+mount namespace of its own it would pin every loop mount made while it runs.
 
 Needs root (sshd's privilege separation) and openssh-server; :func:`missing` says
 what is absent.
@@ -21,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from support import netns
+from benchmarks import netns
 
 SSHD = "/usr/sbin/sshd"
 
@@ -106,7 +110,7 @@ def running_sshd(workdir: Path, host: netns.Host | None = None) -> Iterator[Sshd
     log = open(workdir / "sshd.log", "wb")  # noqa: SIM115 - closed below
     command = [SSHD, "-D", "-e", "-f", str(config)]
     proc = subprocess.Popen(
-        command if host is None else host.argv(command), stdout=log, stderr=log
+        command if host is None else host.enter(command), stdout=log, stderr=log
     )
     try:
         deadline = time.monotonic() + 10

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from support import netns, sshd
+from benchmarks import netns, sshd
 from support.nobody import RCP_MAIN
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree

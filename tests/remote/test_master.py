@@ -22,7 +22,7 @@ import pytest
 
 from rcp_core.errors import RemoteError
 from rcp_core.remote.master import Launch, remote_copy
-from support import sshd
+from benchmarks import sshd
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
 
