@@ -54,6 +54,7 @@ def remote_copy(
                 ctx,
                 str(src),
                 dst.name,
+                settings or CopySettings(),
                 connections=connections,
                 timeout=TIMEOUT,
             )
@@ -283,3 +284,46 @@ def test_malformed_hard_links_are_protocol_errors(
             receiver.files({"dir": 0, "entries": entries}, memoryview(b""))
     finally:
         receiver.close()
+
+
+def test_a_second_overwrite_run_sends_no_file_data(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    """The destination's manifests spare what already matches; a changed file and a
+    new one still travel, and hard links stay linked."""
+    src = make_tree(tmp_path / "src", {**MIXED, **LINKED})
+    dst = tmp_path / "dst"
+    overwrite = CopySettings(existing=ExistingPolicy.OVERWRITE)
+    first, _, errors = remote_copy(src, dst, overwrite)
+    assert errors == []
+    assert first["copied.bytes"] > 75 * MIB
+    again, written, errors = remote_copy(src, dst, overwrite)
+    assert errors == []
+    assert again["copied.bytes"] == again["copied.files"] == 0
+    assert written["copied.files"] == written["copied.hardlinks"] == 0
+    assert written["unchanged.files"] == 6 + 43  # "big" is LINKED's
+    assert written["unchanged.hardlinks"] == 43
+    assert tree_compare(src, dst, sparse=True) == []
+    (src / "small").write_bytes(b"changed, and longer\n")
+    (src / "new").write_bytes(b"new")
+    third, written, errors = remote_copy(src, dst, overwrite)
+    assert errors == []
+    assert third["copied.files"] == written["copied.files"] == 2
+    assert third["copied.bytes"] == len(b"changed, and longer\n") + 3
+    assert tree_compare(src, dst, sparse=True) == []
+
+
+@pytest.mark.parametrize(
+    ("policy", "counted"),
+    [(ExistingPolicy.IGNORE_EXISTING, "skipped"), (ExistingPolicy.UPDATE, "skipped")],
+)
+def test_files_to_keep_are_not_sent(
+    tmp_path: Path, policy: ExistingPolicy, counted: str
+) -> None:
+    src = make_tree(tmp_path / "src", {"a": File(b"old source", mtime_ns=1)})
+    dst = make_tree(tmp_path / "dst", {"a": File(b"newer here", mtime_ns=2)})
+    sent, written, errors = remote_copy(src, dst, CopySettings(existing=policy))
+    assert errors == []
+    assert sent["copied.bytes"] == 0
+    assert written[f"{counted}.files"] == 1
+    assert (dst / "a").read_bytes() == b"newer here"

@@ -142,7 +142,13 @@ def _run(
             raise ProtocolError("job: the destination's certificate is missing")
         ctx = tls.server_context(identity, peer) if encrypt else None
         return run_source(
-            listener, ctx, src, dst_name, connections=connections, timeout=timeout
+            listener,
+            ctx,
+            src,
+            dst_name,
+            settings_from_wire(job.get("settings", {})),
+            connections=connections,
+            timeout=timeout,
         )
     dst, host, port = job.get("dst"), job.get("host"), job.get("port")
     pin = job.get("pin")

@@ -244,6 +244,7 @@ def remote_copy(
                         ctx,
                         src_path,
                         dst_name,
+                        settings,
                         connections=connections,
                         timeout=timeout,
                     )
@@ -284,6 +285,7 @@ def remote_copy(
                 src=src_path,
                 dst_name=dst_name,
                 peer_cert=peer_cert,
+                settings=settings_to_wire(settings),
                 connections=connections,
             )
         results = _run_local(local)

@@ -22,7 +22,11 @@ The same invariants as a local copy (:mod:`rcp_core.entries`):
   ``hardlink`` entry with that id becomes a link to where the first name was written,
   as soon as it is in place (it may arrive first, on another connection: it then
   waits, and its directory is not finished before it is linked). If the first name
-  could not be written, every other name of the inode is an error.
+  could not be written, every other name of the inode is an error;
+- manifests: under ``--overwrite``, ``--update`` or ``--ignore-existing`` the
+  destination lists the regular files an existing directory already holds
+  (:meth:`Receiver.manifest`), and the source sends the ones that match as
+  ``unchanged`` or ``kept`` entries without data, which are only counted here.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import logging
 import os
 import stat
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +46,7 @@ from rcp_core.errors import ProtocolError, entry_error
 from rcp_core.existing import Action, decide
 from rcp_core.links import located
 from rcp_core.metadata import Metadata
-from rcp_core.remote.meta import stat_of
+from rcp_core.remote.meta import meta_of, stat_of
 from rcp_core.remove import remove_entry
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.summary import Tally, merge
@@ -51,6 +56,8 @@ log = logging.getLogger("rcp_core")
 
 ANCHOR = 0
 """Directory id of the destination root's parent, which exists before the copy."""
+MANIFEST_PART = 2048
+"""Files per ``dir_manifest`` message (about 300 KiB of JSON)."""
 
 
 def check_name(name: Any) -> str:
@@ -202,6 +209,42 @@ class Receiver:
         for node in left:
             os.close(node.fd)
 
+    # -- manifests -----------------------------------------------------------------
+
+    @property
+    def wants_manifests(self) -> bool:
+        """Whether existing files may stay (so a manifest can spare their data)."""
+        return self.settings.existing in (
+            ExistingPolicy.OVERWRITE,
+            ExistingPolicy.UPDATE,
+            ExistingPolicy.IGNORE_EXISTING,
+        )
+
+    def manifest(self, dir_id: int) -> Iterator[list[list[Any]]]:
+        """The regular files directory ``dir_id`` held before the copy, as
+        ``[name, meta]`` pairs in parts of at most ``MANIFEST_PART`` (nothing for a
+        directory made by this copy)."""
+        node = self._dir(dir_id)
+        if node.fresh:
+            return
+        part: list[list[Any]] = []
+        try:
+            with os.scandir(node.fd) as entries:
+                for entry in entries:
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue  # gone: the entry is then sent and written
+                    if stat.S_ISREG(st.st_mode):
+                        part.append([entry.name, meta_of(st)])
+                    if len(part) >= MANIFEST_PART:
+                        yield part
+                        part = []
+        except OSError as exc:
+            log.debug("%s: no manifest: %s", node.rel or ".", exc)
+        if part:
+            yield part
+
     # -- messages ------------------------------------------------------------------
 
     def open_dir(self, dir_id: Any, parent_id: Any, name: Any, meta: Any) -> bool:
@@ -305,6 +348,13 @@ class Receiver:
             if link is not None:
                 self._first_name(link, node, name, written=False)
             return 0, True
+        if kind in ("unchanged", "kept"):  # matched the manifest: nothing to write
+            self.tally[
+                "unchanged.files" if kind == "unchanged" else "skipped.files"
+            ] += 1
+            if link is not None:
+                self._first_name(link, node, name, written=True)
+            return 0, True
         st = stat_of(entry.get("meta"))
         if kind == "file":
             size = st.st_size
@@ -377,14 +427,26 @@ class Receiver:
         return True
 
     def _link(self, link: _Link, node: _Dir, name: str, st: os.stat_result) -> None:
+        """Make ``name`` another name of the first one's copy. An existing entry that
+        already is that inode is unchanged; another one is kept under
+        ``--ignore-existing``, refused by default, else replaced by a rename."""
         rel = node.child_rel(name)
         try:
             if link.path is None:
                 raise OSError(errno.EIO, "the inode's first name was not copied")
-            target = self._target(node, name, st)
-            if target is None:
-                return
             with located(self._anchor_fd, link.path) as (fd, first):
+                old = self._existing(node, name)
+                if old is not None:
+                    there = os.lstat(first, dir_fd=fd)
+                    if (there.st_dev, there.st_ino) == (old.st_dev, old.st_ino):
+                        self.tally["unchanged.hardlinks"] += 1
+                        return
+                    if self.settings.existing is ExistingPolicy.IGNORE_EXISTING:
+                        self.tally["skipped.hardlinks"] += 1
+                        return
+                    if self.settings.existing is ExistingPolicy.ERROR:
+                        raise FileExistsError(errno.EEXIST, "destination exists")
+                target = name if old is None else temp_name(name)
                 os.link(
                     first,
                     target,

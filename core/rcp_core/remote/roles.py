@@ -28,7 +28,7 @@ from collections.abc import Callable
 from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, accept, dial
-from rcp_core.remote.hello import Role
+from rcp_core.remote.hello import MANIFESTS, Role
 from rcp_core.remote.receive import Incoming, Receiver
 from rcp_core.remote.send import Sender
 from rcp_core.remote.wire import FrameKind
@@ -45,12 +45,15 @@ def run_source(
     ctx: ssl.SSLContext | None,
     src: str,
     dst_name: str,
+    settings: CopySettings,
     *,
     connections: int,
     timeout: float,
 ) -> tuple[dict[str, int], list[str]]:
     """Accept the destination's connections on ``listener`` and send ``src``.
 
+    :param settings: the copy's settings (what makes a file unchanged, for the
+        destination's manifests).
     :returns: the source's counts and its error messages.
     """
     listener.settimeout(timeout)
@@ -80,7 +83,7 @@ def run_source(
             else:
                 conn.fail(f"unexpected attach {channel!r}")
                 raise ProtocolError(f"unexpected attach {channel!r}")
-        sender = Sender(src, dst_name, control, data, stall=STALL)
+        sender = Sender(src, dst_name, control, data, settings, stall=STALL)
         return sender.run(), list(sender.errors)
     finally:
         for conn in (*data, *([control] if control else [])):
@@ -211,6 +214,9 @@ def _serve_control(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> No
             ok = receiver.open_dir(
                 h.get("id"), h.get("parent"), h.get("name"), h.get("meta")
             )
+            if ok and receiver.wants_manifests and conn.version >= MANIFESTS:
+                for part in receiver.manifest(h["id"]):
+                    conn.send_control("dir_manifest", id=h["id"], entries=part)
             conn.send_control("dir_ready" if ok else "dir_failed", id=h.get("id"))
         elif kind == "dir_end":
             receiver.end_dir(frame.header.get("dir"), frame.header.get("count"))

@@ -17,6 +17,10 @@ One *walker* (the caller's thread) and one *sender* thread per data connection:
   travels with its data and a ``link`` id, each later one as a ``hardlink`` entry
   with that id and no data (to a destination that speaks protocol 1.1; an older one
   gets every name as a file). An inode is forgotten once all its names were seen.
+- A destination directory that existed may come with a manifest of its regular files
+  (``dir_manifest``, before ``dir_ready``): a source file that the copy's settings
+  find unchanged against it, or one to keep, goes as an ``unchanged`` or ``kept``
+  entry without data (a second run of the same copy sends no file data).
 
 Invariants: a directory's descriptor stays open until its last batch is sent; the
 sizes in a frame are the bytes actually read (a file that shrank is sent as it is now).
@@ -41,12 +45,14 @@ from rcp_core.errors import (
     RemoteError,
     entry_error,
 )
+from rcp_core.existing import Action, decide
 from rcp_core.methods import data_extents
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.hello import HARD_LINKS
-from rcp_core.remote.meta import meta_of
-from rcp_core.remote.receive import ANCHOR
+from rcp_core.remote.meta import meta_of, stat_of
+from rcp_core.remote.receive import ANCHOR, check_name
 from rcp_core.remote.wire import FrameKind
+from rcp_core.settings import CopySettings
 from rcp_core.summary import Tally, merge
 from rcp_core.tree import DIR_FLAGS
 
@@ -85,14 +91,19 @@ class _Dir:
             os.close(self.fd)
 
 
+Kind = str
+"""What the walk found an entry to be: ``file``, ``symlink``, or a file matched by
+the destination's manifest: ``unchanged`` or ``kept``."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Batch:
-    """Entries of one directory for one sender: ``(name, is_symlink)`` pairs (the
-    sender stats each entry as it reads it, so a file costs no separate ``lstat``)."""
+    """Entries of one directory for one sender: ``(name, kind)`` pairs (the sender
+    stats each file as it reads it, so a file costs no separate ``lstat``)."""
 
     dir_id: int
     node: _Dir
-    entries: list[tuple[str, bool]]
+    entries: list[tuple[str, Kind]]
     rename: str | None = None
     """The one entry's name at the destination, when it differs (a root file)."""
 
@@ -111,10 +122,12 @@ class Sender:
         dst_name: str,
         control: Connection,
         data: list[Connection],
+        settings: CopySettings,
         *,
         stall: float,
     ) -> None:
         self.stall = stall
+        self.settings = settings
         self.src = src
         self.dst_name = dst_name
         self.control = control
@@ -131,6 +144,8 @@ class Sender:
         self._links: dict[tuple[int, int], list[int]] = {}
         """(device, inode) -> [its link id, names still to see]."""
         self._link_ids = 0
+        self._manifests: dict[int, dict[str, os.stat_result]] = {}
+        """Directory id -> the regular files its destination already holds."""
 
     # -- the walk ----------------------------------------------------------------
 
@@ -180,7 +195,7 @@ class Sender:
                 self._announce(anchor, ANCHOR, name, self.dst_name, st)
                 self.control.send_control("dir_end", dir=ANCHOR, count=0)
             else:
-                entry = (name, stat.S_ISLNK(st.st_mode))
+                entry = (name, "symlink" if stat.S_ISLNK(st.st_mode) else "file")
                 anchor.hold()
                 self._work.put(_Batch(ANCHOR, anchor, [entry], self.dst_name))
                 self.control.send_control("dir_end", dir=ANCHOR, count=1)
@@ -235,15 +250,18 @@ class Sender:
         finally:
             parent.release()
         node = _Dir(fd, rel)
+        with self._lock:
+            manifest = self._manifests.pop(dir_id, {})
         subdirs = 0
         count = 0
-        batch: list[tuple[str, bool]] = []
+        batch: list[tuple[str, Kind]] = []
         try:
             with os.scandir(fd) as it:
                 for entry in it:
                     try:
                         is_dir = entry.is_dir(follow_symlinks=False)
                         st = entry.stat(follow_symlinks=False) if is_dir else None
+                        kind = self._kind(entry, manifest)
                     except OSError as exc:
                         self._fail(tally, node.child_rel(entry.name), "stat", exc)
                         continue
@@ -251,7 +269,7 @@ class Sender:
                         self._announce(node, dir_id, entry.name, entry.name, st)
                         subdirs += 1
                         continue
-                    batch.append((entry.name, entry.is_symlink()))
+                    batch.append((entry.name, kind))
                     count += 1
                     if len(batch) >= BATCH_ENTRIES:
                         self._queue(dir_id, node, batch)
@@ -264,7 +282,30 @@ class Sender:
         node.release()
         return subdirs
 
-    def _queue(self, dir_id: int, node: _Dir, entries: list[tuple[str, bool]]) -> None:
+    def _kind(
+        self, entry: os.DirEntry[str], manifest: dict[str, os.stat_result]
+    ) -> Kind:
+        """What to send for a non-directory entry: a ``symlink``, a ``file``, or a
+        file only counted at the destination because its manifest matched it
+        (``unchanged``, ``kept``)."""
+        if entry.is_symlink():
+            return "symlink"
+        there = manifest.get(entry.name)
+        if there is None:
+            return "file"
+        st = entry.stat(follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            return "file"  # the sender finds out what it is and reports it
+        action, reason = decide(
+            self.settings.existing, self.settings.overwrite_compare, st, there
+        )
+        if action is Action.UNCHANGED and reason != "checksum":
+            return "unchanged"
+        if action is Action.KEEP:
+            return "kept"
+        return "file"  # replaced, or contents to compare: the destination decides
+
+    def _queue(self, dir_id: int, node: _Dir, entries: list[tuple[str, Kind]]) -> None:
         node.hold()
         while True:
             if self._failure is not None:
@@ -298,6 +339,7 @@ class Sender:
                 if frame.kind is not FrameKind.CONTROL or kind not in (
                     "dir_ready",
                     "dir_failed",
+                    "dir_manifest",
                 ):
                     if kind == "finished":
                         return
@@ -306,9 +348,24 @@ class Sender:
                     known = isinstance(dir_id, int) and dir_id in self._announced
                 if not isinstance(dir_id, int) or not known:
                     raise ProtocolError(f"{kind} for unknown directory {dir_id!r}")
-                self._ready.put((dir_id, kind == "dir_ready"))
+                if kind == "dir_manifest":
+                    self._note_manifest(dir_id, frame.header.get("entries"))
+                else:
+                    self._ready.put((dir_id, kind == "dir_ready"))
         except (RemoteError, OSError) as exc:
             self._failure = exc
+
+    def _note_manifest(self, dir_id: int, entries: Any) -> None:
+        """Keep a part of a directory's manifest until its scan."""
+        if not isinstance(entries, list):
+            raise ProtocolError("dir_manifest without an entry list")
+        files: dict[str, os.stat_result] = {}
+        for item in entries:
+            if not isinstance(item, list) or len(item) != 2:
+                raise ProtocolError("dir_manifest entry is not a [name, meta] pair")
+            files[check_name(item[0])] = stat_of(item[1])
+        with self._lock:
+            self._manifests.setdefault(dir_id, {}).update(files)
 
     # -- senders -------------------------------------------------------------------
 
@@ -341,11 +398,13 @@ class Sender:
                 )
             entries, chunks, size = [], [], 0
 
-        for name, is_symlink in batch.entries:
+        for name, kind in batch.entries:
             rel = batch.node.child_rel(name)
             sent_as = batch.rename or name
-            if is_symlink:
+            if kind == "symlink":
                 entry, data = self._symlink(tally, batch.node, name, sent_as, rel)
+            elif kind in ("unchanged", "kept"):
+                entry, data = self._matched(tally, batch.node, name, sent_as, kind)
             else:
                 opened = self._open(tally, batch.node, name, rel)
                 link, first = self._claim(opened[1]) if opened else (None, True)
@@ -370,6 +429,26 @@ class Sender:
             chunks.append(data)
             size += len(data)
         flush()
+
+    def _matched(
+        self, tally: Tally, node: _Dir, name: str, sent_as: str, kind: Kind
+    ) -> tuple[dict[str, Any], bytes]:
+        """A file the destination's manifest matched: its name and kind, no data (and
+        its link id, if later names of its inode link to it)."""
+        entry: dict[str, Any] = {"name": sent_as, "kind": kind}
+        try:
+            st = os.lstat(name, dir_fd=node.fd)
+        except OSError:
+            st = None  # gone since the scan: the destination keeps what it has
+        if st is not None:
+            link, first = self._claim(st)
+            if link is not None:
+                entry["link"] = link
+                if not first:  # a later name: link it like any other
+                    entry["kind"] = "hardlink"
+                    entry["meta"] = meta_of(st)
+        tally["unchanged.files" if kind == "unchanged" else "skipped.files"] += 1
+        return entry, b""
 
     def _claim(self, st: os.stat_result) -> tuple[int | None, bool]:
         """``(link id, first name)`` of a regular file's inode: ``(None, True)`` when
