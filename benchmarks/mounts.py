@@ -149,13 +149,28 @@ class Volume:
     filesystem: a fresh filesystem in about a second, where deleting a large tree
     takes minutes on a disk that discards, and leaves freed inodes behind that
     change how the next copy allocates (see the harness's ``filesystems``).
+
+    When ``mkfs`` finds the device still in use after the unmount, another mount
+    namespace holds the old filesystem: a process that unshared its mounts (``ip netns
+    exec``, say) while it was mounted keeps a copy of the mount until it exits, and
+    the machine's ``/`` is a private mount here, so our unmount does not reach it.
+    The old device is then left to that holder (detached with autoclear, its image
+    unlinked: both go when it exits) and the volume moves to a new image and device.
     """
 
     def __init__(
-        self, device: str, mnt: Path, mkfs: Sequence[str], fstype: str, options: str
+        self,
+        device: str,
+        mnt: Path,
+        mkfs: Sequence[str],
+        fstype: str,
+        options: str,
+        image: Path | None = None,
+        size: int = 0,
     ) -> None:
         self.device, self.mnt, self.mkfs = device, mnt, tuple(mkfs)
         self.fstype, self.options = fstype, options
+        self.image, self.size = image, size
 
     def make(self) -> None:
         """``mkfs`` the device and mount it (it must not be mounted)."""
@@ -166,6 +181,21 @@ class Volume:
     def renew(self) -> None:
         """Replace the filesystem by an empty one (every file on it is gone)."""
         unmount(self.mnt)
+        try:
+            self.make()
+        except MountError:
+            if self.image is None or is_mountpoint(self.mnt):
+                raise
+            self._move()
+
+    def _move(self) -> None:
+        """Make the volume on a new image and device (see the class docstring)."""
+        assert self.image is not None
+        attempt("losetup", "-d", self.device)
+        self.image.unlink(missing_ok=True)
+        with open(self.image, "xb") as f:
+            f.truncate(self.size)
+        self.device = attach(self.image)
         self.make()
 
 
@@ -187,17 +217,17 @@ def loop_volume(
     with open(image, "xb") as f:
         f.truncate(size)
     try:
-        device = attach(image)
+        volume = Volume(attach(image), mnt, mkfs, fstype, options, image, size)
         try:
             mnt.mkdir(parents=True, exist_ok=True)
-            volume = Volume(device, mnt, mkfs, fstype, options)
             volume.make()
             try:
                 yield volume
             finally:
-                unmount(mnt)
+                if is_mountpoint(mnt):  # a renew that failed midway left none
+                    unmount(mnt)
         finally:
-            attempt("losetup", "-d", device)
+            attempt("losetup", "-d", volume.device)  # the device renew moved to
     finally:
         image.unlink(missing_ok=True)
 
