@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import sshd
 from rcp_core.errors import RemoteError
 from rcp_core.remote.master import Launch, remote_copy
-from benchmarks import sshd
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
 
