@@ -219,7 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings_from(args)
         if remote.is_remote(args.paths):
             try:
-                summary, ok, source, destination = remote.run(args, settings)
+                summary, ok, source, destination = remote.run(
+                    args, settings, progress_renderer(args)
+                )
             except RemoteError as exc:
                 return remote.fail(exc)
             report(args, summary, {"roles": remote.roles_json(source, destination)})

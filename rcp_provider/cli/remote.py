@@ -14,13 +14,14 @@ import resource
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rcp_core import CopySettings, Summary, UsageError
 from rcp_core.errors import RemoteError
+from rcp_core.progress import Progress
 from rcp_core.remote.operands import parse_operand
-from rcp_core.summary import Resources, human_bytes
+from rcp_core.summary import Resources, human_bytes, merge
 
 if TYPE_CHECKING:
     from rcp_core.remote.master import RoleResult
@@ -62,11 +63,13 @@ def is_remote(paths: Sequence[str]) -> bool:
 
 
 def run(
-    args: argparse.Namespace, settings: CopySettings
+    args: argparse.Namespace,
+    settings: CopySettings,
+    renderer: Callable[[Progress], None] | None,
 ) -> tuple[Summary, bool, RoleResult, RoleResult]:
     """Copy between hosts: the summary, whether everything was copied, and the
     source's and the destination's results (:func:`render_roles`,
-    :func:`roles_json`).
+    :func:`roles_json`). ``renderer`` shows the destination's progress.
 
     :raises UsageError: bad operands or options a remote copy does not support.
     :raises RemoteError: a daemon could not be started or reached, or failed.
@@ -81,6 +84,12 @@ def run(
     from rcp_core.remote.master import Launch, merged_counts, remote_copy
 
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
+
+    def show(counts: dict[str, int], final: bool = False) -> None:
+        if renderer is not None:
+            elapsed = time.monotonic() - started
+            renderer(Progress(merge([counts]), elapsed, pending=0, final=final))
+
     source, destination = remote_copy(
         args.paths[0],
         args.paths[1],
@@ -89,7 +98,9 @@ def run(
         timeout=args.remote_timeout,
         encrypt=not args.no_encryption,
         launch=Launch(ssh=shlex.split(args.ssh), rcpd=args.rcpd_path),
+        on_progress=show,
     )
+    show(merged_counts(source, destination), final=True)
     errors = [
         (e, 1, role.role.value) for role in (source, destination) for e in role.errors
     ]

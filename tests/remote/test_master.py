@@ -206,3 +206,68 @@ def test_a_killed_source_daemon_fails_the_copy_and_leaves_no_partial_file(
         ["pgrep", "-f", f"{RCPD} --role"], capture_output=True, text=True, check=False
     ).stdout.split()
     assert leftover == []
+
+
+def test_a_remote_destination_reports_progress_to_the_master(
+    tmp_path: Path, server: sshd.Sshd
+) -> None:
+    """The destination daemon's counts reach the master's callback while it copies
+    (every second; 600 MiB over loopback TLS take longer than that)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    with open(src / "big", "wb") as f:
+        for _ in range(600):
+            f.write(os.urandom(1 << 20))
+    seen: list[dict[str, int]] = []
+    _, written = remote_copy(
+        str(src),
+        _at(server, tmp_path / "dst"),
+        launch=_launch(server),
+        on_progress=seen.append,
+    )
+    assert written.ok
+    assert seen, "no progress report arrived"
+    assert all(0 <= counts.get("moved.bytes", 0) <= 600 << 20 for counts in seen)
+    assert max(counts.get("moved.bytes", 0) for counts in seen) > 0
+
+
+def test_the_rcp_command_shows_progress_of_a_remote_copy(
+    tmp_path: Path, server: sshd.Sshd
+) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from rcp_provider.cli.rcp import main; raise SystemExit(main())",
+            "--ssh",
+            shlex.join(server.ssh()),
+            "--rcpd-path",
+            RCPD,
+            "--progress",
+            "--progress-type",
+            "text",
+            _at(server, src),
+            str(tmp_path / "dst"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    last = result.stderr.split("==== ")[-1]
+    assert "copied:   files 502" in last
+
+
+def test_counts_from_a_daemon_are_checked() -> None:
+    from rcp_core.errors import ProtocolError
+    from rcp_core.remote.master import counts_from_wire
+
+    assert counts_from_wire({"copied.files": 3, "from.the.future": 9}) == {
+        "copied.files": 3
+    }
+    assert counts_from_wire(None) == {}
+    for bad in ([1], {"copied.files": -1}, {"errors": True}, {"errors": "2"}):
+        with pytest.raises(ProtocolError):
+            counts_from_wire(bad)

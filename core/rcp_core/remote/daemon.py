@@ -6,7 +6,8 @@ The conversation, in order (``docs/remote_protocol.md``):
 2. stdout, one JSON line back: the protocol version, the port this daemon listens
    on, its certificate, and the address the SSH client reached it at;
 3. the master connects (mutual TLS: only the master's certificate is accepted) and
-   sends the ``job``; the daemon runs its role on the same listener;
+   sends the ``job``; the daemon runs its role on the same listener (a destination
+   reports ``progress`` on that connection every second);
 4. it answers ``result`` (counts, errors, CPU time, peak RSS) and exits: 0 when
    everything was copied, 1 when something was not.
 
@@ -31,7 +32,7 @@ from rcp_core.remote import tls
 from rcp_core.remote.connection import accept
 from rcp_core.remote.hello import PROTOCOL, Role
 from rcp_core.remote.job import settings_from_wire
-from rcp_core.remote.roles import SOFTWARE, run_destination, run_source
+from rcp_core.remote.roles import SOFTWARE, Progress, run_destination, run_source
 from rcp_core.remote.wire import FrameKind
 
 log = logging.getLogger("rcp_core")
@@ -110,8 +111,12 @@ def serve(role: Role, bind: str, timeout: float) -> int:
         ctx=ctx,
     )
     job = master.expect(FrameKind.CONTROL, "job").header
+
+    def report(counts: dict[str, int]) -> None:
+        master.send_control("progress", counts=counts)
+
     try:
-        counts, errors = _run(role, job, identity, listener, encrypt, timeout)
+        counts, errors = _run(role, job, identity, listener, encrypt, timeout, report)
     except (RcpError, OSError) as exc:
         master.send_control("result", ok=False, reason=str(exc), **resources())
         master.close()
@@ -130,6 +135,7 @@ def _run(
     listener: socket.socket,
     encrypt: bool,
     timeout: float,
+    report: Progress,
 ) -> tuple[dict[str, int], list[str]]:
     connections = job.get("connections")
     if not isinstance(connections, int) or not 1 <= connections <= 256:
@@ -168,6 +174,7 @@ def _run(
         settings_from_wire(job.get("settings")),
         connections=connections,
         timeout=timeout,
+        on_progress=report,
     )
 
 

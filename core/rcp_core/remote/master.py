@@ -32,10 +32,10 @@ from rcp_core.remote.daemon import read_line
 from rcp_core.remote.hello import Role
 from rcp_core.remote.job import settings_to_wire
 from rcp_core.remote.operands import RemotePath, parse_operand
-from rcp_core.remote.roles import SOFTWARE, run_destination, run_source
-from rcp_core.remote.wire import FrameKind
+from rcp_core.remote.roles import SOFTWARE, Progress, run_destination, run_source
+from rcp_core.remote.wire import Frame, FrameKind
 from rcp_core.settings import CopySettings
-from rcp_core.summary import merge
+from rcp_core.summary import KEYS, merge
 
 log = logging.getLogger("rcp_core")
 
@@ -146,13 +146,45 @@ class _Remote:
     def send_job(self, **job: Any) -> None:
         self.control.send_control("job", **job)
 
+    def watch(self, on_progress: Progress | None) -> None:
+        """Read the daemon's reports in a thread of their own: ``progress`` goes to
+        ``on_progress`` as it comes, ``result`` is kept for :meth:`result`."""
+        self._outcome: RoleResult | BaseException = RemoteError(
+            f"{self.name} ended without a result"
+        )
+        self._watcher = threading.Thread(
+            target=self._watch, args=(on_progress,), daemon=True
+        )
+        self._watcher.start()
+
+    def _watch(self, on_progress: Progress | None) -> None:
+        try:
+            while True:
+                frame = self.control.expect(FrameKind.CONTROL)
+                kind = frame.header.get("type")
+                if kind == "result":
+                    self._outcome = self._result(frame)
+                    return
+                if kind != "progress":
+                    raise ProtocolError(f"{self.name} sent {kind!r} before its result")
+                if on_progress is not None:
+                    on_progress(counts_from_wire(frame.header.get("counts")))
+        except (RemoteError, OSError) as exc:
+            self._outcome = exc
+
     def result(self) -> RoleResult:
-        frame = self.control.expect(FrameKind.CONTROL, "result")
+        """The daemon's result (after :meth:`watch`); raises what ended it instead."""
+        self._watcher.join()
+        if isinstance(self._outcome, BaseException):
+            raise self._outcome
+        return self._outcome
+
+    def _result(self, frame: Frame) -> RoleResult:
         h = frame.header
         return RoleResult(
             self.role,
             h.get("ok") is True,
-            dict(h.get("counts") or {}),
+            counts_from_wire(h.get("counts")),
             [str(e) for e in h.get("errors") or []]
             or ([str(h["reason"])] if h.get("reason") else []),
             {k: float(h[k]) for k in ("cpu_user", "cpu_system", "peak_rss") if k in h},
@@ -186,8 +218,12 @@ def remote_copy(
     timeout: float = 15.0,
     encrypt: bool = True,
     launch: Launch | None = None,
+    on_progress: Progress | None = None,
 ) -> tuple[RoleResult, RoleResult]:
     """Copy ``source`` to ``destination`` where at least one is ``host:/path``.
+
+    :param on_progress: called about every second with the destination's counts so
+        far (from a thread of this call).
 
     :returns: the source's and the destination's results.
     :raises UsageError: neither operand is remote, or ``settings`` ask for what a
@@ -254,6 +290,8 @@ def remote_copy(
 
             local.append(run_local_source)
 
+        for remote in remotes:
+            remote.watch(on_progress if remote is dst_remote else None)
         if dst_remote is not None:
             dst_remote.send_job(
                 dst=dst_path,
@@ -275,6 +313,7 @@ def remote_copy(
                     settings,
                     connections=connections,
                     timeout=timeout,
+                    on_progress=on_progress,
                 )
                 return RoleResult(Role.DESTINATION, not errors, counts, errors)
 
@@ -336,6 +375,23 @@ def _run_local(jobs: list[Callable[[], RoleResult]]) -> list[RoleResult]:
 
 def _family(bind: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in bind else socket.AF_INET
+
+
+def counts_from_wire(value: Any) -> dict[str, int]:
+    """A daemon's counters: the known keys with non-negative integer values (a
+    malformed report is a :class:`ProtocolError`, never a crash in the summary)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ProtocolError("counts are not an object")
+    counts: dict[str, int] = {}
+    for key, number in value.items():
+        if key not in KEYS:
+            continue  # a newer daemon's counter: not ours to show
+        if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+            raise ProtocolError(f"count {key!r} is {number!r}")
+        counts[key] = number
+    return counts
 
 
 def merged_counts(source: RoleResult, destination: RoleResult) -> dict[str, int]:

@@ -626,6 +626,7 @@ class Incoming:
                 n = os.pwrite(self.fd, view, offset)
                 view, offset = view[n:], offset + n
             self.written += len(data)
+            self.receiver.tally.moved(len(data))
         except OSError as exc:
             self._failed("write", exc)
 

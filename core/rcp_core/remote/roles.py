@@ -38,6 +38,11 @@ from rcp_core.tree import DIR_FLAGS
 SOFTWARE = "rcp"
 STALL = 120.0
 """Seconds a transfer may go without any frame before the destination gives up."""
+PROGRESS = 1.0
+"""Seconds between the destination's progress reports."""
+
+Progress = Callable[[dict[str, int]], None]
+"""Takes a destination's counts so far."""
 
 
 def run_source(
@@ -100,10 +105,13 @@ def run_destination(
     connections: int,
     timeout: float,
     stall: float = STALL,
+    on_progress: Progress | None = None,
 ) -> tuple[dict[str, int], list[str]]:
     """Connect to the source at ``address`` and write the copy as ``dst``.
 
     :param stall: give up when no frame arrived for this many seconds.
+    :param on_progress: called with the counts so far every ``PROGRESS`` seconds
+        while the copy runs (from this thread).
     :returns: the destination's counts and its error messages.
     """
     parent = os.path.dirname(os.path.abspath(dst)) or "/"
@@ -128,7 +136,7 @@ def run_destination(
     try:
         conns.append(connect("control"))
         conns += [connect("data") for _ in range(connections)]
-        return _receive(receiver, conns, threads, stall)
+        return _receive(receiver, conns, threads, stall, on_progress)
     finally:
         for conn in conns:
             conn.close()
@@ -143,6 +151,7 @@ def _receive(
     conns: list[Connection],
     threads: list[threading.Thread],
     stall: float,
+    on_progress: Progress | None,
 ) -> tuple[dict[str, int], list[str]]:
     """Serve the control connection (first) and the data connections until the
     destination root is finished; the threads started are added to ``threads``."""
@@ -166,11 +175,15 @@ def _receive(
     )
     for thread in threads:
         thread.start()
+    reported = time.monotonic()
     while not receiver.done.wait(0.2):
         if failures:
             raise failures[0]
         if seen.silent_for() > stall:
             raise PeerTimeoutError(f"no data from the source for {stall:g} s")
+        if on_progress is not None and time.monotonic() - reported >= PROGRESS:
+            reported = time.monotonic()
+            on_progress(receiver.counts())
     control.send_control("finished", counts=receiver.counts())
     return receiver.counts(), list(receiver.errors)
 
