@@ -49,8 +49,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.harness",
         description="Benchmark rcp against cp, rsync, rclone, shutil, fsspec and Airflow "
-        "on ext4, XFS (reflink), tmpfs and a latency FUSE fs; write report.md, "
-        "results.json and PNG plots.",
+        "on ext4, XFS (reflink), tmpfs and a latency FUSE fs, and against rsync over "
+        "ssh and rsync's daemon between two hosts (network namespaces); write "
+        "report.md, results.json and PNG plots.",
     )
     size = p.add_mutually_exclusive_group()
     size.add_argument(
@@ -58,14 +59,14 @@ def parser() -> argparse.ArgumentParser:
         dest="profile",
         action="store_const",
         const="quick",
-        help="about 10 minutes (default)",
+        help="about 12 minutes (default)",
     )
     size.add_argument(
         "--full",
         dest="profile",
         action="store_const",
         const="full",
-        help="at most about 60 minutes",
+        help="at most about 75 minutes",
     )
     p.add_argument(
         "--out",
@@ -148,7 +149,7 @@ def _print_plan(plan: Plan) -> None:
     for c in plan.cells:
         tools = plan.tools_of(c)
         print(
-            f"  {c.fs:6} {c.fileset:11} {','.join(c.modes):10} x{plan.reps_of(c)}  "
+            f"  {c.fs:7} {c.fileset:11} {','.join(c.modes):10} x{plan.reps_of(c)}  "
             f"{len(tools)} tools {c.note}"
         )
 

@@ -29,6 +29,8 @@ class Outcome:
     rss_mib: Spread | None  # peak resident set, MiB
     shared_fraction: float | None  # smallest reflink share seen, when measured
     load1: Spread | None
+    source_cpu: Spread | None = None  # a remote copy's source daemon, when every run
+    source_rss_mib: Spread | None = None  # reported it (rcp's --summary-json)
 
     @property
     def ok(self) -> bool:
@@ -41,6 +43,11 @@ def outcome(samples: list[Sample]) -> Outcome:
     failed = [s for s in samples if not s.ok]
     shares = [s.shared_fraction for s in samples if s.shared_fraction is not None]
     good = not failed
+    source_cpu = [s.source_cpu_s for s in samples if s.source_cpu_s is not None]
+    source_rss = [
+        s.source_maxrss_kib / 1024 for s in samples if s.source_maxrss_kib is not None
+    ]
+    sourced = good and len(source_cpu) == len(source_rss) == len(samples)
     return Outcome(
         runs=len(samples),
         failures=len(failed),
@@ -50,6 +57,8 @@ def outcome(samples: list[Sample]) -> Outcome:
         rss_mib=spread(s.maxrss_kib / 1024 for s in samples) if good else None,
         shared_fraction=min(shares) if shares else None,
         load1=spread(s.load1 for s in samples),
+        source_cpu=spread(source_cpu) if sourced else None,
+        source_rss_mib=spread(source_rss) if sourced else None,
     )
 
 

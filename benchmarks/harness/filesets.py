@@ -123,12 +123,14 @@ FILESETS: Final[dict[str, Fileset]] = {
             "1k_100", "100 x 1 KiB in 100 dirs", "1k", "0.001", 100 * KiB, hashes=True
         ),
         _preset("1m_1000", "1,000 x 1 MiB in 10 dirs", "1m", "1", 1000 * MiB),
+        _preset("1m_500", "500 x 1 MiB in 10 dirs", "1m", "0.5", 500 * MiB),
         _preset("1m_200", "200 x 1 MiB in 10 dirs", "1m", "0.2", 200 * MiB),
         _preset("1m_100", "100 x 1 MiB in 10 dirs", "1m", "0.1", 100 * MiB),
         _preset("1m_50", "50 x 1 MiB in 10 dirs", "1m", "0.05", 50 * MiB),
         _preset("100m_10", "10 x 100 MiB", "100m", "1", 1000 * MiB, large=True),
         _preset("100m_3", "3 x 100 MiB", "100m", "0.3", 300 * MiB, large=True),
         _preset("1g_4", "4 x 1 GiB", "1g", "1", 4 * GiB, large=True),
+        _preset("1g_2", "2 x 1 GiB", "1g", "0.5", 2 * GiB, large=True),
         _preset("1g_1", "1 x 1 GiB", "1g", "0.25", GiB, large=True),
         Fileset(
             "mixed",

@@ -17,6 +17,13 @@
   ext4 directory, our stand-in for NFS/Lustre: tools copy through the mount, while the
   harness generates, verifies and deletes through the backing directory, where the
   delay does not apply.
+- ``netns`` and ``netns1g``: copies between two hosts (:mod:`.hosts`): network
+  namespaces on a private bridge, sshd and an rsync daemon in ``h2``, the tools run
+  in ``h1`` (``Mounted.prefix``) and pull from ``h2`` (``Mounted.env`` says where it
+  is). ``netns1g`` caps ``h2``'s link with ``tbf`` at 1 Gbit/s both ways. Sources are
+  the ext4 directory's (the same files), destinations are placed as on ``ext4``:
+  copies of many files on a fresh no-journal ext4 of their own, re-made per round,
+  copies of large files in the ext4 directory.
 
 Invariants: every mount made here is undone on exit from its ``with``, whatever
 happened inside (a busy mount is detached lazily, ``losetup -d`` on a busy device sets
@@ -30,13 +37,16 @@ skipped. Tools write below ``Mounted.dst`` only; fileset sources live below
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from benchmarks import mounts
+from benchmarks.harness import hosts
 
 GiB: Final = 1024**3
 XFS_MKFS: Final = ("mkfs.xfs", "-q", "-f", "-m", "reflink=1")
@@ -61,6 +71,8 @@ class Mounted:
     cold: bool  # whether dropping caches makes a run cold here
     reflink: bool
     fresh: mounts.Volume | None = None  # copies of many files go here, re-made empty
+    prefix: tuple[str, ...] = ()  # every tool run starts with this (another host)
+    env: Mapping[str, str] = field(default_factory=dict)  # and gets this environment
 
     @property
     def src(self) -> Path:
@@ -103,41 +115,58 @@ FsFactory = Callable[[Path, FsOptions], AbstractContextManager[Mounted]]
 def ext4_dir(work: Path, options: FsOptions) -> Iterator[Mounted]:
     """A directory on the work disk, with a fresh ext4 for copies of many files."""
     _need_root("a loop mount")
-    for tool in ("mkfs.ext4", "losetup", "mount", "umount"):
-        if mounts.which(tool) is None:
-            raise FsUnavailable(
-                f"{tool} is not installed (apt-get install e2fsprogs util-linux)"
-            )
+    _need_ext4_tools()
     root = work / "ext4"
     (root / "dst").mkdir(parents=True, exist_ok=True)
     fstype = mounts.fstype_of(root)
     note = "" if fstype == "ext4" else f" (the work disk is {fstype}, not ext4)"
-    image, mnt = work / "ext4-fresh.img", root / "fresh"
-    mounts.clear(mnt)
-    mounts.detach_image(image)
-    image.unlink(missing_ok=True)
     with ExitStack() as stack:
-        try:
-            fresh = stack.enter_context(
-                mounts.loop_volume(
-                    image, mnt, EXT4_MKFS, "ext4", options.ext4_bytes, EXT4_OPTIONS
-                )
-            )
-        except mounts.MountError as e:
-            raise FsUnavailable(str(e)) from e
+        fresh = _fresh_ext4(stack, work / "ext4-fresh.img", root / "fresh", options)
         yield Mounted(
             "ext4",
             root,
             root,
             fstype,
-            f"directory {root} on the work disk{note}; copies of many files go to "
-            f"a fresh ext4 ({options.ext4_bytes / GiB:.0f} GiB sparse image on the "
-            "work disk, mkfs.ext4 -O ^has_journal like the work disk, losetup "
-            "--direct-io=on), re-made empty instead of deleting copies",
+            f"directory {root} on the work disk{note}; {_fresh_detail(options)}",
             True,
             False,
             fresh,
         )
+
+
+def _fresh_ext4(
+    stack: ExitStack, image: Path, mnt: Path, options: FsOptions
+) -> mounts.Volume:
+    """A fresh no-journal ext4 on a loop image (left by a killed run: cleaned first),
+    unmounted and deleted when ``stack`` closes."""
+    mounts.clear(mnt)
+    mounts.detach_image(image)
+    image.unlink(missing_ok=True)
+    try:
+        return stack.enter_context(
+            mounts.loop_volume(
+                image, mnt, EXT4_MKFS, "ext4", options.ext4_bytes, EXT4_OPTIONS
+            )
+        )
+    except mounts.MountError as e:
+        raise FsUnavailable(str(e)) from e
+
+
+def _fresh_detail(options: FsOptions) -> str:
+    return (
+        "copies of many files go to a fresh ext4 "
+        f"({options.ext4_bytes / GiB:.0f} GiB sparse image on the work disk, "
+        "mkfs.ext4 -O ^has_journal like the work disk, losetup --direct-io=on), "
+        "re-made empty instead of deleting copies"
+    )
+
+
+def _need_ext4_tools() -> None:
+    for tool in ("mkfs.ext4", "losetup", "mount", "umount"):
+        if mounts.which(tool) is None:
+            raise FsUnavailable(
+                f"{tool} is not installed (apt-get install e2fsprogs util-linux)"
+            )
 
 
 @contextmanager
@@ -242,12 +271,71 @@ def latency_fuse(work: Path, options: FsOptions) -> Iterator[Mounted]:
         )
 
 
+LINK_1G: Final = "1gbit"
+
+
+@contextmanager
+def _two_hosts(
+    name: str, work: Path, options: FsOptions, rate: str | None
+) -> Iterator[Mounted]:
+    """Two hosts pulling from the ext4 directory's sources (see :mod:`.hosts`)."""
+    _need_root("network namespaces and a loop mount")
+    why = hosts.missing()
+    if why is not None:
+        raise FsUnavailable(why)
+    _need_ext4_tools()
+    root = work / "ext4"
+    (root / "dst").mkdir(parents=True, exist_ok=True)
+    (root / "src").mkdir(exist_ok=True)
+    scratch = work / name
+    if scratch.exists():  # keys of an earlier run: ssh-keygen never overwrites
+        shutil.rmtree(scratch)
+    with ExitStack() as stack:
+        try:
+            pair = stack.enter_context(hosts.pair(scratch, work, rate))
+        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            raise FsUnavailable(f"two hosts could not be set up: {e}") from e
+        fresh = _fresh_ext4(stack, work / f"{name}-fresh.img", root / name, options)
+        yield Mounted(
+            name,
+            root,
+            root,
+            mounts.fstype_of(root),
+            f"{pair.describe()}; tools run in h1 and pull from h2; sources: the "
+            f"ext4 directory {root / 'src'}; {_fresh_detail(options)}, copies of "
+            "large files go to the ext4 directory",
+            True,
+            False,
+            fresh,
+            pair.prefix,
+            pair.env(),
+        )
+
+
+@contextmanager
+def netns_veth(work: Path, options: FsOptions) -> Iterator[Mounted]:
+    """Two hosts on an uncapped veth link."""
+    with _two_hosts("netns", work, options, None) as mounted:
+        yield mounted
+
+
+@contextmanager
+def netns_1g(work: Path, options: FsOptions) -> Iterator[Mounted]:
+    """Two hosts, the source host's link capped at 1 Gbit/s both ways."""
+    with _two_hosts("netns1g", work, options, LINK_1G) as mounted:
+        yield mounted
+
+
 FILESYSTEMS: Final[dict[str, FsFactory]] = {
     "ext4": ext4_dir,
     "xfs": xfs_loop,
     "tmpfs": tmpfs,
     "fuse": latency_fuse,
+    "netns": netns_veth,
+    "netns1g": netns_1g,
 }
+REMOTE: Final = ("netns", "netns1g")
+"""Filesystems between two hosts: only the remote tools run there, and only there."""
 
 
 def _need_root(what: str) -> None:

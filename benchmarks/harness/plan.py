@@ -3,13 +3,26 @@
 Two profiles, scaled to this machine (2 cores, 24 GiB, one virtio disk at about
 250 MiB/s, a session's time budget):
 
-- ``quick`` (about 10 minutes): 10,000 x 1 KiB cold and warm on ext4, 3 x 100 MiB on
+- ``quick`` (about 12 minutes): 10,000 x 1 KiB cold and warm on ext4, 3 x 100 MiB on
   ext4 and XFS, small sets through the latency FUSE, tmpfs, a memory probe; the peers,
   rcp automatic and rcp at 1, 4, 16 and 64 workers; the engine with and without its
-  plugin layer on tmpfs.
-- ``full`` (at most about 60 minutes): the issue's target scales (50,000 x 1 KiB and
+  plugin layer on tmpfs; copies between two hosts of 10,000 x 1 KiB and 3 x 100 MiB
+  (about 1 minute).
+- ``full`` (at most about 75 minutes): the issue's target scales (50,000 x 1 KiB and
   the Linux tree on ext4, 4 x 1 GiB on ext4 and reflinked on XFS, 100k -> 1M files
-  for memory), rcp at 1..128 workers.
+  for memory), rcp at 1..128 workers; then copies between two hosts at the remote
+  targets' scales (50,000 x 1 KiB, the Linux tree, 500 x 1 MiB, 4 x 1 GiB on an
+  uncapped veth, 2 x 1 GiB over 1 Gbit/s).
+
+The local cells of ``full`` took 42 minutes in the last run; the remote cells add
+about 15 (4 tools each: rsync -a over ssh, rsync's daemon protocol, rcp over ssh
+with TLS and with ``--no-encryption``; one repetition measured about 20 s for
+50,000 x 1 KiB, 60 s for the Linux tree, 10 s for 500 x 1 MiB, 70 s for 4 x 1 GiB and
+90 s for 2 x 1 GiB at 1 Gbit/s, plus up to 30 s per cell to prepare its source). The
+link-rate cell copies 2 x 1 GiB, not 4: at 1 Gbit/s that is ~17 s of transfer per
+run, enough to see the rate, where 4 GiB would cost ~35 s a run plus the re-read of
+the source after each. So the budget is 75 minutes (it was 60), and remote cells come
+last: a slow local part can only cut them.
 
 Measured costs that set the scales (load ~1-5 from other sessions): a small-file copy
 on ext4 costs its run and a verification (count, bytes, SHA-256); its deletion is a
@@ -30,9 +43,9 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from benchmarks.harness.filesets import FILESETS, GiB
-from benchmarks.harness.filesystems import FILESYSTEMS, FsOptions
+from benchmarks.harness.filesystems import FILESYSTEMS, REMOTE, FsOptions
 from benchmarks.harness.results import MODES, Mode
-from benchmarks.harness.tools import PARALLEL_JOBS, RCP_FIXED
+from benchmarks.harness.tools import PARALLEL_JOBS, RCP_FIXED, REMOTE_TOOLS
 
 PEERS: Final = (
     "cp_r",
@@ -48,7 +61,19 @@ RCP_AUTO: Final = "rcp_auto"
 HOOK_TOOLS: Final = ("rcp_hooks", "rcp_nohooks")
 """The engine with and without its plugin layer (:mod:`.bypass`), in a few cells."""
 QUICK_FIXED: Final = (1, 4, 16, 64)
-ALL_TOOLS: Final = (*PEERS, RCP_AUTO, *(f"rcp_w{n}" for n in RCP_FIXED), *HOOK_TOOLS)
+ALL_TOOLS: Final = (
+    *PEERS,
+    RCP_AUTO,
+    *(f"rcp_w{n}" for n in RCP_FIXED),
+    *HOOK_TOOLS,
+    *REMOTE_TOOLS,
+)
+
+
+def fits(tool: str, fs: str) -> bool:
+    """Whether ``tool`` runs on ``fs``: remote tools between two hosts, the others on
+    one (a local copy inside a namespace measures nothing new)."""
+    return (tool in REMOTE_TOOLS) == (fs in REMOTE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +99,10 @@ class Plan:
     budget_s: float
 
     def tools_of(self, cell: Cell) -> tuple[str, ...]:
-        """The tools ``cell`` runs, in the plan's order."""
+        """The tools ``cell`` runs, in the plan's order (only those that fit its
+        filesystem: :func:`fits`)."""
         wanted = self.tools if cell.tools is None else cell.tools
-        return tuple(t for t in self.tools if t in wanted)
+        return tuple(t for t in self.tools if t in wanted and fits(t, cell.fs))
 
     def reps_of(self, cell: Cell) -> int:
         """Repetitions of ``cell``."""
@@ -112,6 +138,11 @@ _REFLINK_NOTE = (
     "as the byte-copy reference; the other byte copiers would each write 4 GiB per "
     "run (they run on xfs/1k_10k)"
 )
+_REMOTE_NOTE = "between two hosts, h1 pulling from h2; warm only (the targets are warm)"
+_REMOTE_LINK_NOTE = (
+    "h2's link capped at 1 Gbit/s (tbf); 2 x 1 GiB (~17 s per run at the link rate) "
+    "is enough to see the rate"
+)
 _QUICK_FIXED = tuple(f"rcp_w{n}" for n in QUICK_FIXED)
 _QUICK_TOOLS = (*PEERS, RCP_AUTO, *_QUICK_FIXED)
 _FULL_TOOLS = (*PEERS, RCP_AUTO, *(f"rcp_w{n}" for n in RCP_FIXED))
@@ -119,9 +150,9 @@ _REFLINKERS = ("cp_r", "cp_a", f"cp_par{PARALLEL_JOBS}", "shutil", RCP_AUTO)
 
 QUICK: Final = Plan(
     name="quick",
-    tools=(*_QUICK_TOOLS, *HOOK_TOOLS),
+    tools=(*_QUICK_TOOLS, *HOOK_TOOLS, *REMOTE_TOOLS),
     reps=3,
-    budget_s=10 * 60,
+    budget_s=12 * 60,
     cells=(
         Cell("ext4", "1k_10k", tools=_QUICK_TOOLS),
         Cell("ext4", "100m_3", ("warm",), _QUICK_TOOLS),
@@ -131,6 +162,8 @@ QUICK: Final = Plan(
         Cell("tmpfs", "1k_10k", ("warm",), (*_QUICK_TOOLS, *HOOK_TOOLS)),
         Cell("tmpfs", "empty_10k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
         Cell("tmpfs", "empty_100k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
+        Cell("netns", "1k_10k", ("warm",), REMOTE_TOOLS, note=_REMOTE_NOTE),
+        Cell("netns", "100m_3", ("warm",), REMOTE_TOOLS, note=_REMOTE_NOTE),
     ),
 )
 
@@ -138,7 +171,7 @@ FULL: Final = Plan(
     name="full",
     tools=ALL_TOOLS,
     reps=3,
-    budget_s=60 * 60,
+    budget_s=75 * 60,
     cells=(
         Cell(
             "ext4",
@@ -181,6 +214,11 @@ FULL: Final = Plan(
         Cell("tmpfs", "1k_10k", ("warm",), (*_FULL_TOOLS, *HOOK_TOOLS)),
         Cell("tmpfs", "empty_100k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
         Cell("tmpfs", "empty_1m", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
+        Cell("netns", "1k_50k", ("warm",), REMOTE_TOOLS, note=_REMOTE_NOTE),
+        Cell("netns", "linux", ("warm",), REMOTE_TOOLS, note=_REMOTE_NOTE),
+        Cell("netns", "1m_500", ("warm",), REMOTE_TOOLS, note=_REMOTE_NOTE),
+        Cell("netns", "1g_4", ("warm",), REMOTE_TOOLS, note=_REMOTE_NOTE),
+        Cell("netns1g", "1g_2", ("warm",), REMOTE_TOOLS, note=_REMOTE_LINK_NOTE),
     ),
 )
 
@@ -207,6 +245,12 @@ def validate(plan: Plan) -> None:
             if tool not in ALL_TOOLS:
                 raise ValueError(
                     f"unknown tool {tool!r} in cell {cell.fs}/{cell.fileset}"
+                )
+            if not fits(tool, cell.fs):
+                where = "between two hosts" if tool in REMOTE_TOOLS else "on one host"
+                raise ValueError(
+                    f"tool {tool!r} copies {where}: it cannot run in cell "
+                    f"{cell.fs}/{cell.fileset}"
                 )
 
 

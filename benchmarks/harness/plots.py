@@ -61,7 +61,7 @@ def _time_plot(results: Results, mode: Mode, path: Path) -> bool:
     filesystems = list(dict.fromkeys(fs for fs, _ in compared))
     if not filesystems:
         return False
-    bars = [t.id for t in results.tools if t.workers is None]
+    unfixed = [t.id for t in results.tools if t.workers is None]
     labels = {t.id: t.label for t in results.tools}
     fig, axes = plt.subplots(
         len(filesystems), 1, figsize=(13, 3.6 * len(filesystems) + 0.8), squeeze=False
@@ -70,6 +70,9 @@ def _time_plot(results: Results, mode: Mode, path: Path) -> bool:
     legend: dict[str, Any] = {}
     for ax, fs in zip(axes[:, 0], filesystems, strict=True):
         filesets = [f for f2, f in compared if f2 == fs]
+        # Only the tools that ran here: the remote cells have tools of their own.
+        ran = {tool for (fs2, _, m, tool) in table if fs2 == fs and m == mode}
+        bars = [t for t in unfixed if t in ran]
         width = 0.8 / (len(bars) + 1)
         for i, tool in enumerate([*bars, BEST]):
             xs, ys, lo, hi = [], [], [], []
@@ -87,8 +90,10 @@ def _time_plot(results: Results, mode: Mode, path: Path) -> bool:
                 hi.append(o.wall.high - o.wall.median)
             if xs:
                 label = labels.get(tool, tool)
+                # One colour per tool across panels (the legend is shared).
+                colour = cmap(unfixed.index(tool) % 20 if tool in unfixed else 19)
                 legend[label] = ax.bar(
-                    xs, ys, width, yerr=[lo, hi], capsize=1.5, color=cmap(i % 20)
+                    xs, ys, width, yerr=[lo, hi], capsize=1.5, color=colour
                 )
         ax.set_yscale("log")
         _plain_numbers(ax.yaxis)

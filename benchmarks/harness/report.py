@@ -2,7 +2,8 @@
 
 Sections: run, machine, versions, scale (filesets, filesystems, cells), method,
 targets of issue 3, automatic vs best fixed, complete results (one table per
-filesystem x fileset, like rcp's "complete results"), plots, skipped, noise.
+filesystem x fileset, like rcp's "complete results"), remote copies (their setup,
+targets and tables: :mod:`.remote`), plots, skipped, noise.
 
 Invariants: every number comes from the results (nothing typed in); a failed tool
 shows ``FAILED`` with its reason and never a time; ratios are median / median
@@ -11,56 +12,17 @@ shows ``FAILED`` with its reason and never a time; ratios are median / median
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.harness.aggregate import Outcome, auto_vs_best, cells, outcomes
+from benchmarks.harness import remote
+from benchmarks.harness.aggregate import auto_vs_best, cells, outcomes
+from benchmarks.harness.markdown import md_table, num, ratio, span
 from benchmarks.harness.results import MODES, Results
-from benchmarks.harness.stats import Spread, spread
+from benchmarks.harness.stats import spread
 from benchmarks.harness.targets import check
 
 MiB = 1024**2
-
-
-def num(x: float) -> str:
-    """Three significant digits, without scientific notation for our ranges."""
-    if x >= 100:
-        return f"{x:.0f}"
-    if x >= 10:
-        return f"{x:.1f}"
-    if x >= 1:
-        return f"{x:.2f}"
-    return f"{x:.3f}"
-
-
-def span(s: Spread | None) -> str:
-    """``median [min-max]``, or ``-``."""
-    if s is None:
-        return "-"
-    if s.count == 1:
-        return num(s.median)
-    return f"{num(s.median)} [{num(s.low)}-{num(s.high)}]"
-
-
-def _ratio(a: Outcome | None, b: Outcome | None) -> str:
-    if a is None or b is None or a.wall is None or b.wall is None or b.wall.median <= 0:
-        return "-"
-    return f"{a.wall.median / b.wall.median:.2f}"
-
-
-def _table(
-    header: Sequence[str], rows: Iterable[Sequence[str]], right_from: int = 1
-) -> list[str]:
-    out = ["| " + " | ".join(header) + " |"]
-    out.append(
-        "|"
-        + "|".join("---" if i < right_from else "---:" for i in range(len(header)))
-        + "|"
-    )
-    out.extend(
-        "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows
-    )
-    return out
 
 
 def render(results: Results, plots: Sequence[str] = ()) -> str:
@@ -75,6 +37,7 @@ def render(results: Results, plots: Sequence[str] = ()) -> str:
     lines += _targets_section(results)
     lines += _auto_section(results, "auto_vs_best.png" in plots)
     lines += _complete_section(results)
+    lines += remote.section(results)
     lines += _plots_section(plots)
     lines += _skipped_section(results)
     lines += _noise_section(results)
@@ -133,7 +96,7 @@ def _machine_section(results: Results) -> list[str]:
         ),
         ("Load at start", ", ".join(str(x) for x in m.get("load_at_start", [])) or "?"),
     ]
-    return ["## Machine", "", *_table(("", ""), rows, right_from=2), ""]
+    return ["## Machine", "", *md_table(("", ""), rows, right_from=2), ""]
 
 
 def _versions_section(results: Results) -> list[str]:
@@ -141,7 +104,7 @@ def _versions_section(results: Results) -> list[str]:
     return [
         "## Tools and versions",
         "",
-        *_table(("tool", "version", "command", "notes"), rows, 4),
+        *md_table(("tool", "version", "command", "notes"), rows, 4),
         "",
     ]
 
@@ -165,11 +128,11 @@ def _scale_section(results: Results) -> list[str]:
         )
         for f in results.filesets
     ]
-    lines += _table(
+    lines += md_table(
         ("id", "what", "files", "dirs", "symlinks", "MiB", "made by"), rows, 2
     )
     lines += ["", "Filesystems:", ""]
-    lines += _table(
+    lines += md_table(
         ("name", "type", "how", "cold runs"),
         (
             (f.name, f.fstype, f.detail, "yes" if f.cold else "no (in memory)")
@@ -180,7 +143,7 @@ def _scale_section(results: Results) -> list[str]:
     planned = results.meta.get("cells", [])
     if planned:
         lines += ["", "Cells (filesystem x fileset) as planned:", ""]
-        lines += _table(
+        lines += md_table(
             ("fs", "fileset", "modes", "tools", "reps", "note"),
             (
                 (
@@ -242,14 +205,17 @@ def _targets_section(results: Results) -> list[str]:
         (r.target, r.scenario, r.measured, f"**{r.status}**", r.margin, r.evidence)
         for r in check(results)
     ]
-    return [
+    lines = [
         "## Targets of issue 3",
         "",
-        *_table(
+        *md_table(
             ("target", "scenario", "measured", "status", "margin", "evidence"), rows, 6
         ),
         "",
     ]
+    if remote.section(results):
+        lines += [f"Targets of copies between hosts: see *{remote.TITLE}* below.", ""]
+    return lines
 
 
 def _auto_section(results: Results, heatmap: bool) -> list[str]:
@@ -272,7 +238,7 @@ def _auto_section(results: Results, heatmap: bool) -> list[str]:
             "No scenario had both rcp auto and a fixed setting verified.",
             "",
         ]
-    lines += _table(
+    lines += md_table(
         ("fs", "fileset", "mode", "auto s", "best fixed s", "auto/best", "within 10%"),
         rows,
         3,
@@ -288,6 +254,8 @@ def _complete_section(results: Results) -> list[str]:
     labels = {t.id: t.label for t in results.tools}
     order = [t.id for t in results.tools]
     for fs, fileset in cells(results):
+        if remote.is_remote(fs):
+            continue  # their own section
         info = results.fileset(fileset)
         what = f" ({info.description})" if info else ""
         lines += [f"### {fs} / {fileset}{what}", ""]
@@ -322,7 +290,7 @@ def _complete_section(results: Results) -> list[str]:
             row.append(num(max(rss)) if rss else "-")
             row += [
                 " / ".join(
-                    _ratio(per_mode[m], table.get((fs, fileset, m, ref))) for m in MODES
+                    ratio(per_mode[m], table.get((fs, fileset, m, ref))) for m in MODES
                 )
                 for ref in ("cp_r", "cp_a")
             ]
@@ -333,7 +301,7 @@ def _complete_section(results: Results) -> list[str]:
             ]
             row.append(f"{min(shares):.0%}" if shares else "")
             rows.append(row)
-        lines += _table(
+        lines += md_table(
             (
                 "tool",
                 "cold wall s",
@@ -361,7 +329,7 @@ def _skipped_section(results: Results) -> list[str]:
     if not results.skips:
         return []
     rows = [(s.what, s.reason) for s in results.skips]
-    return ["## Skipped", "", *_table(("what", "why"), rows, 2), ""]
+    return ["## Skipped", "", *md_table(("what", "why"), rows, 2), ""]
 
 
 def _noise_section(results: Results) -> list[str]:

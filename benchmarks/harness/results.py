@@ -6,7 +6,8 @@ one tool: ``ok`` is true only when the child exited 0 *and* the copy passed
 verification; otherwise ``problem`` says why, and the sample's times must never be
 shown as a result (they are kept for diagnosis only).
 
-``to_json``/``from_json`` round-trip exactly: ``from_json(to_json(r)) == r``.
+``to_json``/``from_json`` round-trip exactly: ``from_json(to_json(r)) == r``. Fields
+added later have defaults, so an older ``results.json`` still loads.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ class Sample:
     rss_source: str = (
         "time"  # "time": GNU time's %M; "wait4": includes the harness image
     )
+    # A remote copy's source daemon on the other host (rcp's --summary-json), which
+    # the figures above do not include; None where not reported (every local tool).
+    source_cpu_s: float | None = None  # user + system
+    source_maxrss_kib: int | None = None
 
     @property
     def cpu_s(self) -> float:

@@ -187,9 +187,12 @@ def _batch(mounted: Mounted, source: Source, tools: int, settings: Settings) -> 
 
 
 def _tools(plan: Plan, settings: Settings, say: Say) -> dict[str, Tool]:
+    """The tools some cell runs (a tool no cell fits, e.g. Airflow in a run of the
+    remote cells only, is neither prepared nor listed)."""
+    used = dict.fromkeys(t for c in plan.cells for t in plan.tools_of(c))
     airflow_python: Path | None = None
     airflow_problem: str | None = None
-    if "airflow" in plan.tools:
+    if "airflow" in used:
         say(f"airflow: {settings.airflow_venv} (made on first use: about a minute)")
         try:
             airflow_python = airflow_env.ensure(settings.airflow_venv)
@@ -204,7 +207,7 @@ def _tools(plan: Plan, settings: Settings, say: Say) -> dict[str, Tool]:
         repo=settings.repo,
     )
     known = toolbox(env)
-    return {tid: known[tid] for tid in plan.tools}
+    return {tid: known[tid] for tid in plan.tools if tid in used}
 
 
 def _run_cell(

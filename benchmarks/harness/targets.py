@@ -106,23 +106,23 @@ def _measured(results: Results, fs: str, pick: Callable[[str], bool]) -> list[st
     )
 
 
-def _absent(target: str, scenario: str, why: str) -> TargetResult:
+def absent_row(target: str, scenario: str, why: str) -> TargetResult:
     return TargetResult(target, scenario, "-", "not measured", why)
 
 
-def _margin(value: float, limit: float, ok: bool) -> str:
+def margin_text(value: float, limit: float, ok: bool) -> str:
     """``within 12% of 1.05x`` / ``missed by 7% of 1.05x``."""
     verdict = "within" if ok else "missed by"
     return f"{verdict} {abs(value / limit - 1) * 100:.0f}% of {limit:g}x"
 
 
-def _cpu_note(label: str, o: Outcome | None) -> str:
+def cpu_note(label: str, o: Outcome | None) -> str:
     if o is None or o.wall is None or o.cpu is None or o.wall.median <= 0:
         return ""
     return f"{label} {o.cpu.median / o.wall.median:.2f} CPU-s/s"
 
 
-def _pair(
+def verified_pair(
     table: Table, key: tuple[str, str, Mode], tool: str, reference: str
 ) -> tuple[Spread, Spread, Outcome, Outcome] | str:
     """Both verified wall spreads (and outcomes), or why they are not there."""
@@ -153,16 +153,16 @@ def _ratio_row(
     note: str = "",
 ) -> TargetResult:
     """``tool / reference`` wall-time ratio against ``limit`` (<=, or < if strict)."""
-    pair = _pair(table, key, tool, reference)
+    pair = verified_pair(table, key, tool, reference)
     if isinstance(pair, str):
         return TargetResult(target, scenario, "-", "not measured", pair)
     mine, ref, mine_o, ref_o = pair
     ref_label = ref_label or LABELS.get(reference, reference)
     r = mine.median / ref.median
     ok = r < limit if strict else r <= limit
-    margin = _margin(r, limit, ok)
+    margin = margin_text(r, limit, ok)
     measured = f"{r:.2f}x {ref_label} ({mine.median:.3g} s vs {ref.median:.3g} s)"
-    notes = (_cpu_note("rcp", mine_o), _cpu_note(ref_label, ref_o), note)
+    notes = (cpu_note("rcp", mine_o), cpu_note(ref_label, ref_o), note)
     status: Status = "met" if ok else "missed"
     return TargetResult(
         target, scenario, measured, status, margin, "; ".join(x for x in notes if x)
@@ -173,7 +173,7 @@ def _small_files(results: Results, table: Table) -> list[TargetResult]:
     target = "1 KiB files (>= 50k), ext4, warm: <= 1.0x cp -r"
     candidates = _measured(results, "ext4", lambda f: f.startswith("1k_"))
     if not candidates:
-        return [_absent(target, "ext4 1k warm", "no 1k fileset on ext4")]
+        return [absent_row(target, "ext4 1k warm", "no 1k fileset on ext4")]
     fileset = max(candidates, key=lambda f: _files(results, f))
     files = _files(results, fileset)
     note = "" if files >= SMALL_MIN_FILES else f"only {files:,} files (target: 50,000)"
@@ -190,10 +190,10 @@ def _small_files(results: Results, table: Table) -> list[TargetResult]:
         rows.append(
             _ratio_row(label, scenario, table, key, AUTO, ref, limit, strict=strict)
         )
-    return [_scaled(r, note) for r in rows]
+    return [scaled_row(r, note) for r in rows]
 
 
-def _scaled(row: TargetResult, note: str) -> TargetResult:
+def scaled_row(row: TargetResult, note: str) -> TargetResult:
     """Mark a row measured below the target's scale: indicative, not the target."""
     if not note or row.status == "not measured":
         return row
@@ -211,7 +211,7 @@ def _large_files(results: Results, table: Table) -> list[TargetResult]:
     target = "Large files, ext4: <= 1.05x cp"
     found = _measured(results, "ext4", _large)
     if not found:
-        return [_absent(target, "ext4 large", "no large-file fileset on ext4")]
+        return [absent_row(target, "ext4 large", "no large-file fileset on ext4")]
     return [
         _ratio_row(
             target,
@@ -245,7 +245,7 @@ def _reflink(results: Results, table: Table) -> list[TargetResult]:
     target = "XFS reflink: 4 x 1 GiB reflinked in < 0.5 s"
     found = _measured(results, "xfs", _large)
     if not found:
-        return [_absent(target, "xfs large", "no large-file fileset on XFS")]
+        return [absent_row(target, "xfs large", "no large-file fileset on XFS")]
     rows = []
     for fileset in sorted(found, key=lambda f: -_bytes(results, f)):
         for mode in MODES:
@@ -254,7 +254,7 @@ def _reflink(results: Results, table: Table) -> list[TargetResult]:
             if o is None:
                 continue
             if o.wall is None:
-                rows.append(_absent(target, scenario, f"rcp failed: {o.problem}"))
+                rows.append(absent_row(target, scenario, f"rcp failed: {o.problem}"))
                 continue
             shared = o.shared_fraction
             reflinked = shared is not None and shared >= REFLINK_SHARED
@@ -269,7 +269,7 @@ def _reflink(results: Results, table: Table) -> list[TargetResult]:
             scale = "" if size >= REFLINK_BYTES else f"only {size / GiB:.2g} GiB"
             status: Status = "met" if ok else "missed"
             row = TargetResult(target, scenario, measured, status, margin)
-            rows.append(_scaled(row, scale))
+            rows.append(scaled_row(row, scale))
     return rows
 
 
@@ -280,7 +280,7 @@ def _fuse(results: Results, table: Table) -> list[TargetResult]:
     )
     found = _measured(results, "fuse", lambda f: f.startswith(("1k_", "1m_")))
     if not found:
-        return [_absent(target, "fuse", "no 1k/1m fileset on the FUSE fs")]
+        return [absent_row(target, "fuse", "no 1k/1m fileset on the FUSE fs")]
     rows = []
     for fileset in found:
         for mode in MODES:
@@ -288,8 +288,8 @@ def _fuse(results: Results, table: Table) -> list[TargetResult]:
             if ("fuse", fileset, mode, AUTO) not in table:
                 continue
             scenario = f"fuse {fileset} {mode}"
-            vs_cp = _pair(table, key, AUTO, "cp_r")
-            vs_par = _pair(table, key, AUTO, PARALLEL_CP)
+            vs_cp = verified_pair(table, key, AUTO, "cp_r")
+            vs_par = verified_pair(table, key, AUTO, PARALLEL_CP)
             if isinstance(vs_cp, str) or isinstance(vs_par, str):
                 why = vs_cp if isinstance(vs_cp, str) else str(vs_par)
                 rows.append(TargetResult(target, scenario, "-", "not measured", why))
@@ -310,7 +310,7 @@ def _fuse(results: Results, table: Table) -> list[TargetResult]:
             status: Status = "met" if ok else "missed"
             rows.append(
                 TargetResult(
-                    target, scenario, measured, status, margin, _cpu_note("rcp", mine_o)
+                    target, scenario, measured, status, margin, cpu_note("rcp", mine_o)
                 )
             )
     return rows
@@ -320,7 +320,7 @@ def _linux(results: Results, table: Table) -> list[TargetResult]:
     target = "Linux source tree, ext4, warm: <= 1.0x cp -a"
     key: tuple[str, str, Mode] = ("ext4", "linux", "warm")
     if ("ext4", "linux", "warm", AUTO) not in table:
-        return [_absent(target, "ext4 linux warm", "cell not in this run")]
+        return [absent_row(target, "ext4 linux warm", "cell not in this run")]
     return [
         _ratio_row(target, "ext4 linux warm", table, key, AUTO, "cp_a", LINUX_VS_CP_A)
     ]
@@ -330,7 +330,9 @@ def _auto(results: Results, table: Table) -> list[TargetResult]:
     target = "Automatic within 10% of the best fixed setting, every scenario"
     rows = auto_vs_best(results)
     if not rows:
-        return [_absent(target, "all", "no scenario with rcp auto and a fixed setting")]
+        return [
+            absent_row(target, "all", "no scenario with rcp auto and a fixed setting")
+        ]
     misses = [r for r in rows if r.ratio > AUTO_VS_BEST]
     worst = max(rows, key=lambda r: r.ratio)
     measured = (
@@ -352,7 +354,7 @@ def _memory(results: Results, table: Table) -> list[TargetResult]:
         if tool == AUTO and f.startswith("empty_") and o.rss_mib is not None
     ]
     if len(probes) < 2:
-        return [_absent(target, "empty files", "needs two empty-file filesets")]
+        return [absent_row(target, "empty files", "needs two empty-file filesets")]
     probes.sort(key=lambda p: _files(results, p[0]))
     (small, rss_small), (large, rss_large) = probes[0], probes[-1]
     growth = rss_large.median / rss_small.median
@@ -371,10 +373,10 @@ def _memory(results: Results, table: Table) -> list[TargetResult]:
         f"{small} -> {large}",
         measured,
         status,
-        _margin(growth, MEMORY_GROWTH, ok),
+        margin_text(growth, MEMORY_GROWTH, ok),
         "rcp (Rust) used about 95 MiB for 1M files",
     )
-    return [_scaled(row, scale)]
+    return [scaled_row(row, scale)]
 
 
 def _hooks(results: Results, table: Table) -> list[TargetResult]:
@@ -383,7 +385,7 @@ def _hooks(results: Results, table: Table) -> list[TargetResult]:
         {(fs, fileset, mode) for fs, fileset, mode, tool in table if tool == HOOKS}
     )
     if not keys:
-        return [_absent(target, "-", "no cell ran rcp_hooks and rcp_nohooks")]
+        return [absent_row(target, "-", "no cell ran rcp_hooks and rcp_nohooks")]
     return [
         _ratio_row(
             target,

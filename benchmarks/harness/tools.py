@@ -12,6 +12,15 @@ too (only ``cp -a``, ``rsync -a`` and the parallel ``cp -a`` keep owners; ``cp -
 and fsspec keep no times; rcp keeps mode and times by default), and the report says
 so.
 
+Remote tools (:data:`REMOTE_TOOLS`) copy from another host: they run only on the
+two-host filesystems (:mod:`.hosts`), which put them on ``h1`` and tell them where
+``h2`` is through the environment (``RCP_BENCH_HOST``, ``RCP_BENCH_SSH``,
+``RCP_BENCH_MODULE``, ``RCP_BENCH_MODULE_ROOT``). ``SRC`` is a path on ``h2`` (the same
+file system: both hosts are this machine), ``DST`` a local path. Each is ``sh -c
+SCRIPT NAME SRC DST``: paths reach the script as positional parameters, never pasted
+into it. The rcp ones also write ``--summary-json`` to ``$RCP_BENCH_SUMMARY``, which
+the trial sets per run, to learn the source daemon's CPU time and peak RSS.
+
 Invariant: a tool that cannot run here (binary missing, module not importable, Airflow
 venv not installable) is built with ``problem`` set, and is reported as skipped with
 that reason; it is never run.
@@ -44,6 +53,24 @@ AIRFLOW_SNIPPET: Final = (
     "import sys; from airflow.sdk import ObjectStoragePath as P; "
     "P('file://' + sys.argv[1]).copy(P('file://' + sys.argv[2]), recursive=True)"
 )
+REMOTE_TOOLS: Final = ("rsync_ssh", "rsync_daemon", "rcp_remote", "rcp_remote_plain")
+SUMMARY_VAR: Final = "RCP_BENCH_SUMMARY"
+RCP_VAR: Final = "RCP_BENCH_RCP"
+RCPD_VAR: Final = "RCP_BENCH_RCPD"
+# $1 = SRC (on h2), $2 = DST (on h1); the rest comes from the environment.
+RSYNC_SSH: Final = 'exec rsync -a -e "$RCP_BENCH_SSH" "root@$RCP_BENCH_HOST:$1/" "$2/"'
+RSYNC_DAEMON: Final = (
+    'case $1 in "$RCP_BENCH_MODULE_ROOT"/*) ;; '
+    '*) echo "$1 is not below the rsync module $RCP_BENCH_MODULE_ROOT" >&2; exit 2;; '
+    "esac; "
+    'rel=${1#"$RCP_BENCH_MODULE_ROOT"/}; '
+    'exec rsync -a "rsync://$RCP_BENCH_HOST/$RCP_BENCH_MODULE/$rel/" "$2/"'
+)
+RCP_REMOTE: Final = (
+    'exec "$RCP_BENCH_RCP" --ssh "$RCP_BENCH_SSH" --rcpd-path "$RCP_BENCH_RCPD" '
+    '--summary-json "${RCP_BENCH_SUMMARY:-/dev/null}" "root@$RCP_BENCH_HOST:$1" "$2"'
+)
+RCP_REMOTE_PLAIN: Final = RCP_REMOTE.replace("--ssh", "--no-encryption --ssh", 1)
 # One `cp -a` per top-level entry of SRC, PARALLEL_JOBS at a time (rcp's report's
 # "parallel cp" baseline). $1 = SRC, $2 = DST.
 PARALLEL_CP: Final = (
@@ -67,6 +94,7 @@ class Tool:
     workers: int | None = None  # rcp --max-workers (None: automatic, or a peer)
     version: str = ""
     problem: str | None = None  # why it cannot run here
+    summary_json: bool = False  # writes rcp's JSON summary to $RCP_BENCH_SUMMARY
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,8 +254,67 @@ def toolbox(env: ToolEnv) -> dict[str, Tool]:
                 ),
             )
         ),
+        *_remote(env),
     ]
     return {t.id: _probe(t, env) for t in tools}
+
+
+def _remote(env: ToolEnv) -> list[Tool]:
+    """The copies between two hosts (see the module docstring)."""
+    rcp_env = {RCP_VAR: env.rcp or "rcp", RCPD_VAR: rcpd_of(env.rcp)}
+    rsync_note = "owner, mode, times; one sender/receiver pair over one stream"
+    return [
+        Tool(
+            "rsync_ssh",
+            "rsync -a over ssh",
+            "peer",
+            "preserve",
+            "rsync -a -e SSH root@H2:SRC/ DST/",
+            _script("rsync_ssh", RSYNC_SSH),
+            note=f"{rsync_note}, encrypted by ssh (rsync --server started by sshd)",
+        ),
+        Tool(
+            "rsync_daemon",
+            "rsync -a, daemon protocol",
+            "peer",
+            "preserve",
+            "rsync -a rsync://H2/MODULE/SRC/ DST/",
+            _script("rsync_daemon", RSYNC_DAEMON),
+            note=f"{rsync_note}, plain TCP to the rsync daemon on h2",
+        ),
+        Tool(
+            "rcp_remote",
+            "rcp over ssh (TLS)",
+            "rcp",
+            "preserve",
+            "rcp --ssh SSH --rcpd-path RCPD root@H2:SRC DST",
+            _script("rcp_remote", RCP_REMOTE),
+            env=rcp_env,
+            note="rcpd started on h2 over ssh; data over TLS (automatic settings); "
+            "mode and times kept",
+            summary_json=True,
+        ),
+        Tool(
+            "rcp_remote_plain",
+            "rcp over ssh, --no-encryption",
+            "rcp",
+            "preserve",
+            "rcp --no-encryption --ssh SSH --rcpd-path RCPD root@H2:SRC DST",
+            _script("rcp_remote_plain", RCP_REMOTE_PLAIN),
+            env=rcp_env,
+            note="the same, data over plain TCP (no TLS)",
+            summary_json=True,
+        ),
+    ]
+
+
+def rcpd_of(rcp: str | None) -> str:
+    """The ``rcpd`` beside the measured ``rcp`` (the same installation)."""
+    return str(Path(rcp).with_name("rcpd")) if rcp else "rcpd"
+
+
+def _script(name: str, script: str) -> Callable[[Path, Path], list[str]]:
+    return lambda s, d: ["sh", "-c", script, name, str(s), str(d)]
 
 
 def _binary(tid: str, label: str, shape: str, base: list[str], note: str) -> Tool:
@@ -269,7 +356,7 @@ def _probe(tool: Tool, env: ToolEnv) -> Tool:
 def _version_of(tool: Tool, env: ToolEnv) -> tuple[str, str | None]:
     if tool.id in ("cp_r", "cp_a"):
         return _first_line(["cp", "--version"])
-    if tool.id == "rsync_a":
+    if tool.id.startswith("rsync_"):
         return _first_line(["rsync", "--version"])
     if tool.id.startswith("cp_par"):
         cp, problem = _first_line(["cp", "--version"])
@@ -297,6 +384,9 @@ def _version_of(tool: Tool, env: ToolEnv) -> tuple[str, str | None]:
         )
     if env.rcp is None:
         return "", "the rcp entry point is not installed (make bench installs the venv)"
+    rcpd = rcpd_of(env.rcp)
+    if tool.id in REMOTE_TOOLS and not Path(rcpd).exists():
+        return "", f"no rcpd beside {env.rcp} (looked for {rcpd})"
     return rcp_version(env.repo), None
 
 

@@ -21,6 +21,10 @@ Protocol of a round (:class:`Round`):
   ``runner._batch``), each destination is deleted right after its verification
   instead (before its writeback, so the delete is cheap), caches are dropped, and for
   warm runs the source and the tool are warmed again before the next run.
+- On another host (``Mounted.prefix``, ``Mounted.env``: the two-host filesystems) every
+  run and warm-up starts with the prefix and gets the environment. A tool that writes
+  rcp's JSON summary gets ``RCP_BENCH_SUMMARY`` (a file per run beside its logs),
+  and the sample records the source daemon's CPU time and peak RSS from it.
 
 Invariant: a sample is ``ok`` only when the tool exited 0 within its timeout *and* the
 copy verified; otherwise ``problem`` says what went wrong. Deletion is confined to the
@@ -31,6 +35,7 @@ the harness is interrupted.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 from collections.abc import Mapping
@@ -44,7 +49,7 @@ from benchmarks.harness.filesets import Fileset
 from benchmarks.harness.filesystems import Mounted
 from benchmarks.harness.measure import measure
 from benchmarks.harness.results import Mode, Sample
-from benchmarks.harness.tools import Tool
+from benchmarks.harness.tools import SUMMARY_VAR, Tool
 from benchmarks.harness.verify import FOLLOW, Census, Symlinks, census, compare
 
 _WARMUP_TIMEOUT = 120.0
@@ -160,22 +165,31 @@ class Round:
             self._renew = True
         else:
             self._trash.append((dst_direct, mounted.direct(mounted.dst)))
-        env = {**os.environ, **tool.env}
+        log_dir = self.bench.logs / tool.id
+        env = {**os.environ, **mounted.env, **tool.env}
+        summary = log_dir / f"{name}.json"
+        warm_env = env
+        if tool.summary_json:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            summary.unlink(missing_ok=True)
+            env[SUMMARY_VAR] = str(summary)
+            warm_env = {**env, SUMMARY_VAR: str(log_dir / "warm-up.json")}
         if self.mode == "cold":
             self.bench.cache.settle()
-            _warm_up(tool, self.bench.warmup_src, warm_dst, env)
+            self._warm_up(tool, warm_dst, warm_env)
         else:
             if tool.id not in self._warmed:
-                _warm_up(tool, self.bench.warmup_src, warm_dst, env)
+                self._warm_up(tool, warm_dst, warm_env)
                 self._warmed.add(tool.id)
             os.sync()
         load1 = os.getloadavg()[0]
         m = measure(
-            tool.argv(source.path, dst),
-            log_dir=self.bench.logs / tool.id,
+            [*mounted.prefix, *tool.argv(source.path, dst)],
+            log_dir=log_dir,
             timeout_s=self.bench.timeout_s,
             env=env,
         )
+        source_role = _source_role(summary) if tool.summary_json else None
         problem, found, shared = "", Census(0, 0), None
         if m.timed_out:
             problem = f"timed out after {self.bench.timeout_s:g} s"
@@ -214,7 +228,24 @@ class Round:
             bytes=found.bytes,
             shared_fraction=None if shared is None else round(shared, 4),
             rss_source=m.rss_source,
+            source_cpu_s=None if source_role is None else round(source_role[0], 6),
+            source_maxrss_kib=None if source_role is None else source_role[1],
         )
+
+    def _warm_up(self, tool: Tool, dst: Path, env: Mapping[str, str]) -> None:
+        # Unmeasured and unchecked: a tool that fails here fails the measured run
+        # visibly.
+        argv = [*self.mounted.prefix, *tool.argv(self.bench.warmup_src, dst)]
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=dict(env),
+                timeout=_WARMUP_TIMEOUT,
+                check=False,
+            )
 
     def _flush(self) -> None:
         """Delete every destination of this round so far (or re-make the fresh volume
@@ -229,18 +260,16 @@ class Round:
             self.bench.cache.settle()
 
 
-def _warm_up(tool: Tool, src: Path, dst: Path, env: Mapping[str, str]) -> None:
-    # Unmeasured and unchecked: a tool that fails here fails the measured run visibly.
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        subprocess.run(
-            tool.argv(src, dst),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=dict(env),
-            timeout=_WARMUP_TIMEOUT,
-            check=False,
-        )
+def _source_role(summary: Path) -> tuple[float, int] | None:
+    """CPU seconds (user + system) and peak RSS (KiB) of the source daemon, from rcp's
+    ``--summary-json`` (``roles.source``; ``null`` when the source ran in rcp itself,
+    whose figures the measurement already has). ``None`` when not there."""
+    try:
+        role = json.loads(summary.read_text())["roles"]["source"]
+        cpu = float(role["cpu_user_s"]) + float(role["cpu_system_s"])
+        return cpu, int(role["peak_rss_bytes"]) // 1024
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _delete(path: Path, confine: Path) -> None:

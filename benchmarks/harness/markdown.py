@@ -1,0 +1,56 @@
+"""Markdown pieces of ``report.md``: numbers, spreads, ratios and tables.
+
+Invariants: a missing value prints as ``-`` (never 0); a ratio is median / median and
+is ``-`` when either side failed or is missing; a table cell's ``|`` is escaped, so a
+tool's error message cannot break the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from benchmarks.harness.aggregate import Outcome
+from benchmarks.harness.stats import Spread
+
+
+def num(x: float) -> str:
+    """Three significant digits, without scientific notation for our ranges."""
+    if x >= 100:
+        return f"{x:.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    if x >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3f}"
+
+
+def span(s: Spread | None) -> str:
+    """``median [min-max]``, or ``-``."""
+    if s is None:
+        return "-"
+    if s.count == 1:
+        return num(s.median)
+    return f"{num(s.median)} [{num(s.low)}-{num(s.high)}]"
+
+
+def ratio(a: Outcome | None, b: Outcome | None) -> str:
+    """``a``'s median wall time over ``b``'s, two decimals, or ``-``."""
+    if a is None or b is None or a.wall is None or b.wall is None or b.wall.median <= 0:
+        return "-"
+    return f"{a.wall.median / b.wall.median:.2f}"
+
+
+def md_table(
+    header: Sequence[str], rows: Iterable[Sequence[str]], right_from: int = 1
+) -> list[str]:
+    """A markdown table; columns from ``right_from`` on are right-aligned."""
+    out = ["| " + " | ".join(header) + " |"]
+    out.append(
+        "|"
+        + "|".join("---" if i < right_from else "---:" for i in range(len(header)))
+        + "|"
+    )
+    out.extend(
+        "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows
+    )
+    return out
