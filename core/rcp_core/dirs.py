@@ -66,12 +66,7 @@ def make_dst_dir(ctx: Context, tally: Tally, parent: DirNode, node: DirNode) -> 
 def gitignores(node: DirNode) -> GitIgnores:
     """The gitignore stack for ``node``: its parent's plus its own ``.gitignore``."""
     ignores = node.ignores if node.ignores is not None else GitIgnores.root()
-    try:
-        fd = os.open(".gitignore", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=node.src_fd)
-    except OSError:
-        return ignores
-    with os.fdopen(fd, encoding="utf-8", errors="surrogateescape") as f:
-        return ignores.with_file(node.rel, f.read())
+    return ignores.with_dir(node.src_fd, node.rel)
 
 
 def prune(ctx: Context, tally: Tally, node: DirNode) -> None:

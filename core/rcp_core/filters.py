@@ -267,6 +267,16 @@ class GitIgnores:
         prefix = f"{dir_rel}/" if dir_rel else ""
         return GitIgnores(((prefix, spec), *self.levels))
 
+    def with_dir(self, dir_fd: int, dir_rel: str) -> GitIgnores:
+        """A new stack adding the ``.gitignore`` of the open directory ``dir_fd``
+        (at ``dir_rel``), if it has a readable one (a symlink is not followed)."""
+        try:
+            fd = os.open(".gitignore", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+        except OSError:
+            return self
+        with os.fdopen(fd, encoding="utf-8", errors="surrogateescape") as f:
+            return self.with_file(dir_rel, f.read())
+
     def ignored(self, rel: str, is_dir: bool) -> str | None:
         """The deciding pattern if ``rel`` is ignored; ``None`` if kept/re-included."""
         for prefix, spec in self.levels:

@@ -156,7 +156,11 @@ def test_the_rcp_command_copies_from_a_host_and_prints_role_lines(
 
 @pytest.mark.parametrize(
     ("flags", "refused"),
-    [(["--delete"], "--delete"), (["--exclude", "*.o"], "--include/--exclude")],
+    [
+        (["--dry-run", "brief"], "--dry-run"),
+        (["--dereference"], "--dereference"),
+        (["--filter-file", "/dev/null"], "--filter-file"),
+    ],
 )
 def test_what_remote_copies_cannot_do_yet_is_refused_up_front(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], refused: str
@@ -271,3 +275,35 @@ def test_counts_from_a_daemon_are_checked() -> None:
     for bad in ([1], {"copied.files": -1}, {"errors": True}, {"errors": "2"}):
         with pytest.raises(ProtocolError):
             counts_from_wire(bad)
+
+
+def test_a_mirror_with_filters_over_ssh(
+    tmp_path: Path, server: sshd.Sshd, tree_compare: TreeCompare
+) -> None:
+    """--delete and --exclude between hosts: extras go, excluded names stay."""
+    from rcp_provider.cli.rcp import main
+
+    src = make_tree(tmp_path / "src", {"a.py": b"a", "b.tmp": b"b", "d/c.py": b"c"})
+    dst = make_tree(
+        tmp_path / "dst", {"extra.py": b"x", "d/old.py": b"o", "keep.tmp": b"k"}
+    )
+    code = main(
+        [
+            "--ssh",
+            shlex.join(server.ssh()),
+            "--rcpd-path",
+            RCPD,
+            "--delete",
+            "--exclude",
+            "*.tmp",
+            str(src),
+            _at(server, dst),
+        ]
+    )
+    assert code == 0
+    assert sorted(p.relative_to(dst).as_posix() for p in dst.rglob("*")) == [
+        "a.py",
+        "d",
+        "d/c.py",
+        "keep.tmp",
+    ]

@@ -29,7 +29,7 @@ from rcp_core.errors import ProtocolError, RemoteError, UsageError
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, dial
 from rcp_core.remote.daemon import read_line
-from rcp_core.remote.hello import Role
+from rcp_core.remote.hello import FILTERS, Role
 from rcp_core.remote.job import settings_to_wire
 from rcp_core.remote.operands import RemotePath, parse_operand
 from rcp_core.remote.roles import SOFTWARE, Progress, run_destination, run_source
@@ -291,6 +291,12 @@ def remote_copy(
             local.append(run_local_source)
 
         for remote in remotes:
+            if _filters_or_delete(settings) and remote.control.version < FILTERS:
+                major, minor = remote.control.version
+                raise UsageError(
+                    f"{remote.name} speaks protocol {major}.{minor}; filters and "
+                    "--delete need 1.3: install a newer rcp there"
+                )
             remote.watch(on_progress if remote is dst_remote else None)
         if dst_remote is not None:
             dst_remote.send_job(
@@ -336,17 +342,19 @@ def remote_copy(
     return by_role[Role.SOURCE], by_role[Role.DESTINATION]
 
 
+def _filters_or_delete(settings: CopySettings) -> bool:
+    return bool(
+        settings.delete or settings.includes or settings.excludes or settings.gitignore
+    )
+
+
 def unsupported(settings: CopySettings) -> list[str]:
     """The options in ``settings`` that a copy between hosts does not honour yet."""
     flags = {
-        "--delete": settings.delete,
         "--dry-run": settings.dry_run is not None,
         "--dereference": settings.dereference,
-        "--include/--exclude/--filter-file/--gitignore": bool(
-            settings.includes
-            or settings.excludes
-            or settings.filter_file
-            or settings.gitignore
+        "--filter-file (give its rules as --include/--exclude)": bool(
+            settings.filter_file
         ),
     }
     return [flag for flag, on in flags.items() if on]

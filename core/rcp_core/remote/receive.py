@@ -23,6 +23,10 @@ The same invariants as a local copy (:mod:`rcp_core.entries`):
   as soon as it is in place (it may arrive first, on another connection: it then
   waits, and its directory is not finished before it is linked). If the first name
   could not be written, every other name of the inode is an error;
+- ``--delete``: a directory that existed is pruned after its entries, of every name
+  the source did not send, except names its filters excluded (unless
+  ``--delete-excluded``); a directory the filters only traverse is removed if it
+  stayed empty;
 - manifests: under ``--overwrite``, ``--update`` or ``--ignore-existing`` the
   destination lists the regular files an existing directory already holds
   (:meth:`Receiver.manifest`), and the source sends the ones that match as
@@ -44,6 +48,7 @@ from typing import Any
 from rcp_core.entries import NEW_FILE_FLAGS, rename_over, temp_name
 from rcp_core.errors import ProtocolError, entry_error
 from rcp_core.existing import Action, decide
+from rcp_core.filters import Filter, Verdict
 from rcp_core.links import located
 from rcp_core.metadata import Metadata
 from rcp_core.remote.meta import meta_of, stat_of
@@ -74,7 +79,14 @@ def check_name(name: Any) -> str:
 
 @dataclass(slots=True, eq=False)
 class _Dir:
-    """A destination directory being filled."""
+    """A destination directory being filled.
+
+    :param path: its path as the filters see it (``""`` for the copy's root).
+    :param traverse: the filters only descend into it: removed at the end if it
+        stayed empty.
+    :param names: under ``--delete``, every name the source sent for it.
+    :param protected: under ``--delete``, names the source's filters excluded.
+    """
 
     id: int
     fd: int
@@ -84,13 +96,22 @@ class _Dir:
     st: os.stat_result | None  # the source's metadata; None for the anchor
     fresh: bool
     created: bool
+    path: str = ""
+    under_include: bool = False
+    traverse: bool = False
     expected: int | None = None
     received: int = 0
     children: int = 0
     failed: bool = False
+    has_content: bool = False
+    names: set[str] | None = None
+    protected: set[str] = field(default_factory=set)
 
     def child_rel(self, name: str) -> str:
         return f"{self.rel}/{name}" if self.rel else name
+
+    def child_path(self, name: str) -> str:
+        return f"{self.path}/{name}" if self.path else name
 
 
 @dataclass(slots=True, eq=False)
@@ -132,6 +153,11 @@ class Receiver:
             )
         }
         self._anchor_fd = parent_fd
+        # The destination knows no .gitignore of the source: its filter decides only
+        # for what --delete finds below names the source never sent.
+        self.filter = Filter.build(
+            includes=settings.includes, excludes=settings.excludes
+        )
         self._links: dict[int, _Link] = {}
         """Link id -> its inode's state, until all its names were seen."""
 
@@ -189,18 +215,70 @@ class Receiver:
             node = parent
 
     def _finish(self, node: _Dir) -> None:
+        """Post-order end of a directory: an empty traverse-only one is removed;
+        otherwise ``--delete`` prunes it and it gets its metadata."""
+        parent = node.parent
         try:
-            if node.st is not None:
+            if node.st is None or parent is None:
+                pass  # the anchor: nothing of its own
+            elif node.traverse and not node.has_content:
+                if node.created:
+                    os.rmdir(node.name, dir_fd=parent.fd)
+            else:
+                if self.settings.delete and not node.failed and not node.fresh:
+                    self._prune(node)
                 self.metadata.apply(None, node.fd, node.st, is_dir=True, times=True)
                 self.tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
+                parent.has_content = True
         except OSError as exc:
-            self._fail(node.rel, "set directory metadata", exc)
+            self._fail(node.rel, "finish directory", exc)
         finally:
             with self._lock:
                 del self._dirs[node.id]  # memory follows the directories in flight
             os.close(node.fd)
             if node.parent is None:
                 self.done.set()
+
+    def _prune(self, node: _Dir) -> None:
+        """``--delete``: remove what the source did not send. Names its filters
+        excluded are kept unless ``--delete-excluded``, and so are excluded entries
+        below a removed directory (which then stays, holding them)."""
+        filtering = self.filter.active and not self.settings.delete_excluded
+
+        def excluded(path: str, is_dir: bool) -> bool:
+            decision = self.filter.decide(
+                path, is_dir, under_include=node.under_include, ignores=None
+            )
+            return decision.verdict is Verdict.EXCLUDE
+
+        names = node.names or set()
+        with os.scandir(node.fd) as entries:
+            for entry in entries:
+                name = entry.name
+                if name in names:
+                    continue
+                path = f"{node.path}/{name}" if node.path else name
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if name in node.protected or (filtering and excluded(path, is_dir)):
+                    continue
+                remove_entry(
+                    node.fd,
+                    name,
+                    entry.stat(follow_symlinks=False),
+                    self.tally,
+                    rel=path,
+                    protect=excluded if filtering else None,
+                )
+
+    def exclude(self, dir_id: Any, names: Any) -> None:
+        """``dir_excluded``: names in a directory that the source's filters left out
+        (``--delete`` keeps them)."""
+        node = self._dir(dir_id)
+        if not isinstance(names, list):
+            raise ProtocolError("dir_excluded without a name list")
+        checked = {check_name(name) for name in names}
+        with self._lock:
+            node.protected |= checked
 
     def close(self) -> None:
         """Close what an ended or broken transfer left open (nothing, if it finished)."""
@@ -247,12 +325,17 @@ class Receiver:
 
     # -- messages ------------------------------------------------------------------
 
-    def open_dir(self, dir_id: Any, parent_id: Any, name: Any, meta: Any) -> bool:
+    def open_dir(
+        self, dir_id: Any, parent_id: Any, name: Any, meta: Any, traverse: Any = False
+    ) -> bool:
         """``dir``: create or reuse a directory; ``False`` if it cannot be used (the
         source then sends nothing of it; the error is recorded here)."""
         parent = self._dir(parent_id)
         name = check_name(name)
         st = stat_of(meta)
+        if not isinstance(traverse, bool):
+            raise ProtocolError(f"bad traverse flag {traverse!r}")
+        self._seen(parent, name)
         if not isinstance(dir_id, int) or dir_id <= ANCHOR:
             raise ProtocolError(f"bad directory id {dir_id!r}")
         with self._lock:
@@ -266,12 +349,39 @@ class Receiver:
             with self._lock:
                 parent.failed = True
             return False
+        path = "" if parent.id == ANCHOR else parent.child_path(name)
+        under = parent.under_include or (
+            self.filter.active
+            and bool(path)
+            and self.filter.decide(
+                path, True, under_include=parent.under_include, ignores=None
+            ).verdict
+            is Verdict.INCLUDE
+        )
+        node = _Dir(
+            dir_id,
+            fd,
+            parent,
+            name,
+            rel,
+            st,
+            fresh,
+            created=fresh,
+            path=path,
+            under_include=under,
+            traverse=traverse,
+            names=set() if self.settings.delete else None,
+        )
         with self._lock:
-            self._dirs[dir_id] = _Dir(
-                dir_id, fd, parent, name, rel, st, fresh, created=fresh
-            )
+            self._dirs[dir_id] = node
             parent.children += 1
         return True
+
+    def _seen(self, node: _Dir, name: str) -> None:
+        """The source sent ``name`` in ``node`` (``--delete`` keeps it)."""
+        if node.names is not None:
+            with self._lock:
+                node.names.add(name)
 
     def _make_dir(
         self, parent: _Dir, name: str, st: os.stat_result
@@ -342,6 +452,9 @@ class Receiver:
         kind = entry.get("kind")
         rel = node.child_rel(name)
         link = _link_id(entry.get("link"), rel)
+        self._seen(node, name)
+        if kind != "failed":
+            node.has_content = True  # set only ever to True: no lock needed
         if kind == "failed":  # the source could not read it, and said so
             with self._lock:
                 node.failed = True
@@ -555,6 +668,8 @@ class Receiver:
             name = check_name(header.get("name"))
             st = stat_of(header.get("meta"))
             link = _link_id(header.get("link"), node.child_rel(name))
+            self._seen(node, name)
+            node.has_content = True
             current = Incoming(self, node, name, st, link)
         offset = header.get("offset")
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:

@@ -225,7 +225,11 @@ def _serve_control(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> No
         if kind == "dir":
             h = frame.header
             ok = receiver.open_dir(
-                h.get("id"), h.get("parent"), h.get("name"), h.get("meta")
+                h.get("id"),
+                h.get("parent"),
+                h.get("name"),
+                h.get("meta"),
+                h.get("traverse", False),
             )
             if ok and receiver.wants_manifests and conn.version >= MANIFESTS:
                 for part in receiver.manifest(h["id"]):
@@ -233,6 +237,8 @@ def _serve_control(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> No
             conn.send_control("dir_ready" if ok else "dir_failed", id=h.get("id"))
         elif kind == "dir_end":
             receiver.end_dir(frame.header.get("dir"), frame.header.get("count"))
+        elif kind == "dir_excluded":
+            receiver.exclude(frame.header.get("dir"), frame.header.get("names"))
         else:
             raise ProtocolError(f"unexpected control message {kind!r}")
 

@@ -17,6 +17,10 @@ One *walker* (the caller's thread) and one *sender* thread per data connection:
   travels with its data and a ``link`` id, each later one as a ``hardlink`` entry
   with that id and no data (to a destination that speaks protocol 1.1; an older one
   gets every name as a file). An inode is forgotten once all its names were seen.
+- Filters (``--include``/``--exclude``/``--gitignore``) are applied here, as a local
+  copy applies them: an excluded entry is not sent (under ``--delete`` its name is,
+  in ``dir_excluded``, so the destination keeps it), a directory the filters only
+  traverse is announced with ``traverse`` (removed there if it stays empty).
 - A destination directory that existed may come with a manifest of its regular files
   (``dir_manifest``, before ``dir_ready``): a source file that the copy's settings
   find unchanged against it, or one to keep, goes as an ``unchanged`` or ``kept``
@@ -46,9 +50,10 @@ from rcp_core.errors import (
     entry_error,
 )
 from rcp_core.existing import Action, decide
+from rcp_core.filters import Filter, GitIgnores, Verdict
 from rcp_core.methods import data_extents
 from rcp_core.remote.connection import Connection
-from rcp_core.remote.hello import HARD_LINKS
+from rcp_core.remote.hello import FILTERS, HARD_LINKS
 from rcp_core.remote.meta import meta_of, stat_of
 from rcp_core.remote.receive import ANCHOR, check_name
 from rcp_core.remote.wire import FrameKind
@@ -63,16 +68,25 @@ SMALL = 1 << 20
 FRAME_DATA = 4 << 20
 """Data bytes per frame at most (below the 8 MiB frame limit with room for headers)."""
 BATCH_ENTRIES = 256
+EXCLUDED_PART = 4096
+"""Names per ``dir_excluded`` message."""
 QUEUE_DEPTH = 64
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
 @dataclass(slots=True, eq=False)
 class _Dir:
-    """A source directory whose batches may still be queued."""
+    """A source directory whose batches may still be queued.
+
+    :param rel: its path for messages (the source root's name first).
+    :param path: its path as the filters see it (``""`` for the source root).
+    """
 
     fd: int
     rel: str
+    path: str = ""
+    under_include: bool = False
+    ignores: GitIgnores | None = None
     refs: int = 1
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -89,6 +103,17 @@ class _Dir:
             last = self.refs == 0
         if last:
             os.close(self.fd)
+
+
+@dataclass(frozen=True, slots=True)
+class _Announced:
+    """A directory announced to the destination, scanned once it is ready there."""
+
+    parent: _Dir
+    name: str
+    rel: str
+    path: str
+    under_include: bool
 
 
 Kind = str
@@ -136,7 +161,16 @@ class Sender:
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self._ids = 0
-        self._announced: dict[int, tuple[_Dir, str, str]] = {}
+        self._announced: dict[int, _Announced] = {}
+        self.filter = Filter.build(
+            includes=settings.includes,
+            excludes=settings.excludes,
+            gitignore=settings.gitignore,
+        )
+        self._filters_wire = control.version >= FILTERS
+        self._protect = (
+            settings.delete and not settings.delete_excluded and self._filters_wire
+        )
         self._ready: queue.Queue[tuple[int, bool]] = queue.Queue()
         self._work: queue.Queue[_Batch | None] = queue.Queue(QUEUE_DEPTH)
         self._failure: BaseException | None = None
@@ -192,7 +226,13 @@ class Sender:
         try:
             st = os.lstat(name, dir_fd=anchor_fd)
             if stat.S_ISDIR(st.st_mode):
-                self._announce(anchor, ANCHOR, name, self.dst_name, st)
+                self._announce(
+                    anchor,
+                    ANCHOR,
+                    _Announced(anchor, name, name, "", False),
+                    self.dst_name,
+                    st,
+                )
                 self.control.send_control("dir_end", dir=ANCHOR, count=0)
             else:
                 entry = (name, "symlink" if stat.S_ISLNK(st.st_mode) else "file")
@@ -206,11 +246,11 @@ class Sender:
             dir_id, ok = self._next_ready()
             pending -= 1
             with self._lock:
-                node_parent, name, rel = self._announced.pop(dir_id)
+                announced = self._announced.pop(dir_id)
             if not ok:
-                node_parent.release()
+                announced.parent.release()
                 continue
-            pending += self._scan(tally, dir_id, node_parent, name, rel)
+            pending += self._scan(tally, dir_id, announced)
 
     def _next_ready(self) -> tuple[int, bool]:
         deadline = time.monotonic() + self.stall
@@ -226,48 +266,80 @@ class Sender:
                     ) from None
 
     def _announce(
-        self, parent: _Dir, parent_id: int, name: str, dst_name: str, st: os.stat_result
+        self,
+        parent: _Dir,
+        parent_id: int,
+        announced: _Announced,
+        dst_name: str,
+        st: os.stat_result,
+        traverse: bool = False,
     ) -> None:
+        """Send ``dir``; ``traverse``: the filters descend into it only for matches
+        below, so the destination removes it at the end if it stayed empty."""
         with self._lock:
             self._ids += 1
             dir_id = self._ids
-            self._announced[dir_id] = (parent, name, parent.child_rel(name))
+            self._announced[dir_id] = announced
         parent.hold()
+        extra = {"traverse": True} if traverse and self._filters_wire else {}
         self.control.send_control(
-            "dir", id=dir_id, parent=parent_id, name=dst_name, meta=meta_of(st)
+            "dir", id=dir_id, parent=parent_id, name=dst_name, meta=meta_of(st), **extra
         )
 
-    def _scan(
-        self, tally: Tally, dir_id: int, parent: _Dir, name: str, rel: str
-    ) -> int:
+    def _scan(self, tally: Tally, dir_id: int, announced: _Announced) -> int:
         """Scan one ready directory; the number of subdirectories announced."""
+        parent, rel = announced.parent, announced.rel
         try:
-            fd = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent.fd)
+            fd = os.open(announced.name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent.fd)
         except OSError as exc:
             self._fail(tally, rel, "open directory", exc)
             self.control.send_control("dir_end", dir=dir_id, count=0)
             return 0
         finally:
             parent.release()
-        node = _Dir(fd, rel)
+        node = _Dir(fd, rel, announced.path, announced.under_include)
+        if self.filter.gitignore:
+            ignores = parent.ignores or GitIgnores.root()
+            node.ignores = ignores.with_dir(fd, announced.path)
         with self._lock:
             manifest = self._manifests.pop(dir_id, {})
         subdirs = 0
         count = 0
         batch: list[tuple[str, Kind]] = []
+        excluded: list[str] = []
         try:
             with os.scandir(fd) as it:
                 for entry in it:
+                    path = f"{node.path}/{entry.name}" if node.path else entry.name
                     try:
                         is_dir = entry.is_dir(follow_symlinks=False)
-                        st = entry.stat(follow_symlinks=False) if is_dir else None
+                        verdict = self._verdict(node, path, is_dir)
+                        if verdict is Verdict.EXCLUDE:
+                            tally["skipped.dirs" if is_dir else "skipped.files"] += 1
+                            excluded.append(entry.name)
+                            continue
+                        if is_dir:
+                            st = entry.stat(follow_symlinks=False)
+                            below = _Announced(
+                                node,
+                                entry.name,
+                                node.child_rel(entry.name),
+                                path,
+                                node.under_include or verdict is Verdict.INCLUDE,
+                            )
+                            self._announce(
+                                node,
+                                dir_id,
+                                below,
+                                entry.name,
+                                st,
+                                traverse=verdict is Verdict.TRAVERSE,
+                            )
+                            subdirs += 1
+                            continue
                         kind = self._kind(entry, manifest)
                     except OSError as exc:
                         self._fail(tally, node.child_rel(entry.name), "stat", exc)
-                        continue
-                    if st is not None:
-                        self._announce(node, dir_id, entry.name, entry.name, st)
-                        subdirs += 1
                         continue
                     batch.append((entry.name, kind))
                     count += 1
@@ -278,9 +350,21 @@ class Sender:
             self._fail(tally, rel, "read directory", exc)
         if batch:
             self._queue(dir_id, node, batch)
+        if self._protect:
+            for start in range(0, len(excluded), EXCLUDED_PART):
+                part = excluded[start : start + EXCLUDED_PART]
+                self.control.send_control("dir_excluded", dir=dir_id, names=part)
         self.control.send_control("dir_end", dir=dir_id, count=count)
         node.release()
         return subdirs
+
+    def _verdict(self, node: _Dir, path: str, is_dir: bool) -> Verdict | None:
+        """The filters' verdict on ``path`` (``None`` when no filter is active)."""
+        if not self.filter.active:
+            return None
+        return self.filter.decide(
+            path, is_dir, under_include=node.under_include, ignores=node.ignores
+        ).verdict
 
     def _kind(
         self, entry: os.DirEntry[str], manifest: dict[str, os.stat_result]
