@@ -55,10 +55,6 @@ class Rsyncd:
     module: str
     path: Path
 
-    def url(self, path: Path) -> str:
-        """The ``rsync://`` URL of ``path`` (below the module's directory)."""
-        return f"rsync://{self.address}/{self.module}/{path.relative_to(self.path)}"
-
 
 def config(workdir: Path, address: str, module: str, path: Path) -> str:
     """The daemon's configuration text."""
