@@ -74,8 +74,6 @@ def run(
     :raises UsageError: bad operands or options a remote copy does not support.
     :raises RemoteError: a daemon could not be started or reached, or failed.
     """
-    if len(args.paths) != 2:
-        raise UsageError("a remote copy takes one source and one destination")
     if not 1 <= args.max_connections <= 256:
         raise UsageError("--max-connections must be between 1 and 256")
     if args.no_encryption:
@@ -91,8 +89,8 @@ def run(
             renderer(Progress(merge([counts]), elapsed, pending=0, final=final))
 
     source, destination = remote_copy(
-        args.paths[0],
-        args.paths[1],
+        args.paths[:-1],
+        args.paths[-1],
         settings,
         connections=args.max_connections,
         timeout=args.remote_timeout,

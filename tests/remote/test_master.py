@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import sshd
-from rcp_core.errors import RemoteError
+from rcp_core.errors import RemoteError, UsageError
 from rcp_core.remote.master import Launch, remote_copy
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
@@ -307,3 +307,49 @@ def test_a_mirror_with_filters_over_ssh(
         "d/c.py",
         "keep.tmp",
     ]
+
+
+@pytest.mark.parametrize("direction", ["push", "pull"])
+def test_several_sources_go_into_a_destination_directory(
+    tmp_path: Path, server: sshd.Sshd, tree_compare: TreeCompare, direction: str
+) -> None:
+    """``rcp a b f host:/dir/`` puts a, b and f into dir, as a local copy does."""
+    a = make_tree(tmp_path / "in" / "a", {"x": b"x", "sub/y": b"y"})
+    b = make_tree(tmp_path / "in" / "b", {"z": b"z"})
+    (tmp_path / "in" / "f").write_bytes(b"single file")
+    dst = tmp_path / "out"
+    dst.mkdir()
+    operands = [str(a), str(b), str(tmp_path / "in" / "f")]
+    if direction == "pull":
+        operands = [_at(server, Path(o)) for o in operands]
+        target = f"{dst}/"
+    else:
+        target = _at(server, dst) + "/"
+    sent, written = remote_copy(operands, target, launch=_launch(server))
+    assert sent.ok, sent.errors
+    assert written.ok, written.errors
+    assert sorted(os.listdir(dst)) == ["a", "b", "f"]
+    assert tree_compare(a, dst / "a") == []
+    assert tree_compare(b, dst / "b") == []
+    assert (dst / "f").read_bytes() == b"single file"
+
+
+@pytest.mark.parametrize(
+    ("sources", "destination", "why"),
+    [
+        (["SRV:/a", "SRV:/b"], "/out", "trailing slash"),
+        (["SRV:/a", "/b"], "/out/", "on one host, or all local"),
+        (["SRV:/x/a", "SRV:/y/a"], "/out/", "same name"),
+        (["/a"], "/b", "needs a host:/path"),
+    ],
+)
+def test_operands_that_do_not_fit_are_refused_before_anything_starts(
+    server: sshd.Sshd, sources: list[str], destination: str, why: str
+) -> None:
+    srv = f"root@127.0.0.1:{server.port}"
+    with pytest.raises(UsageError, match=why):
+        remote_copy(
+            [s.replace("SRV", srv) for s in sources],
+            destination,
+            launch=Launch(ssh=["false"], rcpd="rcpd"),
+        )

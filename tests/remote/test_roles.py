@@ -52,8 +52,7 @@ def remote_copy(
             out["counts"], out["errors"] = run_source(
                 listener,
                 ctx,
-                str(src),
-                dst.name,
+                [(str(src), dst.name)],
                 settings or CopySettings(),
                 connections=connections,
                 timeout=TIMEOUT,

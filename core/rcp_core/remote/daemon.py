@@ -32,6 +32,7 @@ from rcp_core.remote import tls
 from rcp_core.remote.connection import accept
 from rcp_core.remote.hello import PROTOCOL, Role
 from rcp_core.remote.job import settings_from_wire
+from rcp_core.remote.receive import check_name
 from rcp_core.remote.roles import SOFTWARE, Progress, run_destination, run_source
 from rcp_core.remote.wire import FrameKind
 
@@ -141,17 +142,14 @@ def _run(
     if not isinstance(connections, int) or not 1 <= connections <= 256:
         raise ProtocolError(f"job: bad connection count {connections!r}")
     if role is Role.SOURCE:
-        src, dst_name, peer = job.get("src"), job.get("dst_name"), job.get("peer_cert")
-        if not isinstance(src, str) or not isinstance(dst_name, str):
-            raise ProtocolError("job: src and dst_name must be strings")
+        peer = job.get("peer_cert")
         if encrypt and not isinstance(peer, str):
             raise ProtocolError("job: the destination's certificate is missing")
         ctx = tls.server_context(identity, peer) if encrypt else None
         return run_source(
             listener,
             ctx,
-            src,
-            dst_name,
+            _sources(job),
             settings_from_wire(job.get("settings", {})),
             connections=connections,
             timeout=timeout,
@@ -166,6 +164,9 @@ def _run(
         raise ProtocolError("job: dst, host and port are required")
     if encrypt and not isinstance(pin, str):
         raise ProtocolError("job: the source's fingerprint is missing")
+    into = job.get("into", False)
+    if not isinstance(into, bool):
+        raise ProtocolError("job: into must be true or false")
     return run_destination(
         (host, port),
         pin if encrypt else None,
@@ -175,7 +176,28 @@ def _run(
         connections=connections,
         timeout=timeout,
         on_progress=report,
+        into=into,
     )
+
+
+def _sources(job: dict[str, Any]) -> list[tuple[str, str]]:
+    """A source job's ``(path, destination name)`` pairs (``src`` and ``dst_name``
+    from a master that sends one source)."""
+    sources = job.get("sources")
+    if sources is None:
+        sources = [[job.get("src"), job.get("dst_name")]]
+    if not isinstance(sources, list) or not sources:
+        raise ProtocolError("job: sources must be a non-empty list")
+    pairs: list[tuple[str, str]] = []
+    for pair in sources:
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or not all(isinstance(part, str) for part in pair)
+        ):
+            raise ProtocolError("job: each source is a [path, name] pair of strings")
+        pairs.append((pair[0], check_name(pair[1])))
+    return pairs
 
 
 def _family(bind: str) -> socket.AddressFamily:

@@ -210,7 +210,7 @@ class _Remote:
 
 
 def remote_copy(
-    source: str,
+    source: str | Sequence[str],
     destination: str,
     settings: CopySettings | None = None,
     *,
@@ -220,23 +220,45 @@ def remote_copy(
     launch: Launch | None = None,
     on_progress: Progress | None = None,
 ) -> tuple[RoleResult, RoleResult]:
-    """Copy ``source`` to ``destination`` where at least one is ``host:/path``.
+    """Copy ``source`` (one or several, all on one host or all local) to
+    ``destination``, where a source or the destination is ``host:/path``.
+
+    As with a local copy, a ``destination`` ending in ``/`` is a directory that
+    receives the sources under their own names (needed for several sources);
+    otherwise it is the exact name of the copy.
 
     :param on_progress: called about every second with the destination's counts so
         far (from a thread of this call).
 
     :returns: the source's and the destination's results.
-    :raises UsageError: neither operand is remote, or ``settings`` ask for what a
-        remote copy does not do yet (nothing was started).
+    :raises UsageError: no operand is remote, the operands do not fit together, or
+        ``settings`` ask for what a remote copy does not do yet (nothing was
+        started).
     """
     settings = settings or CopySettings()
     refused = unsupported(settings)
     if refused:
         raise UsageError(f"not supported for remote copies yet: {', '.join(refused)}")
     launch = launch or Launch()
-    src, dst = parse_operand(source), parse_operand(destination)
+    sources = [source] if isinstance(source, str) else list(source)
+    src, src_paths = _sources(sources)
+    dst = parse_operand(destination)
     if src is None and dst is None:
         raise UsageError("remote_copy needs a host:/path operand")
+    into = destination.endswith("/")
+    if len(sources) > 1 and not into:
+        raise UsageError(
+            "several sources need a trailing slash on the destination (DST/)"
+        )
+    if len(sources) > 1 and settings.delete:
+        raise UsageError("--delete works with a single source only")
+    dst_path = dst.path if dst else os.path.abspath(destination)
+    named = [
+        (path, os.path.basename(path.rstrip("/")) if into else _name(dst_path))
+        for path in src_paths
+    ]
+    if len({name for _, name in named}) != len(named):
+        raise UsageError("two sources have the same name; they would collide")
     me = tls.Identity.ephemeral("rcp-master")
     remotes: list[_Remote] = []
     try:
@@ -252,9 +274,6 @@ def remote_copy(
         )
         if dst_remote:
             remotes.append(dst_remote)
-        src_path = src.path if src else os.path.abspath(source)
-        dst_path = dst.path if dst else os.path.abspath(destination)
-        dst_name = os.path.basename(dst_path.rstrip("/")) or "/"
         local: list[Callable[[], RoleResult]] = []
 
         if src_remote is not None:
@@ -278,8 +297,7 @@ def remote_copy(
                     counts, errors = run_source(
                         listener,
                         ctx,
-                        src_path,
-                        dst_name,
+                        named,
                         settings,
                         connections=connections,
                         timeout=timeout,
@@ -301,6 +319,7 @@ def remote_copy(
         if dst_remote is not None:
             dst_remote.send_job(
                 dst=dst_path,
+                into=into,
                 host=src_host,
                 port=src_port,
                 pin=src_pin,
@@ -320,6 +339,7 @@ def remote_copy(
                     connections=connections,
                     timeout=timeout,
                     on_progress=on_progress,
+                    into=into,
                 )
                 return RoleResult(Role.DESTINATION, not errors, counts, errors)
 
@@ -327,8 +347,7 @@ def remote_copy(
         if src_remote is not None:
             peer_cert = dst_remote.cert if dst_remote is not None else dst_id.cert_pem
             src_remote.send_job(
-                src=src_path,
-                dst_name=dst_name,
+                sources=[list(pair) for pair in named],
                 peer_cert=peer_cert,
                 settings=settings_to_wire(settings),
                 connections=connections,
@@ -340,6 +359,30 @@ def remote_copy(
             remote.stop()
     by_role = {r.role: r for r in results}
     return by_role[Role.SOURCE], by_role[Role.DESTINATION]
+
+
+def _sources(sources: list[str]) -> tuple[RemotePath | None, list[str]]:
+    """The sources' host (``None``: local) and their absolute paths there.
+
+    :raises UsageError: there is none, or they are on several hosts.
+    """
+    if not sources:
+        raise UsageError("need at least one source")
+    parsed = [parse_operand(s) for s in sources]
+    hosts = {(p.user, p.host, p.port) if p else None for p in parsed}
+    if len(hosts) > 1:
+        raise UsageError("sources must all be on one host, or all local")
+    first = parsed[0]
+    if first is None:
+        return None, [os.path.abspath(s) for s in sources]
+    return first, [p.path for p in parsed if p is not None]
+
+
+def _name(path: str) -> str:
+    name = os.path.basename(path.rstrip("/"))
+    if not name:
+        raise UsageError(f"{path!r} cannot be the name of a copy")
+    return name
 
 
 def _filters_or_delete(settings: CopySettings) -> bool:

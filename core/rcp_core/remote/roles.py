@@ -23,7 +23,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
 from rcp_core.remote import tls
@@ -48,17 +48,17 @@ Progress = Callable[[dict[str, int]], None]
 def run_source(
     listener: socket.socket,
     ctx: ssl.SSLContext | None,
-    src: str,
-    dst_name: str,
+    sources: Sequence[tuple[str, str]],
     settings: CopySettings,
     *,
     connections: int,
     timeout: float,
 ) -> tuple[dict[str, int], list[str]]:
-    """Accept the destination's connections on ``listener`` and send ``src``.
+    """Accept the destination's connections on ``listener`` and send ``sources``.
 
-    :param settings: the copy's settings (what makes a file unchanged, for the
-        destination's manifests).
+    :param sources: ``(path, name at the destination)`` pairs.
+    :param settings: the copy's settings (filters, and what makes a file unchanged
+        for the destination's manifests).
     :returns: the source's counts and its error messages.
     """
     listener.settimeout(timeout)
@@ -88,7 +88,7 @@ def run_source(
             else:
                 conn.fail(f"unexpected attach {channel!r}")
                 raise ProtocolError(f"unexpected attach {channel!r}")
-        sender = Sender(src, dst_name, control, data, settings, stall=STALL)
+        sender = Sender(sources, control, data, settings, stall=STALL)
         return sender.run(), list(sender.errors)
     finally:
         for conn in (*data, *([control] if control else [])):
@@ -106,15 +106,17 @@ def run_destination(
     timeout: float,
     stall: float = STALL,
     on_progress: Progress | None = None,
+    into: bool = False,
 ) -> tuple[dict[str, int], list[str]]:
-    """Connect to the source at ``address`` and write the copy as ``dst``.
+    """Connect to the source at ``address`` and write the copy as ``dst`` (with
+    ``into``: into the existing directory ``dst``, under the sources' names).
 
     :param stall: give up when no frame arrived for this many seconds.
     :param on_progress: called with the counts so far every ``PROGRESS`` seconds
         while the copy runs (from this thread).
     :returns: the destination's counts and its error messages.
     """
-    parent = os.path.dirname(os.path.abspath(dst)) or "/"
+    parent = os.path.abspath(dst) if into else os.path.dirname(os.path.abspath(dst))
     umask = os.umask(0)
     os.umask(umask)
     receiver = Receiver(settings, os.open(parent, DIR_FLAGS), umask)

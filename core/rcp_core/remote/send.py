@@ -39,6 +39,7 @@ import queue
 import stat
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,7 +135,10 @@ class _Batch:
 
 
 class Sender:
-    """Sends one source (a directory or a single entry) as ``dst_name``.
+    """Sends sources (each a directory or a single entry) under their destination
+    names, all into the destination's directory 0.
+
+    :param sources: ``(path, name at the destination)`` pairs.
 
     :param control: the control connection to the destination (its reader is ours).
     :param data: the data connections; one sender thread each.
@@ -143,8 +147,7 @@ class Sender:
 
     def __init__(
         self,
-        src: str,
-        dst_name: str,
+        sources: Sequence[tuple[str, str]],
         control: Connection,
         data: list[Connection],
         settings: CopySettings,
@@ -153,8 +156,7 @@ class Sender:
     ) -> None:
         self.stall = stall
         self.settings = settings
-        self.src = src
-        self.dst_name = dst_name
+        self.sources = list(sources)
         self.control = control
         self.data = data
         self.tallies: list[Tally] = []
@@ -220,27 +222,23 @@ class Sender:
         return tally
 
     def _walk(self, tally: Tally) -> None:
-        parent, name = os.path.split(os.path.abspath(self.src))
-        anchor_fd = os.open(parent or "/", DIR_FLAGS)
-        anchor = _Dir(anchor_fd, "")
-        try:
-            st = os.lstat(name, dir_fd=anchor_fd)
-            if stat.S_ISDIR(st.st_mode):
-                self._announce(
-                    anchor,
-                    ANCHOR,
-                    _Announced(anchor, name, name, "", False),
-                    self.dst_name,
-                    st,
-                )
-                self.control.send_control("dir_end", dir=ANCHOR, count=0)
-            else:
-                entry = (name, "symlink" if stat.S_ISLNK(st.st_mode) else "file")
-                anchor.hold()
-                self._work.put(_Batch(ANCHOR, anchor, [entry], self.dst_name))
-                self.control.send_control("dir_end", dir=ANCHOR, count=1)
-        finally:
-            anchor.release()
+        entries = 0
+        for src, dst_name in self.sources:
+            parent, name = os.path.split(os.path.abspath(src))
+            anchor = _Dir(os.open(parent or "/", DIR_FLAGS), "")
+            try:
+                st = os.lstat(name, dir_fd=anchor.fd)
+                if stat.S_ISDIR(st.st_mode):
+                    root = _Announced(anchor, name, name, "", False)
+                    self._announce(anchor, ANCHOR, root, dst_name, st)
+                else:
+                    kind = "symlink" if stat.S_ISLNK(st.st_mode) else "file"
+                    anchor.hold()
+                    self._work.put(_Batch(ANCHOR, anchor, [(name, kind)], dst_name))
+                    entries += 1
+            finally:
+                anchor.release()
+        self.control.send_control("dir_end", dir=ANCHOR, count=entries)
         pending = len(self._announced)
         while pending:
             dir_id, ok = self._next_ready()
