@@ -84,7 +84,7 @@ def test_a_repeated_submit_key_returns_the_same_job() -> None:
 def test_only_the_newest_finished_jobs_are_kept() -> None:
     gate = Gate()
     gate.release.set()
-    table = JobTable(gate, keep=2)
+    table = JobTable(gate, max_running=1, keep=2)  # one at a time: they end in order
     jobs = [table.submit(REQUEST, f"key-{i:016d}") for i in range(3)]
     for job in jobs:
         finish(job)
