@@ -41,16 +41,18 @@ from rcp_core.remote.hello import PROTOCOL, Hello, Role, negotiate
 from rcp_core.remote.wire import MAX_FRAME, Frame, FrameKind, FrameReader, encode
 
 BUFFER = 4 << 20
-"""Socket send and receive buffers asked for (the kernel caps them at its maximum)."""
+"""Socket send buffer asked for (the kernel caps it at its maximum). The receive
+buffer is left to the kernel's autotuning, which grows it with the path's
+bandwidth-delay product (up to ``tcp_rmem``'s maximum); a fixed size would turn that
+off and cap the window on a long or queued path."""
 KEEPALIVE = 60
 """Seconds of silence after which a peer that does not answer probes is gone."""
 
 
 def tune(sock: socket.socket, keepalive: int = KEEPALIVE) -> None:
-    """No Nagle delay, large buffers, keepalive probes within ``keepalive`` s."""
+    """No Nagle delay, a large send buffer, keepalive probes within ``keepalive`` s."""
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):
-        sock.setsockopt(socket.SOL_SOCKET, option, BUFFER)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, BUFFER)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     idle = max(1, keepalive // 2)
     interval = max(1, keepalive // 12)
