@@ -74,14 +74,10 @@ class _Remote:
     """An ``rcpd`` started over SSH, and the master's control connection to it."""
 
     def __init__(
-        self,
-        where: RemotePath,
-        role: Role,
-        launch: Launch,
-        me: tls.Identity,
-        encrypt: bool,
-        timeout: float,
+        self, where: RemotePath, role: Role, launch: Launch, timeout: float
     ) -> None:
+        """Start ``ssh`` (it logs in while the master goes on; :meth:`connect` then
+        talks to the daemon)."""
         self.where, self.role, self.timeout = where, role, timeout
         self.name = f"rcpd ({role.value}) on {where.host}"
         self.proc = subprocess.Popen(
@@ -91,11 +87,16 @@ class _Remote:
             stderr=subprocess.PIPE,
             text=True,
         )
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
         self.stderr: collections.deque[str] = collections.deque(maxlen=20)
         self._drain = threading.Thread(target=self._read_stderr, daemon=True)
         self._drain.start()
+
+    def connect(self, me: tls.Identity, encrypt: bool) -> None:
+        """Send the setup line, read the daemon's announcement, open the control
+        connection; on failure the daemon is stopped."""
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        where, timeout = self.where, self.timeout
         try:
             setup = {"master_cert": me.cert_pem, "encrypt": encrypt}
             self.proc.stdin.write(json.dumps(setup) + "\n")
@@ -259,21 +260,18 @@ def remote_copy(
     ]
     if len({name for _, name in named}) != len(named):
         raise UsageError("two sources have the same name; they would collide")
-    me = tls.Identity.ephemeral("rcp-master")
     remotes: list[_Remote] = []
     try:
-        src_remote = (
-            _Remote(src, Role.SOURCE, launch, me, encrypt, timeout) if src else None
-        )
+        # Both SSH logins run at once, and while this process makes its identity.
+        src_remote = _Remote(src, Role.SOURCE, launch, timeout) if src else None
         if src_remote:
             remotes.append(src_remote)
-        dst_remote = (
-            _Remote(dst, Role.DESTINATION, launch, me, encrypt, timeout)
-            if dst
-            else None
-        )
+        dst_remote = _Remote(dst, Role.DESTINATION, launch, timeout) if dst else None
         if dst_remote:
             remotes.append(dst_remote)
+        me = tls.Identity.ephemeral("rcp-master")
+        for remote in remotes:
+            remote.connect(me, encrypt)
         local: list[Callable[[], RoleResult]] = []
 
         if src_remote is not None:
