@@ -6,8 +6,10 @@ identities pinned both ways, and checks the copy entry by entry.
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
+import stat
 import threading
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from support.treespec import (
 
 TIMEOUT = 10.0
 MIB = 1 << 20
+T1 = 1_600_000_000_000_000_000
 
 
 def remote_copy(
@@ -136,16 +139,51 @@ def test_a_single_file_is_copied_under_the_destination_name(
     assert written["copied.files"] == 1
 
 
-def test_an_unreadable_entry_is_reported_and_the_rest_arrives(tmp_path: Path) -> None:
+def test_an_unreadable_entry_is_reported_and_the_rest_arrives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read that fails (EIO: a disk error, which root cannot provoke here) costs
+    that entry only."""
+    from rcp_core.remote import send
+
+    read_all = send._read_all
+
+    def failing(fd: int, size: int) -> bytes:
+        if size == len(b"broken sector"):
+            raise OSError(errno.EIO, "Input/output error")
+        return read_all(fd, size)
+
+    monkeypatch.setattr(send, "_read_all", failing)
     src = make_tree(
-        tmp_path / "src", {"a/ok": b"fine", "a/pipe": Fifo(), "b/ok": b"also fine"}
+        tmp_path / "src",
+        {"a/ok": b"fine", "a/bad": b"broken sector", "b/ok": b"also fine"},
     )
     sent, written, _ = remote_copy(src, tmp_path / "dst")
     assert sent["errors"] == 1
     assert (tmp_path / "dst/a/ok").read_bytes() == b"fine"
     assert (tmp_path / "dst/b/ok").read_bytes() == b"also fine"
-    assert not (tmp_path / "dst/a/pipe").exists()
+    assert not (tmp_path / "dst/a/bad").exists()
     assert written["copied.files"] == 2
+
+
+@pytest.mark.privileged  # mknod of a device
+def test_fifos_and_devices_are_recreated(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(tmp_path / "src", {"pipe": Fifo(0o640, T1), "f": b"file"})
+    os.mknod(src / "null", 0o620 | stat.S_IFCHR, os.makedev(1, 3))
+    os.utime(src / "null", ns=(T1, T1))
+    _, written, errors = remote_copy(src, tmp_path / "dst")
+    assert errors == []
+    assert written["copied.specials"] == 2
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "dst/pipe").st_mode)
+    assert os.lstat(tmp_path / "dst/null").st_rdev == os.makedev(1, 3)
+    assert tree_compare(src, tmp_path / "dst") == []
+    _, again, errors = remote_copy(
+        src, tmp_path / "dst", CopySettings(existing=ExistingPolicy.OVERWRITE)
+    )
+    assert errors == []
+    assert again["unchanged.specials"] == 2
 
 
 def test_an_existing_destination_is_not_touched_by_default(tmp_path: Path) -> None:
@@ -328,7 +366,6 @@ def test_files_to_keep_are_not_sent(
     assert (dst / "a").read_bytes() == b"newer here"
 
 
-T1 = 1_600_000_000_000_000_000
 FILTERED: Spec = {
     ".gitignore": b"*.log\nbuild/\n",
     "keep.py": b"print()",

@@ -14,17 +14,20 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 3)
+PROTOCOL = (1, 4)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
-``--delete`` (``traverse`` on ``dir``, ``dir_excluded``)."""
+``--delete`` (``traverse`` on ``dir``, ``dir_excluded``); 1.4 special files
+(entries of kind ``special``, ``rdev`` in their metadata)."""
 HARD_LINKS = (1, 1)
 """The first version whose destinations understand hard links."""
 MANIFESTS = (1, 2)
 """The first version whose sources skip what a destination's manifest matches."""
 FILTERS = (1, 3)
 """The first version whose daemons filter and delete between hosts."""
+SPECIALS = (1, 4)
+"""The first version whose destinations recreate FIFOs, sockets and devices."""
 
 
 class Role(enum.Enum):

@@ -9,6 +9,7 @@ checked: a peer cannot smuggle a negative size or a mode with bits no file has.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 from rcp_core.errors import ProtocolError
@@ -18,8 +19,8 @@ MAX_MODE = 0o177777
 
 
 def meta_of(st: os.stat_result) -> dict[str, int]:
-    """The wire form of a source entry's ``lstat``."""
-    return {
+    """The wire form of a source entry's ``lstat`` (with ``rdev`` for a device)."""
+    meta = {
         "mode": st.st_mode,
         "uid": st.st_uid,
         "gid": st.st_gid,
@@ -28,6 +29,9 @@ def meta_of(st: os.stat_result) -> dict[str, int]:
         "mtime_ns": st.st_mtime_ns,
         "nlink": st.st_nlink,
     }
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        meta["rdev"] = st.st_rdev
+    return meta
 
 
 def _int(meta: dict[str, Any], name: str, limit: int) -> int:
@@ -50,6 +54,7 @@ def stat_of(meta: Any) -> os.stat_result:
     size = _int(meta, "size", 2**63 - 1)
     atime, mtime = _int(meta, "atime_ns", 2**63 - 1), _int(meta, "mtime_ns", 2**63 - 1)
     nlink = _int(meta, "nlink", 2**32 - 1)
+    rdev = _int(meta, "rdev", 2**64 - 1) if "rdev" in meta else 0
     return os.stat_result(
         (
             mode,
@@ -70,5 +75,6 @@ def stat_of(meta: Any) -> os.stat_result:
             "st_atime_ns": atime,
             "st_mtime_ns": mtime,
             "st_ctime_ns": mtime,
+            "st_rdev": rdev,
         },
     )

@@ -489,6 +489,14 @@ class Receiver:
             if link is None:
                 raise ProtocolError(f"{rel}: a hard link without its link id")
             return 0, self._later_name(link, node, name, st)
+        if kind == "special":
+            try:
+                self._write_special(node, name, st)
+            except OSError as exc:
+                self._fail(rel, "create special file", exc)
+                with self._lock:
+                    node.failed = True
+            return 0, True
         if kind == "symlink":
             target = entry.get("target")
             if not isinstance(target, str) or not target or "\0" in target:
@@ -598,13 +606,9 @@ class Receiver:
             and os.readlink(name, dir_fd=node.fd) == link
         ):
             action = Action.UNCHANGED
-        if action is Action.UNCHANGED:
-            kind = "symlinks" if stat.S_ISLNK(st.st_mode) else "files"
-            self.tally[f"unchanged.{kind}"] += 1
-            return None
-        if action is Action.KEEP:
-            kind = "symlinks" if stat.S_ISLNK(st.st_mode) else "files"
-            self.tally[f"skipped.{kind}"] += 1
+        if action in (Action.UNCHANGED, Action.KEEP):
+            outcome = "unchanged" if action is Action.UNCHANGED else "skipped"
+            self.tally[f"{outcome}.{_kind(st)}"] += 1
             return None
         if action is Action.REPLACE and stat.S_ISDIR(old.st_mode):
             remove_entry(node.fd, name, old, self.tally)
@@ -651,6 +655,39 @@ class Receiver:
                 os.unlink(target, dir_fd=node.fd)
             raise
         self.tally["copied.symlinks"] += 1
+
+    def _write_special(self, node: _Dir, name: str, st: os.stat_result) -> None:
+        """A FIFO, socket or device, made ``0600`` and given its metadata, like a
+        local copy (``--skip-specials``: a device this process may not make is
+        skipped, not an error)."""
+        if (
+            stat.S_ISREG(st.st_mode)
+            or stat.S_ISDIR(st.st_mode)
+            or stat.S_ISLNK(st.st_mode)
+        ):
+            raise ProtocolError(f"{name}: a special entry of another type")
+        target = self._target(node, name, st)
+        if target is None:
+            return
+        try:
+            if stat.S_ISFIFO(st.st_mode):
+                os.mkfifo(target, 0o600, dir_fd=node.fd)
+            else:
+                kind = stat.S_IFMT(st.st_mode)
+                os.mknod(target, kind | 0o600, st.st_rdev, dir_fd=node.fd)
+        except PermissionError:
+            if not self.settings.skip_specials:
+                raise
+            self.tally["skipped.specials"] += 1
+            return
+        try:
+            self.metadata.apply_by_name(node.fd, target, st)
+            self._commit(node, target, name)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target, dir_fd=node.fd)
+            raise
+        self.tally["copied.specials"] += 1
 
     # -- large files ---------------------------------------------------------------
 
@@ -790,3 +827,10 @@ def _link_id(value: Any, rel: str) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ProtocolError(f"{rel}: bad link id {value!r}")
     return value
+
+
+def _kind(st: os.stat_result) -> str:
+    """The counter kind of an entry: ``files``, ``symlinks`` or ``specials``."""
+    if stat.S_ISREG(st.st_mode):
+        return "files"
+    return "symlinks" if stat.S_ISLNK(st.st_mode) else "specials"

@@ -54,7 +54,7 @@ from rcp_core.existing import Action, decide
 from rcp_core.filters import Filter, GitIgnores, Verdict
 from rcp_core.methods import data_extents
 from rcp_core.remote.connection import Connection
-from rcp_core.remote.hello import FILTERS, HARD_LINKS
+from rcp_core.remote.hello import FILTERS, HARD_LINKS, SPECIALS
 from rcp_core.remote.meta import meta_of, stat_of
 from rcp_core.remote.receive import ANCHOR, check_name
 from rcp_core.remote.wire import FrameKind
@@ -118,8 +118,9 @@ class _Announced:
 
 
 Kind = str
-"""What the walk found an entry to be: ``file``, ``symlink``, or a file matched by
-the destination's manifest: ``unchanged`` or ``kept``."""
+"""What the walk found an entry to be: ``file``, ``symlink``, ``special`` (a FIFO,
+socket or device), or a file matched by the destination's manifest: ``unchanged``
+or ``kept``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +171,7 @@ class Sender:
             gitignore=settings.gitignore,
         )
         self._filters_wire = control.version >= FILTERS
+        self._specials = control.version >= SPECIALS
         self._protect = (
             settings.delete and not settings.delete_excluded and self._filters_wire
         )
@@ -372,6 +374,8 @@ class Sender:
         (``unchanged``, ``kept``)."""
         if entry.is_symlink():
             return "symlink"
+        if self._specials and not entry.is_file(follow_symlinks=False):
+            return "special"  # a FIFO, socket or device: recreated, never read
         there = manifest.get(entry.name)
         if there is None:
             return "file"
@@ -485,6 +489,8 @@ class Sender:
             sent_as = batch.rename or name
             if kind == "symlink":
                 entry, data = self._symlink(tally, batch.node, name, sent_as, rel)
+            elif kind == "special":
+                entry, data = self._special(tally, batch.node, name, sent_as, rel)
             elif kind in ("unchanged", "kept"):
                 entry, data = self._matched(tally, batch.node, name, sent_as, kind)
             else:
@@ -511,6 +517,21 @@ class Sender:
             chunks.append(data)
             size += len(data)
         flush()
+
+    def _special(
+        self, tally: Tally, node: _Dir, name: str, sent_as: str, rel: str
+    ) -> tuple[dict[str, Any], bytes]:
+        """A FIFO, socket or device: its metadata (and device number) only."""
+        try:
+            st = os.lstat(name, dir_fd=node.fd)
+        except OSError as exc:
+            self._fail(tally, rel, "stat", exc)
+            return {"name": sent_as, "kind": "failed"}, b""
+        if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+            changed = OSError(errno.EAGAIN, "changed type during the copy")
+            self._fail(tally, rel, "stat", changed)
+            return {"name": sent_as, "kind": "failed"}, b""
+        return {"name": sent_as, "kind": "special", "meta": meta_of(st)}, b""
 
     def _matched(
         self, tally: Tally, node: _Dir, name: str, sent_as: str, kind: Kind
