@@ -30,10 +30,20 @@ pytestmark = pytest.mark.privileged
 
 RCPD = str(Path(sys.executable).with_name("rcpd"))
 MIB = 1 << 20
-TREE: Spec = {
-    **{f"small/f{i}": os.urandom(500) for i in range(200)},
-    "big": File(os.urandom(256 * MIB)),
-}
+SMALL: Spec = {f"small/f{i}": os.urandom(500) for i in range(200)}
+BIG = 768
+"""MiB of the large file: a few seconds to cross, long enough to be cut off."""
+
+
+def make_source(root: Path) -> Path:
+    """The small files, and the large one written a MiB at a time."""
+    make_tree(root, SMALL)
+    with open(root / "big", "wb") as f:
+        for _ in range(BIG):
+            f.write(os.urandom(MIB))
+    return root
+
+
 OVERWRITE = CopySettings(existing=ExistingPolicy.OVERWRITE)
 
 
@@ -82,18 +92,22 @@ def when_streaming(dst: Path, act: Callable[[], None]) -> threading.Thread:
 def test_a_killed_destination_daemon_fails_the_copy_and_a_rerun_converges(
     tmp_path: Path, server: sshd.Sshd, tree_compare: TreeCompare
 ) -> None:
-    src = make_tree(tmp_path / "src", TREE)
+    src = make_source(tmp_path / "src")
     dst = tmp_path / "dst"
+    killed: list[int] = []
     killer = when_streaming(
         dst,
-        lambda: subprocess.run(
-            ["pkill", "-KILL", "-f", f"{RCPD} --role destination"], check=True
+        lambda: killed.append(
+            subprocess.run(
+                ["pkill", "-KILL", "-f", f"{RCPD} --role destination"], check=False
+            ).returncode
         ),
     )
     started = time.monotonic()
     with pytest.raises((RemoteError, OSError)):
         remote_copy(str(src), at(server, dst), launch=launch(server), timeout=10)
     killer.join()
+    assert killed == [0], "the daemon was not running when the file streamed"
     assert time.monotonic() - started < 60
     assert daemons() == []
     # The daemon died mid-file: that file is not complete; a rerun replaces it.
@@ -106,7 +120,7 @@ def test_a_killed_master_takes_its_daemons_with_it_and_a_rerun_converges(
 ) -> None:
     """SIGKILL the rcp command while it pulls: its SSH session ends, so the source
     daemon (which exits when its stdin closes) is gone too."""
-    src = make_tree(tmp_path / "src", TREE)
+    src = make_source(tmp_path / "src")
     dst = tmp_path / "dst"
     command = [
         sys.executable,
