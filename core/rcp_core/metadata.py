@@ -19,6 +19,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Mapping
 
 from rcp_core.settings import Preserve
 
@@ -50,19 +51,29 @@ class Metadata:
         with contextlib.suppress(PermissionError):  # not permitted: keep ours, as cp -p
             os.fchown(fd, st.st_uid, st.st_gid)
 
-    def _xattrs(self, src: int, dst: int) -> None:
-        names = os.listxattr(src)
-        wanted = set()
-        for name in names:
+    def read_xattrs(self, src: int) -> dict[str, bytes]:
+        """The extended attributes (and ACLs) of the open ``src`` that this run
+        keeps, by name (empty when it keeps none)."""
+        if not self.copy_xattrs:
+            return {}
+        return {
+            name: os.getxattr(src, name)
+            for name in os.listxattr(src)
+            if (self.acls if name in ACL_NAMES else self.xattrs)
+        }
+
+    def _xattrs(self, dst: int, attrs: Mapping[str, bytes]) -> None:
+        """Give ``dst`` the source's ``attrs`` (``security.*`` only as root), and
+        remove an ACL the source lacks."""
+        for name, value in attrs.items():
             is_acl = name in ACL_NAMES
             if (self.acls if is_acl else self.xattrs) and (
                 self.security_xattrs or not name.startswith("security.")
             ):
-                wanted.add(name)
-                os.setxattr(dst, name, os.getxattr(src, name))
+                os.setxattr(dst, name, value)
         if self.acls:
             for name in ACL_NAMES:
-                if name not in wanted:
+                if name not in attrs:
                     try:
                         os.removexattr(dst, name)
                     except OSError as exc:
@@ -71,7 +82,7 @@ class Metadata:
 
     def apply(
         self,
-        src: int | None,
+        src: int | Mapping[str, bytes] | None,
         dst: int,
         st: os.stat_result,
         *,
@@ -80,8 +91,8 @@ class Metadata:
     ) -> None:
         """Apply metadata to an open file or directory ``dst`` copied from ``src``.
 
-        :param src: the open source, read for extended attributes; ``None`` when it is
-            on another host (its attributes travel separately, or not at all).
+        :param src: the open source, read for extended attributes; or its attributes
+            already read (:meth:`read_xattrs`, on another host); ``None``: none.
         :param times: set atime/mtime; ``False`` when the source changed during the
             copy, so that a rerun sees the file as different and copies it again.
         """
@@ -92,7 +103,7 @@ class Metadata:
         else:
             os.fchmod(dst, self.dir_mode_default if is_dir else self.file_mode_default)
         if self.copy_xattrs and src is not None:
-            self._xattrs(src, dst)
+            self._xattrs(dst, self.read_xattrs(src) if isinstance(src, int) else src)
         if times and self.times:
             os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
 

@@ -10,13 +10,14 @@ import errno
 import os
 import socket
 import stat
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rcp_core import CopySettings, ExistingPolicy
+from rcp_core import CopySettings, ExistingPolicy, Preserve
 from rcp_core.errors import ProtocolError
 from rcp_core.remote import tls
 from rcp_core.remote.roles import run_destination, run_source
@@ -432,3 +433,43 @@ def test_filters_and_delete_do_what_a_local_copy_does(
     # has the time of the removals in it, different in each copy.
     differences = tree_compare(local, remote)
     assert [d for d in differences if not d.startswith("'old': mtime_ns")] == []
+
+
+def test_extended_attributes_and_acls_cross_when_kept(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    """``--preserve all``: user.* attributes and POSIX ACLs of files (small and
+    large) and directories arrive; by default none do."""
+    src = make_tree(
+        tmp_path / "src",
+        {
+            ".": Dir(xattrs={"user.root": b"r"}),
+            "f": File(b"data", xattrs={"user.a": b"1", "user.empty": b""}),
+            "big": File(os.urandom(2 * MIB), xattrs={"user.b": bytes(range(256))}),
+            "d": Dir(xattrs={"user.dir": b"\x00\xff binary"}),
+            "d/h": File(b"h", mode=0o640),
+            "plain": b"none",
+        },
+    )
+    subprocess.run(["setfacl", "-m", "u:1234:rw", str(src / "d/h")], check=True)
+    acl = os.getxattr(src / "d/h", "system.posix_acl_access")
+    _, _, errors = remote_copy(
+        src, tmp_path / "all", CopySettings(preserve=Preserve.parse("all"))
+    )
+    assert errors == []
+    assert tree_compare(src, tmp_path / "all", xattrs=True) == []
+    assert os.getxattr(tmp_path / "all/d/h", "system.posix_acl_access") == acl
+    _, _, errors = remote_copy(src, tmp_path / "default")
+    assert errors == []
+    assert os.listxattr(tmp_path / "default/f") == []
+    assert os.listxattr(tmp_path / "default/d") == []
+
+
+def test_malformed_extended_attributes_are_protocol_errors() -> None:
+    from rcp_core.remote.meta import xattrs_of
+
+    assert xattrs_of({"mode": 1}) is None
+    assert xattrs_of({"xattrs": {"user.a": "AAE="}}) == {"user.a": b"\x00\x01"}
+    for bad in (["x"], {"": "AA=="}, {"user.a": "not base64!"}, {"user.a": 5}):
+        with pytest.raises(ProtocolError, match="xattr"):
+            xattrs_of({"xattrs": bad})

@@ -14,12 +14,13 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 4)
+PROTOCOL = (1, 5)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
 ``--delete`` (``traverse`` on ``dir``, ``dir_excluded``); 1.4 special files
-(entries of kind ``special``, ``rdev`` in their metadata)."""
+(entries of kind ``special``, ``rdev`` in their metadata); 1.5 extended attributes
+and ACLs (``xattrs`` in a file's metadata and a directory's ``dir_end``)."""
 HARD_LINKS = (1, 1)
 """The first version whose destinations understand hard links."""
 MANIFESTS = (1, 2)
@@ -28,6 +29,8 @@ FILTERS = (1, 3)
 """The first version whose daemons filter and delete between hosts."""
 SPECIALS = (1, 4)
 """The first version whose destinations recreate FIFOs, sockets and devices."""
+XATTRS = (1, 5)
+"""The first version whose destinations set extended attributes and ACLs."""
 
 
 class Role(enum.Enum):

@@ -8,8 +8,10 @@ checked: a peer cannot smuggle a negative size or a mode with bits no file has.
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
+from collections.abc import Mapping
 from typing import Any
 
 from rcp_core.errors import ProtocolError
@@ -78,3 +80,36 @@ def stat_of(meta: Any) -> os.stat_result:
             "st_rdev": rdev,
         },
     )
+
+
+MAX_XATTR_NAME = 255
+MAX_XATTR_VALUE = 64 << 10
+"""Linux's limits for one extended attribute."""
+
+
+def xattrs_to_wire(attrs: Mapping[str, bytes]) -> dict[str, str]:
+    """Extended attributes as JSON: values in base64."""
+    return {name: base64.b64encode(value).decode() for name, value in attrs.items()}
+
+
+def xattrs_of(meta: Any) -> dict[str, bytes] | None:
+    """The extended attributes in an entry's metadata (``None``: none were sent);
+    :class:`ProtocolError` if malformed or beyond Linux's limits."""
+    if not isinstance(meta, dict) or "xattrs" not in meta:
+        return None
+    wire = meta["xattrs"]
+    if not isinstance(wire, dict):
+        raise ProtocolError("entry metadata: xattrs is not an object")
+    attrs: dict[str, bytes] = {}
+    for name, value in wire.items():
+        if not name or len(name.encode()) > MAX_XATTR_NAME or "\0" in name:
+            raise ProtocolError(f"entry metadata: bad xattr name {name!r}")
+        try:
+            attrs[name] = base64.b64decode(value, validate=True)
+        except (TypeError, ValueError) as exc:
+            raise ProtocolError(
+                f"entry metadata: xattr {name!r} is not base64"
+            ) from exc
+        if len(attrs[name]) > MAX_XATTR_VALUE:
+            raise ProtocolError(f"entry metadata: xattr {name!r} is too long")
+    return attrs

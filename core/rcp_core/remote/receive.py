@@ -51,7 +51,7 @@ from rcp_core.existing import Action, decide
 from rcp_core.filters import Filter, Verdict
 from rcp_core.links import located
 from rcp_core.metadata import Metadata
-from rcp_core.remote.meta import meta_of, stat_of
+from rcp_core.remote.meta import meta_of, stat_of, xattrs_of
 from rcp_core.remove import remove_entry
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.summary import Tally, merge
@@ -106,6 +106,7 @@ class _Dir:
     has_content: bool = False
     names: set[str] | None = None
     protected: set[str] = field(default_factory=set)
+    xattrs: dict[str, bytes] | None = None
 
     def child_rel(self, name: str) -> str:
         return f"{self.rel}/{name}" if self.rel else name
@@ -227,7 +228,9 @@ class Receiver:
             else:
                 if self.settings.delete and not node.failed and not node.fresh:
                     self._prune(node)
-                self.metadata.apply(None, node.fd, node.st, is_dir=True, times=True)
+                self.metadata.apply(
+                    node.xattrs, node.fd, node.st, is_dir=True, times=True
+                )
                 self.tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
                 parent.has_content = True
         except OSError as exc:
@@ -410,15 +413,18 @@ class Receiver:
         except FileNotFoundError:
             return None
 
-    def end_dir(self, dir_id: Any, count: Any) -> None:
-        """``dir_end``: the source sent ``count`` entries of this directory."""
+    def end_dir(self, dir_id: Any, count: Any, xattrs: Any = None) -> None:
+        """``dir_end``: the source sent ``count`` entries of this directory (and its
+        extended attributes, applied when it is finished)."""
         node = self._dir(dir_id)
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise ProtocolError(f"bad entry count {count!r}")
+        attrs = xattrs_of({"xattrs": xattrs}) if xattrs is not None else None
         with self._lock:
             if node.expected is not None:
                 raise ProtocolError(f"dir_end sent twice for directory {dir_id}")
             node.expected = count
+            node.xattrs = attrs
         self._maybe_finish(node)
 
     def files(self, header: dict[str, Any], data: memoryview) -> None:
@@ -474,7 +480,8 @@ class Receiver:
             if offset + size > len(data):
                 raise ProtocolError(f"{rel}: {size} bytes announced, fewer sent")
             try:
-                self._write_file(node, name, st, data[offset : offset + size])
+                attrs = xattrs_of(entry.get("meta"))
+                self._write_file(node, name, st, data[offset : offset + size], attrs)
             except OSError as exc:
                 self._fail(rel, "write", exc)
                 with self._lock:
@@ -620,7 +627,12 @@ class Receiver:
             rename_over(node.fd, tmp, name)
 
     def _write_file(
-        self, node: _Dir, name: str, st: os.stat_result, data: memoryview
+        self,
+        node: _Dir,
+        name: str,
+        st: os.stat_result,
+        data: memoryview,
+        attrs: dict[str, bytes] | None,
     ) -> None:
         target = self._target(node, name, st)
         if target is None:
@@ -630,7 +642,7 @@ class Receiver:
             view = data
             while view:
                 view = view[os.write(fd, view) :]
-            self.metadata.apply(None, fd, st, is_dir=False, times=True)
+            self.metadata.apply(attrs, fd, st, is_dir=False, times=True)
         except BaseException:
             os.close(fd)
             os.unlink(target, dir_fd=node.fd)
@@ -708,6 +720,7 @@ class Receiver:
             self._seen(node, name)
             node.has_content = True
             current = Incoming(self, node, name, st, link)
+            current.attrs = xattrs_of(header.get("meta"))
         offset = header.get("offset")
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise ProtocolError(f"bad chunk offset {offset!r}")
@@ -740,6 +753,7 @@ class Incoming:
     ) -> None:
         self.receiver, self.node, self.name, self.st = receiver, node, name, st
         self.link = link
+        self.attrs: dict[str, bytes] | None = None
         self.fd: int | None = None
         self.target: str | None = None
         self.written = 0
@@ -789,7 +803,7 @@ class Incoming:
             try:
                 os.ftruncate(self.fd, self.st.st_size)
                 self.receiver.metadata.apply(
-                    None, self.fd, self.st, is_dir=False, times=True
+                    self.attrs, self.fd, self.st, is_dir=False, times=True
                 )
             except OSError as exc:
                 self._failed("write", exc)

@@ -238,7 +238,8 @@ def _serve_control(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> No
                     conn.send_control("dir_manifest", id=h["id"], entries=part)
             conn.send_control("dir_ready" if ok else "dir_failed", id=h.get("id"))
         elif kind == "dir_end":
-            receiver.end_dir(frame.header.get("dir"), frame.header.get("count"))
+            h = frame.header
+            receiver.end_dir(h.get("dir"), h.get("count"), h.get("xattrs"))
         elif kind == "dir_excluded":
             receiver.exclude(frame.header.get("dir"), frame.header.get("names"))
         else:

@@ -52,10 +52,11 @@ from rcp_core.errors import (
 )
 from rcp_core.existing import Action, decide
 from rcp_core.filters import Filter, GitIgnores, Verdict
+from rcp_core.metadata import Metadata
 from rcp_core.methods import data_extents
 from rcp_core.remote.connection import Connection
-from rcp_core.remote.hello import FILTERS, HARD_LINKS, SPECIALS
-from rcp_core.remote.meta import meta_of, stat_of
+from rcp_core.remote.hello import FILTERS, HARD_LINKS, SPECIALS, XATTRS
+from rcp_core.remote.meta import meta_of, stat_of, xattrs_to_wire
 from rcp_core.remote.receive import ANCHOR, check_name
 from rcp_core.remote.wire import FrameKind
 from rcp_core.settings import CopySettings
@@ -172,6 +173,9 @@ class Sender:
         )
         self._filters_wire = control.version >= FILTERS
         self._specials = control.version >= SPECIALS
+        # Reads the attributes --preserve keeps (xattrs, acls); none for an older peer.
+        self._metadata = Metadata(settings.preserve, umask=0)
+        self._xattrs = self._metadata.copy_xattrs and control.version >= XATTRS
         self._protect = (
             settings.delete and not settings.delete_excluded and self._filters_wire
         )
@@ -354,7 +358,12 @@ class Sender:
             for start in range(0, len(excluded), EXCLUDED_PART):
                 part = excluded[start : start + EXCLUDED_PART]
                 self.control.send_control("dir_excluded", dir=dir_id, names=part)
-        self.control.send_control("dir_end", dir=dir_id, count=count)
+        end: dict[str, Any] = {}
+        if self._xattrs:
+            attrs = self._meta(tally, rel, fd, os.fstat(fd)).get("xattrs")
+            if attrs:
+                end["xattrs"] = attrs
+        self.control.send_control("dir_end", dir=dir_id, count=count, **end)
         node.release()
         return subdirs
 
@@ -602,17 +611,34 @@ class Sender:
             return None
         return fd, st
 
+    def _meta(
+        self, tally: Tally, rel: str, fd: int, st: os.stat_result
+    ) -> dict[str, Any]:
+        """An open entry's metadata for the wire, with the extended attributes (and
+        ACLs) the copy keeps; attributes that cannot be read are an error of the
+        entry, which travels without them."""
+        meta: dict[str, Any] = meta_of(st)
+        if self._xattrs:
+            try:
+                attrs = self._metadata.read_xattrs(fd)
+            except OSError as exc:
+                self._fail(tally, rel, "read extended attributes", exc)
+                attrs = {}
+            if attrs:
+                meta["xattrs"] = xattrs_to_wire(attrs)
+        return meta
+
     def _read_small(
         self, tally: Tally, sent_as: str, rel: str, fd: int, st: os.stat_result
     ) -> tuple[dict[str, Any], bytes]:
         try:
             data = _read_all(fd, st.st_size)
+            meta = self._meta(tally, rel, fd, st)
         except OSError as exc:
             self._fail(tally, rel, "read", exc)
             return {"name": sent_as, "kind": "failed"}, b""
         finally:
             os.close(fd)
-        meta = meta_of(st)
         meta["size"] = len(data)
         tally["copied.files"] += 1
         tally["copied.bytes"] += len(data)
@@ -632,12 +658,13 @@ class Sender:
         """One large file as ``CHUNK`` frames; the last one says how it ended."""
         base: dict[str, Any] = {"dir": batch.dir_id, "name": sent_as}
         first = True
+        meta = self._meta(tally, rel, fd, st)
 
         def send(offset: int, data: bytes, **end: Any) -> None:
             nonlocal first
             header = {**base, "offset": offset, "first": first, **end}
             if first:
-                header["meta"] = meta_of(st)
+                header["meta"] = meta
                 if link is not None:
                     header["link"] = link
             conn.send(FrameKind.CHUNK, header, data)
