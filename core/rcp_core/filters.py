@@ -143,8 +143,19 @@ def _rule(kind: str, pattern: str) -> _Rule:
     return _Rule(regex, pattern.endswith("/"), Decision(verdict, f"{kind} {pattern}"))
 
 
+def filter_file_rules(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """The ``(kind, pattern)`` lines of a filter file in file order, each checked
+    (``kind`` is ``--include`` or ``--exclude``); errors name file and line."""
+    return [(kind, pattern) for kind, pattern, _ in _filter_file(path)]
+
+
 def _read_filter_file(path: str | os.PathLike[str]) -> list[_Rule]:
-    """Compile the rules of a filter file, in file order; errors name file and line."""
+    """Compile the rules of a filter file, in file order."""
+    return [rule for _, _, rule in _filter_file(path)]
+
+
+def _filter_file(path: str | os.PathLike[str]) -> list[tuple[str, str, _Rule]]:
+    """Read and compile a filter file: ``(kind, pattern, rule)`` per rule line."""
     where = os.fspath(path)
     try:
         text = Path(path).read_text(encoding="utf-8", errors="surrogateescape")
@@ -162,7 +173,7 @@ def _read_filter_file(path: str | os.PathLike[str]) -> list[_Rule]:
                 f"'--exclude PATTERN', got {line!r}"
             )
         try:
-            rules.append(_rule(parts[0], parts[1]))
+            rules.append((parts[0], parts[1], _rule(parts[0], parts[1])))
         except UsageError as exc:
             raise UsageError(f"{where}:{number}: {exc}") from None
     return rules

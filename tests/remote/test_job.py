@@ -56,9 +56,18 @@ def test_missing_settings_take_their_defaults() -> None:
     assert settings_from_wire({}) == CopySettings()
 
 
-def test_a_filter_file_does_not_travel(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="filter file"):
-        settings_to_wire(CopySettings(filter_file=str(tmp_path / "rules")))
+def test_a_filter_file_travels_as_its_rules(tmp_path: Path) -> None:
+    """The file is on the sender's host: its rules go after the command line's."""
+    rules = tmp_path / "rules"
+    rules.write_text("# comment\n--exclude *.o\n\n--include src/**\n")
+    settings = CopySettings(includes=("a",), excludes=("b",), filter_file=str(rules))
+    back = settings_from_wire(settings_to_wire(settings))
+    assert back.includes == ("a", "src/**")
+    assert back.excludes == ("b", "*.o")
+    assert back.filter_file is None
+    rules.write_text("--copy everything\n")
+    with pytest.raises(UsageError, match="rules:1"):
+        settings_to_wire(settings)
 
 
 @pytest.mark.parametrize(

@@ -159,7 +159,6 @@ def test_the_rcp_command_copies_from_a_host_and_prints_role_lines(
     [
         (["--dry-run", "brief"], "--dry-run"),
         (["--dereference"], "--dereference"),
-        (["--filter-file", "/dev/null"], "--filter-file"),
     ],
 )
 def test_what_remote_copies_cannot_do_yet_is_refused_up_front(

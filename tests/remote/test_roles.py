@@ -473,3 +473,27 @@ def test_malformed_extended_attributes_are_protocol_errors() -> None:
     for bad in (["x"], {"": "AA=="}, {"user.a": "not base64!"}, {"user.a": 5}):
         with pytest.raises(ProtocolError, match="xattr"):
             xattrs_of({"xattrs": bad})
+
+
+def test_a_filter_file_filters_as_on_a_local_copy(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    import rcp_core
+    from rcp_core.remote.job import settings_from_wire, settings_to_wire
+
+    rules = tmp_path / "rules"
+    rules.write_text("--exclude *.tmp\n--include *.py\n")
+    settings = CopySettings(delete=True, filter_file=str(rules))
+    src = make_tree(tmp_path / "src", FILTERED)
+    local, remote = (
+        make_tree(tmp_path / "local", EXTRA),
+        make_tree(tmp_path / "remote", EXTRA),
+    )
+    rcp_core.copy(src, local, settings)
+    # As a daemon gets it: the rules inline, no file.
+    _, _, errors = remote_copy(
+        src, remote, settings_from_wire(settings_to_wire(settings))
+    )
+    assert errors == []
+    differences = tree_compare(local, remote)
+    assert [d for d in differences if not d.startswith("'old': mtime_ns")] == []

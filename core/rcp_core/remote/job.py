@@ -1,9 +1,10 @@
 """A copy's settings as they travel to a daemon or a service, and back.
 
-Every portable setting travels (a path on the sender's host, ``filter_file``, does
-not: send its rules as ``includes``/``excludes``). A missing key takes the
-default, so a peer of a lower minor version that omits a newer setting is
-understood. Every value is parsed with the same code as the command line, so a
+Every setting travels; a ``filter_file`` names a file on the sender's host, so its
+rules travel instead, after the command-line ones in ``includes``/``excludes``
+(their order there is all that matters: excludes decide before includes). A missing
+key takes the default, so a peer of a lower minor version that omits a newer setting
+is understood. Every value is parsed with the same code as the command line, so a
 daemon accepts exactly what ``rcp`` would, and a bad value is a
 :class:`ProtocolError` naming it.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from rcp_core.errors import ProtocolError, UsageError
+from rcp_core.filters import filter_file_rules
 from rcp_core.settings import (
     CompareAttr,
     CopySettings,
@@ -34,18 +36,20 @@ _RATES = ("ops_throttle", "retry_delay")
 
 
 def settings_to_wire(settings: CopySettings) -> dict[str, Any]:
-    """The JSON form of ``settings``.
+    """The JSON form of ``settings`` (a filter file's rules read here).
 
-    :raises UsageError: ``filter_file`` is set (it names a file on this host).
+    :raises UsageError: the filter file cannot be read or has a bad line.
     """
+    includes, excludes = list(settings.includes), list(settings.excludes)
     if settings.filter_file is not None:
-        raise UsageError("a filter file does not travel: pass its rules instead")
+        for kind, pattern in filter_file_rules(settings.filter_file):
+            (includes if kind == "--include" else excludes).append(pattern)
     wire: dict[str, Any] = {
         "existing": settings.existing.value,
         "compare": sorted(a.value for a in settings.overwrite_compare),
         "preserve": sorted(a.value for a in settings.preserve.attrs),
-        "includes": list(settings.includes),
-        "excludes": list(settings.excludes),
+        "includes": includes,
+        "excludes": excludes,
         "dry_run": settings.dry_run.value if settings.dry_run else None,
     }
     for name in (*_FLAGS, *_COUNTS, *_RATES):

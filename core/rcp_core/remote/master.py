@@ -385,7 +385,11 @@ def _name(path: str) -> str:
 
 def _filters_or_delete(settings: CopySettings) -> bool:
     return bool(
-        settings.delete or settings.includes or settings.excludes or settings.gitignore
+        settings.delete
+        or settings.includes
+        or settings.excludes
+        or settings.filter_file
+        or settings.gitignore
     )
 
 
@@ -394,9 +398,6 @@ def unsupported(settings: CopySettings) -> list[str]:
     flags = {
         "--dry-run": settings.dry_run is not None,
         "--dereference": settings.dereference,
-        "--filter-file (give its rules as --include/--exclude)": bool(
-            settings.filter_file
-        ),
     }
     return [flag for flag, on in flags.items() if on]
 

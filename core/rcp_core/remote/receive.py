@@ -157,7 +157,9 @@ class Receiver:
         # The destination knows no .gitignore of the source: its filter decides only
         # for what --delete finds below names the source never sent.
         self.filter = Filter.build(
-            includes=settings.includes, excludes=settings.excludes
+            includes=settings.includes,
+            excludes=settings.excludes,
+            filter_file=settings.filter_file,
         )
         self._links: dict[int, _Link] = {}
         """Link id -> its inode's state, until all its names were seen."""

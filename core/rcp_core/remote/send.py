@@ -169,6 +169,7 @@ class Sender:
         self.filter = Filter.build(
             includes=settings.includes,
             excludes=settings.excludes,
+            filter_file=settings.filter_file,
             gitignore=settings.gitignore,
         )
         self._filters_wire = control.version >= FILTERS
