@@ -157,7 +157,6 @@ def test_the_rcp_command_copies_from_a_host_and_prints_role_lines(
 @pytest.mark.parametrize(
     ("flags", "refused"),
     [
-        (["--dry-run", "brief"], "--dry-run"),
         (["--dereference"], "--dereference"),
     ],
 )
@@ -352,3 +351,28 @@ def test_operands_that_do_not_fit_are_refused_before_anything_starts(
             destination,
             launch=Launch(ssh=["false"], rcpd="rcpd"),
         )
+
+
+def test_a_dry_run_to_a_remote_host_prints_its_lines_here(
+    tmp_path: Path, server: sshd.Sshd, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The destination daemon decides; its lines reach the master's output."""
+    from rcp_provider.cli.rcp import main
+
+    src = make_tree(tmp_path / "src", {"a": b"a", "d/b": b"b"})
+    code = main(
+        [
+            "--ssh",
+            shlex.join(server.ssh()),
+            "--rcpd-path",
+            RCPD,
+            "--dry-run",
+            "all",
+            str(src),
+            _at(server, tmp_path / "dst"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "would create file 'dst/d/b'" in out
+    assert not (tmp_path / "dst").exists()

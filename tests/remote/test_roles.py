@@ -7,6 +7,7 @@ identities pinned both ways, and checks the copy entry by entry.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import socket
 import stat
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from rcp_core import CopySettings, ExistingPolicy, Preserve
+from rcp_core import CopySettings, DryRun, ExistingPolicy, Preserve
 from rcp_core.errors import ProtocolError
 from rcp_core.remote import tls
 from rcp_core.remote.roles import run_destination, run_source
@@ -497,3 +498,56 @@ def test_a_filter_file_filters_as_on_a_local_copy(
     assert errors == []
     differences = tree_compare(local, remote)
     assert [d for d in differences if not d.startswith("'old': mtime_ns")] == []
+
+
+def test_a_dry_run_says_what_a_copy_would_do_and_changes_nothing(
+    tmp_path: Path, tree_compare: TreeCompare, caplog: pytest.LogCaptureFixture
+) -> None:
+    src = make_tree(tmp_path / "src", {**FILTERED, "big": File(os.urandom(2 * MIB))})
+    dry = CopySettings(dry_run=DryRun.ALL)
+    with caplog.at_level(logging.INFO, logger="rcp_core"):
+        sent, would, errors = remote_copy(src, tmp_path / "new", dry)
+    assert errors == []
+    assert not (tmp_path / "new").exists()
+    assert sent["copied.bytes"] == 0  # no file data crossed
+    lines = [r.getMessage() for r in caplog.records]
+    assert "would create dir 'new'" in lines
+    assert "would create file 'new/big'" in lines
+    assert "would create file 'new/src/deep/c.py'" in lines
+    _, real, _ = remote_copy(src, tmp_path / "new")
+    for key in ("copied.files", "copied.dirs", "copied.bytes", "copied.symlinks"):
+        assert would[key] == real[key], key
+
+
+def test_a_dry_mirror_lists_replacements_and_removals_and_touches_nothing(
+    tmp_path: Path, tree_compare: TreeCompare, caplog: pytest.LogCaptureFixture
+) -> None:
+    src = make_tree(
+        tmp_path / "src",
+        {"same": File(b"s", mtime_ns=T1), "new": b"n", "changed": b"c2"},
+    )
+    dst = make_tree(
+        tmp_path / "dst",
+        {
+            "same": File(b"s", mtime_ns=T1),
+            "changed": File(b"c1", mtime_ns=T1),
+            "gone": b"g",
+        },
+    )
+    before = make_tree(tmp_path / "before", {})
+    import shutil
+
+    shutil.rmtree(before)
+    shutil.copytree(dst, before, symlinks=True)
+    settings = CopySettings(delete=True, dry_run=DryRun.ALL)
+    with caplog.at_level(logging.INFO, logger="rcp_core"):
+        _, _, errors = remote_copy(src, dst, settings)
+    assert errors == []
+    lines = {r.getMessage() for r in caplog.records}
+    assert {
+        "would create file 'dst/new'",
+        "would replace file 'dst/changed'",
+        "unchanged file 'dst/same'",
+        "would remove entry 'dst/gone'",
+    } <= lines
+    assert tree_compare(before, dst) == []

@@ -25,6 +25,7 @@ import select
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from rcp_core.errors import PeerTimeoutError, ProtocolError, RcpError, RemoteError
@@ -116,8 +117,13 @@ def serve(role: Role, bind: str, timeout: float) -> int:
     def report(counts: dict[str, int]) -> None:
         master.send_control("progress", counts=counts)
 
+    def say(line: str) -> None:
+        master.send_control("dry", line=line)
+
     try:
-        counts, errors = _run(role, job, identity, listener, encrypt, timeout, report)
+        counts, errors = _run(
+            role, job, identity, listener, encrypt, timeout, report, say
+        )
     except (RcpError, OSError) as exc:
         master.send_control("result", ok=False, reason=str(exc), **resources())
         master.close()
@@ -137,6 +143,7 @@ def _run(
     encrypt: bool,
     timeout: float,
     report: Progress,
+    say: Callable[[str], None],
 ) -> tuple[dict[str, int], list[str]]:
     connections = job.get("connections")
     if not isinstance(connections, int) or not 1 <= connections <= 256:
@@ -177,6 +184,7 @@ def _run(
         timeout=timeout,
         on_progress=report,
         into=into,
+        say=say,
     )
 
 

@@ -14,13 +14,14 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 5)
+PROTOCOL = (1, 6)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
 ``--delete`` (``traverse`` on ``dir``, ``dir_excluded``); 1.4 special files
 (entries of kind ``special``, ``rdev`` in their metadata); 1.5 extended attributes
-and ACLs (``xattrs`` in a file's metadata and a directory's ``dir_end``)."""
+and ACLs (``xattrs`` in a file's metadata and a directory's ``dir_end``); 1.6 dry runs
+(no file data, ``dry`` lines from a destination daemon to its master)."""
 HARD_LINKS = (1, 1)
 """The first version whose destinations understand hard links."""
 MANIFESTS = (1, 2)
@@ -31,6 +32,8 @@ SPECIALS = (1, 4)
 """The first version whose destinations recreate FIFOs, sockets and devices."""
 XATTRS = (1, 5)
 """The first version whose destinations set extended attributes and ACLs."""
+DRY_RUN = (1, 6)
+"""The first version whose daemons do dry runs (an older one would copy)."""
 
 
 class Role(enum.Enum):

@@ -29,7 +29,7 @@ from rcp_core.errors import ProtocolError, RemoteError, UsageError
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, dial
 from rcp_core.remote.daemon import read_line
-from rcp_core.remote.hello import FILTERS, Role
+from rcp_core.remote.hello import DRY_RUN, FILTERS, Role
 from rcp_core.remote.job import settings_to_wire
 from rcp_core.remote.operands import RemotePath, parse_operand
 from rcp_core.remote.roles import SOFTWARE, Progress, run_destination, run_source
@@ -166,6 +166,9 @@ class _Remote:
                 if kind == "result":
                     self._outcome = self._result(frame)
                     return
+                if kind == "dry":
+                    log.info("%s", frame.header.get("line"))
+                    continue
                 if kind != "progress":
                     raise ProtocolError(f"{self.name} sent {kind!r} before its result")
                 if on_progress is not None:
@@ -307,11 +310,12 @@ def remote_copy(
             local.append(run_local_source)
 
         for remote in remotes:
-            if _filters_or_delete(settings) and remote.control.version < FILTERS:
+            needed = _needed_version(settings)
+            if remote.control.version < needed:
                 major, minor = remote.control.version
                 raise UsageError(
-                    f"{remote.name} speaks protocol {major}.{minor}; filters and "
-                    "--delete need 1.3: install a newer rcp there"
+                    f"{remote.name} speaks protocol {major}.{minor}; these options "
+                    f"need {needed[0]}.{needed[1]}: install a newer rcp there"
                 )
             remote.watch(on_progress if remote is dst_remote else None)
         if dst_remote is not None:
@@ -383,22 +387,25 @@ def _name(path: str) -> str:
     return name
 
 
-def _filters_or_delete(settings: CopySettings) -> bool:
-    return bool(
+def _needed_version(settings: CopySettings) -> tuple[int, int]:
+    """The oldest daemon that honours ``settings`` (an older one would ignore them:
+    a dry run that writes, a mirror that deletes nothing)."""
+    if settings.dry_run is not None:
+        return DRY_RUN
+    if (
         settings.delete
         or settings.includes
         or settings.excludes
         or settings.filter_file
         or settings.gitignore
-    )
+    ):
+        return FILTERS
+    return (1, 0)
 
 
 def unsupported(settings: CopySettings) -> list[str]:
     """The options in ``settings`` that a copy between hosts does not honour yet."""
-    flags = {
-        "--dry-run": settings.dry_run is not None,
-        "--dereference": settings.dereference,
-    }
+    flags = {"--dereference": settings.dereference}
     return [flag for flag, on in flags.items() if on]
 
 

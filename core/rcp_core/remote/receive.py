@@ -52,7 +52,7 @@ from rcp_core.filters import Filter, Verdict
 from rcp_core.links import located
 from rcp_core.metadata import Metadata
 from rcp_core.remote.meta import meta_of, stat_of, xattrs_of
-from rcp_core.remove import remove_entry
+from rcp_core.remove import Protect, remove_entry
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.summary import Tally, merge
 from rcp_core.tree import DIR_FLAGS
@@ -78,7 +78,7 @@ def check_name(name: Any) -> str:
 
 
 @dataclass(slots=True, eq=False)
-class _Dir:
+class ReceivedDir:
     """A destination directory being filled.
 
     :param path: its path as the filters see it (``""`` for the copy's root).
@@ -90,7 +90,7 @@ class _Dir:
 
     id: int
     fd: int
-    parent: _Dir | None
+    parent: ReceivedDir | None
     name: str
     rel: str
     st: os.stat_result | None  # the source's metadata; None for the anchor
@@ -116,7 +116,7 @@ class _Dir:
 
 
 @dataclass(slots=True, eq=False)
-class _Link:
+class Link:
     """A multiply-linked source inode at the destination.
 
     :param path: where its first name was written, relative to the anchor, once it
@@ -128,7 +128,7 @@ class _Link:
     path: str | None = None
     failed: bool = False
     seen: int = 0
-    waiting: list[tuple[_Dir, str, os.stat_result]] = field(default_factory=list)
+    waiting: list[tuple[ReceivedDir, str, os.stat_result]] = field(default_factory=list)
 
 
 class Receiver:
@@ -148,8 +148,8 @@ class Receiver:
         self.errors: list[str] = []
         self.done = threading.Event()
         self._lock = threading.Lock()
-        self._dirs: dict[int, _Dir] = {
-            ANCHOR: _Dir(
+        self._dirs: dict[int, ReceivedDir] = {
+            ANCHOR: ReceivedDir(
                 ANCHOR, parent_fd, None, "", "", None, fresh=False, created=False
             )
         }
@@ -161,7 +161,7 @@ class Receiver:
             excludes=settings.excludes,
             filter_file=settings.filter_file,
         )
-        self._links: dict[int, _Link] = {}
+        self._links: dict[int, Link] = {}
         """Link id -> its inode's state, until all its names were seen."""
 
     # -- bookkeeping -------------------------------------------------------------
@@ -181,7 +181,7 @@ class Receiver:
         with self._lock:
             return merge(self.tallies)
 
-    def _dir(self, dir_id: Any) -> _Dir:
+    def _dir(self, dir_id: Any) -> ReceivedDir:
         with self._lock:
             node = self._dirs.get(dir_id) if isinstance(dir_id, int) else None
         if node is None:
@@ -195,13 +195,13 @@ class Receiver:
             self.errors.append(str(error))
         log.error("%s", error)
 
-    def _count(self, node: _Dir, n: int = 1) -> None:
+    def _count(self, node: ReceivedDir, n: int = 1) -> None:
         """``n`` entries of ``node`` are done; finish it if that was the last."""
         with self._lock:
             node.received += n
         self._maybe_finish(node)
 
-    def _maybe_finish(self, node: _Dir | None) -> None:
+    def _maybe_finish(self, node: ReceivedDir | None) -> None:
         while node is not None:
             with self._lock:
                 if node.expected is None or node.received < node.expected:
@@ -217,37 +217,58 @@ class Receiver:
             self._finish(node)
             node = parent
 
-    def _finish(self, node: _Dir) -> None:
-        """Post-order end of a directory: an empty traverse-only one is removed;
-        otherwise ``--delete`` prunes it and it gets its metadata."""
+    def _finish(self, node: ReceivedDir) -> None:
+        """Post-order end of a directory (:meth:`_complete`), then forget it."""
         parent = node.parent
         try:
-            if node.st is None or parent is None:
-                pass  # the anchor: nothing of its own
-            elif node.traverse and not node.has_content:
-                if node.created:
-                    os.rmdir(node.name, dir_fd=parent.fd)
-            else:
-                if self.settings.delete and not node.failed and not node.fresh:
-                    self._prune(node)
-                self.metadata.apply(
-                    node.xattrs, node.fd, node.st, is_dir=True, times=True
-                )
-                self.tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
-                parent.has_content = True
+            if node.st is not None and parent is not None:  # not the anchor
+                self._complete(node, parent)
         except OSError as exc:
             self._fail(node.rel, "finish directory", exc)
         finally:
             with self._lock:
                 del self._dirs[node.id]  # memory follows the directories in flight
-            os.close(node.fd)
-            if node.parent is None:
+            self._release(node)
+            if parent is None:
                 self.done.set()
 
-    def _prune(self, node: _Dir) -> None:
-        """``--delete``: remove what the source did not send. Names its filters
-        excluded are kept unless ``--delete-excluded``, and so are excluded entries
-        below a removed directory (which then stays, holding them)."""
+    def _complete(self, node: ReceivedDir, parent: ReceivedDir) -> None:
+        """An empty traverse-only directory is removed; any other is pruned under
+        ``--delete`` and gets its metadata."""
+        assert node.st is not None
+        if node.traverse and not node.has_content:
+            if node.created:
+                os.rmdir(node.name, dir_fd=parent.fd)
+            return
+        if self.settings.delete and not node.failed and not node.fresh:
+            self._prune(node)
+        self.metadata.apply(node.xattrs, node.fd, node.st, is_dir=True, times=True)
+        self.tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
+        parent.has_content = True
+
+    def _release(self, node: ReceivedDir) -> None:
+        """Close a finished (or abandoned) directory's descriptor."""
+        os.close(node.fd)
+
+    def _prune(self, node: ReceivedDir) -> None:
+        """``--delete``: remove what the source did not send (:meth:`_extraneous`)."""
+        for entry, path, protect in self._extraneous(node):
+            remove_entry(
+                node.fd,
+                entry.name,
+                entry.stat(follow_symlinks=False),
+                self.tally,
+                rel=path,
+                protect=protect,
+            )
+
+    def _extraneous(
+        self, node: ReceivedDir
+    ) -> Iterator[tuple[os.DirEntry[str], str, Protect | None]]:
+        """The entries of ``node`` the source did not send, with their filter paths
+        and what protects entries below them. Names the source's filters excluded
+        stay unless ``--delete-excluded``, and so do excluded entries below a
+        removed directory (which then stays, holding them)."""
         filtering = self.filter.active and not self.settings.delete_excluded
 
         def excluded(path: str, is_dir: bool) -> bool:
@@ -262,18 +283,11 @@ class Receiver:
                 name = entry.name
                 if name in names:
                     continue
-                path = f"{node.path}/{name}" if node.path else name
+                path = node.child_path(name)
                 is_dir = entry.is_dir(follow_symlinks=False)
                 if name in node.protected or (filtering and excluded(path, is_dir)):
                     continue
-                remove_entry(
-                    node.fd,
-                    name,
-                    entry.stat(follow_symlinks=False),
-                    self.tally,
-                    rel=path,
-                    protect=excluded if filtering else None,
-                )
+                yield entry, path, excluded if filtering else None
 
     def exclude(self, dir_id: Any, names: Any) -> None:
         """``dir_excluded``: names in a directory that the source's filters left out
@@ -290,7 +304,7 @@ class Receiver:
         with self._lock:
             left, self._dirs = list(self._dirs.values()), {}
         for node in left:
-            os.close(node.fd)
+            self._release(node)
 
     # -- manifests -----------------------------------------------------------------
 
@@ -363,7 +377,7 @@ class Receiver:
             ).verdict
             is Verdict.INCLUDE
         )
-        node = _Dir(
+        node = ReceivedDir(
             dir_id,
             fd,
             parent,
@@ -382,14 +396,14 @@ class Receiver:
             parent.children += 1
         return True
 
-    def _seen(self, node: _Dir, name: str) -> None:
+    def _seen(self, node: ReceivedDir, name: str) -> None:
         """The source sent ``name`` in ``node`` (``--delete`` keeps it)."""
         if node.names is not None:
             with self._lock:
                 node.names.add(name)
 
     def _make_dir(
-        self, parent: _Dir, name: str, st: os.stat_result
+        self, parent: ReceivedDir, name: str, st: os.stat_result
     ) -> tuple[int, bool]:
         old = self._existing(parent, name)
         if old is not None and self.settings.existing is ExistingPolicy.ERROR:
@@ -407,7 +421,7 @@ class Receiver:
         fd = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent.fd)
         return fd, old is None
 
-    def _existing(self, parent: _Dir, name: str) -> os.stat_result | None:
+    def _existing(self, parent: ReceivedDir, name: str) -> os.stat_result | None:
         if parent.fresh:
             return None
         try:
@@ -452,7 +466,7 @@ class Receiver:
             self._count(node, done)
 
     def _entry(
-        self, node: _Dir, entry: dict[str, Any], data: memoryview, offset: int
+        self, node: ReceivedDir, entry: dict[str, Any], data: memoryview, offset: int
     ) -> tuple[int, bool]:
         """Write one entry: the number of data bytes it used, and whether it is done
         (a later name of an inode whose first one is not in place yet waits)."""
@@ -470,15 +484,13 @@ class Receiver:
                 self._first_name(link, node, name, written=False)
             return 0, True
         if kind in ("unchanged", "kept"):  # matched the manifest: nothing to write
-            self.tally[
-                "unchanged.files" if kind == "unchanged" else "skipped.files"
-            ] += 1
+            self._matched(node, name, kind)
             if link is not None:
                 self._first_name(link, node, name, written=True)
             return 0, True
         st = stat_of(entry.get("meta"))
         if kind == "file":
-            size = st.st_size
+            size = 0 if self.settings.dry_run else st.st_size  # a dry run sends none
             if offset + size > len(data):
                 raise ProtocolError(f"{rel}: {size} bytes announced, fewer sent")
             try:
@@ -519,13 +531,19 @@ class Receiver:
             return 0, True
         raise ProtocolError(f"{rel}: unknown entry kind {kind!r}")
 
+    def _matched(self, node: ReceivedDir, name: str, kind: str) -> None:
+        """A file the manifest matched (``unchanged`` or ``kept``): count it."""
+        self.tally["unchanged.files" if kind == "unchanged" else "skipped.files"] += 1
+
     # -- hard links ----------------------------------------------------------------
 
-    def _first_name(self, link_id: int, node: _Dir, name: str, written: bool) -> None:
+    def _first_name(
+        self, link_id: int, node: ReceivedDir, name: str, written: bool
+    ) -> None:
         """The inode's first name is done (``written``: it is in place); link the
         names that waited for it, and count them into their directories."""
         with self._lock:
-            link = self._links.setdefault(link_id, _Link())
+            link = self._links.setdefault(link_id, Link())
             if link.path is not None or link.failed:
                 raise ProtocolError(f"hard link {link_id} has two first names")
             if written:
@@ -541,12 +559,12 @@ class Receiver:
             self._count(later)
 
     def _later_name(
-        self, link_id: int, node: _Dir, name: str, st: os.stat_result
+        self, link_id: int, node: ReceivedDir, name: str, st: os.stat_result
     ) -> bool:
         """A later name of a multiply-linked inode: linked now (``True``), or waiting
         for the first name (``False``: counted when it is linked)."""
         with self._lock:
-            link = self._links.setdefault(link_id, _Link())
+            link = self._links.setdefault(link_id, Link())
             link.seen += 1
             if link.path is None and not link.failed:
                 link.waiting.append((node, name, st))
@@ -556,7 +574,9 @@ class Receiver:
         self._link(link, node, name, st)
         return True
 
-    def _link(self, link: _Link, node: _Dir, name: str, st: os.stat_result) -> None:
+    def _link(
+        self, link: Link, node: ReceivedDir, name: str, st: os.stat_result
+    ) -> None:
         """Make ``name`` another name of the first one's copy. An existing entry that
         already is that inode is unchanged; another one is kept under
         ``--ignore-existing``, refused by default, else replaced by a rename."""
@@ -594,15 +614,35 @@ class Receiver:
     # -- writing -------------------------------------------------------------------
 
     def _target(
-        self, node: _Dir, name: str, st: os.stat_result, link: str | None = None
+        self, node: ReceivedDir, name: str, st: os.stat_result, link: str | None = None
     ) -> str | None:
         """The name to create, or ``None`` when the existing entry stays.
 
         :param link: a symlink's target (an existing symlink to it is unchanged).
         """
+        action, old = self._decide(node, name, st, link)
+        if action is None or old is None:
+            return name
+        if action in (Action.UNCHANGED, Action.KEEP):
+            outcome = "unchanged" if action is Action.UNCHANGED else "skipped"
+            self.tally[f"{outcome}.{kind_of(st)}"] += 1
+            return None
+        if action is Action.REPLACE and stat.S_ISDIR(old.st_mode):
+            remove_entry(node.fd, name, old, self.tally)
+            return name
+        return temp_name(name)
+
+    def _decide(
+        self, node: ReceivedDir, name: str, st: os.stat_result, link: str | None = None
+    ) -> tuple[Action | None, os.stat_result | None]:
+        """What to do about ``name`` (``None``: nothing is there, create it), and the
+        entry that is there; reads only.
+
+        :raises FileExistsError: it exists and the policy is the default (error).
+        """
         old = self._existing(node, name)
         if old is None:
-            return name
+            return None, None
         if self.settings.existing is ExistingPolicy.ERROR:
             raise FileExistsError(errno.EEXIST, "destination exists")
         action, _ = decide(
@@ -615,22 +655,15 @@ class Receiver:
             and os.readlink(name, dir_fd=node.fd) == link
         ):
             action = Action.UNCHANGED
-        if action in (Action.UNCHANGED, Action.KEEP):
-            outcome = "unchanged" if action is Action.UNCHANGED else "skipped"
-            self.tally[f"{outcome}.{_kind(st)}"] += 1
-            return None
-        if action is Action.REPLACE and stat.S_ISDIR(old.st_mode):
-            remove_entry(node.fd, name, old, self.tally)
-            return name
-        return temp_name(name)
+        return action, old
 
-    def _commit(self, node: _Dir, tmp: str, name: str) -> None:
+    def _commit(self, node: ReceivedDir, tmp: str, name: str) -> None:
         if tmp != name:
             rename_over(node.fd, tmp, name)
 
     def _write_file(
         self,
-        node: _Dir,
+        node: ReceivedDir,
         name: str,
         st: os.stat_result,
         data: memoryview,
@@ -655,7 +688,7 @@ class Receiver:
         self.tally["copied.bytes"] += len(data)
 
     def _write_symlink(
-        self, node: _Dir, name: str, st: os.stat_result, target_path: str
+        self, node: ReceivedDir, name: str, st: os.stat_result, target_path: str
     ) -> None:
         target = self._target(node, name, st, link=target_path)
         if target is None:
@@ -670,7 +703,7 @@ class Receiver:
             raise
         self.tally["copied.symlinks"] += 1
 
-    def _write_special(self, node: _Dir, name: str, st: os.stat_result) -> None:
+    def _write_special(self, node: ReceivedDir, name: str, st: os.stat_result) -> None:
         """A FIFO, socket or device, made ``0600`` and given its metadata, like a
         local copy (``--skip-specials``: a device this process may not make is
         skipped, not an error)."""
@@ -748,7 +781,7 @@ class Incoming:
     def __init__(
         self,
         receiver: Receiver,
-        node: _Dir,
+        node: ReceivedDir,
         name: str,
         st: os.stat_result,
         link: int | None,
@@ -845,7 +878,7 @@ def _link_id(value: Any, rel: str) -> int | None:
     return value
 
 
-def _kind(st: os.stat_result) -> str:
+def kind_of(st: os.stat_result) -> str:
     """The counter kind of an entry: ``files``, ``symlinks`` or ``specials``."""
     if stat.S_ISREG(st.st_mode):
         return "files"

@@ -18,6 +18,7 @@ is incomplete); a transfer that stops making progress for ``idle`` seconds fails
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import socket
 import ssl
@@ -28,12 +29,15 @@ from collections.abc import Callable, Sequence
 from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, accept, dial
+from rcp_core.remote.dry import DryReceiver
 from rcp_core.remote.hello import MANIFESTS, Role
 from rcp_core.remote.receive import Incoming, Receiver
 from rcp_core.remote.send import Sender
 from rcp_core.remote.wire import FrameKind
 from rcp_core.settings import CopySettings
 from rcp_core.tree import DIR_FLAGS
+
+log = logging.getLogger("rcp_core")
 
 SOFTWARE = "rcp"
 STALL = 120.0
@@ -107,6 +111,7 @@ def run_destination(
     stall: float = STALL,
     on_progress: Progress | None = None,
     into: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, int], list[str]]:
     """Connect to the source at ``address`` and write the copy as ``dst`` (with
     ``into``: into the existing directory ``dst``, under the sources' names).
@@ -114,12 +119,18 @@ def run_destination(
     :param stall: give up when no frame arrived for this many seconds.
     :param on_progress: called with the counts so far every ``PROGRESS`` seconds
         while the copy runs (from this thread).
+    :param say: takes a dry run's lines (default: logged).
     :returns: the destination's counts and its error messages.
     """
     parent = os.path.abspath(dst) if into else os.path.dirname(os.path.abspath(dst))
     umask = os.umask(0)
     os.umask(umask)
-    receiver = Receiver(settings, os.open(parent, DIR_FLAGS), umask)
+    fd = os.open(parent, DIR_FLAGS)
+    receiver = (
+        Receiver(settings, fd, umask)
+        if settings.dry_run is None
+        else DryReceiver(settings, fd, umask, say or _log_line)
+    )
 
     def connect(channel: str) -> Connection:
         conn = dial(
@@ -188,6 +199,10 @@ def _receive(
             on_progress(receiver.counts())
     control.send_control("finished", counts=receiver.counts())
     return receiver.counts(), list(receiver.errors)
+
+
+def _log_line(line: str) -> None:
+    log.info("%s", line)
 
 
 class _Heartbeat:

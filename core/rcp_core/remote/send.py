@@ -21,6 +21,7 @@ One *walker* (the caller's thread) and one *sender* thread per data connection:
   copy applies them: an excluded entry is not sent (under ``--delete`` its name is,
   in ``dir_excluded``, so the destination keeps it), a directory the filters only
   traverse is announced with ``traverse`` (removed there if it stays empty).
+- A dry run (``--dry-run``) sends every file's metadata and none of its data.
 - A destination directory that existed may come with a manifest of its regular files
   (``dir_manifest``, before ``dir_ready``): a source file that the copy's settings
   find unchanged against it, or one to keep, goes as an ``unchanged`` or ``kept``
@@ -503,6 +504,8 @@ class Sender:
                 entry, data = self._special(tally, batch.node, name, sent_as, rel)
             elif kind in ("unchanged", "kept"):
                 entry, data = self._matched(tally, batch.node, name, sent_as, kind)
+            elif self.settings.dry_run is not None:
+                entry, data = self._dry_file(tally, batch.node, name, sent_as, rel)
             else:
                 opened = self._open(tally, batch.node, name, rel)
                 link, first = self._claim(opened[1]) if opened else (None, True)
@@ -542,6 +545,25 @@ class Sender:
             self._fail(tally, rel, "stat", changed)
             return {"name": sent_as, "kind": "failed"}, b""
         return {"name": sent_as, "kind": "special", "meta": meta_of(st)}, b""
+
+    def _dry_file(
+        self, tally: Tally, node: _Dir, name: str, sent_as: str, rel: str
+    ) -> tuple[dict[str, Any], bytes]:
+        """A file in a dry run: its metadata (and link id), never its data."""
+        try:
+            st = os.lstat(name, dir_fd=node.fd)
+        except OSError as exc:
+            self._fail(tally, rel, "stat", exc)
+            return {"name": sent_as, "kind": "failed"}, b""
+        link, first = self._claim(st)
+        entry: dict[str, Any] = {
+            "name": sent_as,
+            "kind": "file" if first else "hardlink",
+            "meta": meta_of(st),
+        }
+        if link is not None:
+            entry["link"] = link
+        return entry, b""
 
     def _matched(
         self, tally: Tally, node: _Dir, name: str, sent_as: str, kind: Kind

@@ -1,0 +1,165 @@
+"""A destination that only says what it would do: ``--dry-run`` between hosts.
+
+:class:`DryReceiver` takes the same messages as a
+:class:`~rcp_core.remote.receive.Receiver` and decides every entry with the same
+rules, reading the destination tree (existing entries, manifests), but writes, links
+and removes nothing: each decision becomes one line for ``say`` (in the local dry
+run's words: ``would create file 'set/a'``; unchanged and kept entries only above
+``brief``), and the counts are what the copy would count. The source sends no file
+data in a dry run.
+
+A directory that does not exist is *virtual* here: it has no descriptor (``fd``
+is -1) and everything below it would be new, so nothing below it is looked up.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Callable
+from typing import Any
+
+from rcp_core.errors import ProtocolError
+from rcp_core.existing import Action, decide
+from rcp_core.remote.receive import Incoming, Link, ReceivedDir, Receiver, kind_of
+from rcp_core.settings import CopySettings, DryRun, ExistingPolicy
+from rcp_core.tree import DIR_FLAGS
+
+VIRTUAL = -1
+"""The descriptor of a directory that does not exist (it would be created)."""
+
+
+class DryReceiver(Receiver):
+    """Decides like a receiver, writes nothing, says each decision.
+
+    :param say: takes each line (the local side logs it; a daemon sends it to the
+        master).
+    """
+
+    def __init__(
+        self,
+        settings: CopySettings,
+        parent_fd: int,
+        umask: int,
+        say: Callable[[str], None],
+    ) -> None:
+        super().__init__(settings, parent_fd, umask)
+        assert settings.dry_run is not None
+        self.level = settings.dry_run
+        self.say = say
+
+    def _tell(self, action: str, kind: str, rel: str, reason: str = "") -> None:
+        quiet = action in ("skip", "unchanged", "keep")
+        if quiet and self.level is DryRun.BRIEF:
+            return
+        verb = action if quiet else f"would {action}"
+        if self.level is DryRun.EXPLAIN and reason:
+            self.say(f"{verb} {kind} {rel!r} ({reason})")
+        else:
+            self.say(f"{verb} {kind} {rel!r}")
+
+    # -- directories ---------------------------------------------------------------
+
+    def _make_dir(
+        self, parent: ReceivedDir, name: str, st: os.stat_result
+    ) -> tuple[int, bool]:
+        rel = parent.child_rel(name)
+        old = self._existing(parent, name)
+        if old is not None and stat.S_ISDIR(old.st_mode):
+            return os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent.fd), False
+        if old is not None:
+            if self.settings.existing is ExistingPolicy.ERROR:
+                raise FileExistsError(errno.EEXIST, "destination exists")
+            action, reason = decide(
+                self.settings.existing, self.settings.overwrite_compare, st, old
+            )
+            if action is not Action.REPLACE:
+                raise FileExistsError(errno.EEXIST, "exists and is not a directory")
+            self._tell("replace", "entry with dir", rel, reason)
+        else:
+            self._tell("create", "dir", rel)
+        return VIRTUAL, True
+
+    def _complete(self, node: ReceivedDir, parent: ReceivedDir) -> None:
+        if node.traverse and not node.has_content:
+            return  # it would be removed again: nothing to say
+        if self.settings.delete and not node.failed and not node.fresh:
+            self._prune(node)
+        self.tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
+        parent.has_content = True
+
+    def _release(self, node: ReceivedDir) -> None:
+        if node.fd != VIRTUAL:
+            os.close(node.fd)
+
+    def _prune(self, node: ReceivedDir) -> None:
+        for entry, _, _ in self._extraneous(node):
+            self._tell("remove", "entry", node.child_rel(entry.name), "not in source")
+
+    # -- entries -------------------------------------------------------------------
+
+    def _decided(
+        self, node: ReceivedDir, name: str, st: os.stat_result, link: str | None = None
+    ) -> bool:
+        """Say what would happen to ``name``; ``True`` when it would be written."""
+        rel, kind = node.child_rel(name), kind_of(st).rstrip("s")
+        action, old = self._decide(node, name, st, link)
+        if action is None or old is None:
+            self._tell("create", kind, rel)
+            return True
+        if action in (Action.UNCHANGED, Action.KEEP):
+            outcome = "unchanged" if action is Action.UNCHANGED else "skipped"
+            self.tally[f"{outcome}.{kind_of(st)}"] += 1
+            self._tell("unchanged" if outcome == "unchanged" else "keep", kind, rel)
+            return False
+        self._tell("replace", kind, rel)
+        return True
+
+    def _matched(self, node: ReceivedDir, name: str, kind: str) -> None:
+        super()._matched(node, name, kind)
+        action = "unchanged" if kind == "unchanged" else "keep"
+        self._tell(action, "file", node.child_rel(name), "the manifest matched")
+
+    def _write_file(
+        self,
+        node: ReceivedDir,
+        name: str,
+        st: os.stat_result,
+        data: memoryview,
+        attrs: dict[str, bytes] | None,
+    ) -> None:
+        if self._decided(node, name, st):
+            self.tally["copied.files"] += 1
+            self.tally["copied.bytes"] += st.st_size
+
+    def _write_symlink(
+        self, node: ReceivedDir, name: str, st: os.stat_result, target_path: str
+    ) -> None:
+        if self._decided(node, name, st, link=target_path):
+            self.tally["copied.symlinks"] += 1
+
+    def _write_special(self, node: ReceivedDir, name: str, st: os.stat_result) -> None:
+        if self._decided(node, name, st):
+            self.tally["copied.specials"] += 1
+
+    def _link(
+        self, link: Link, node: ReceivedDir, name: str, st: os.stat_result
+    ) -> None:
+        rel = node.child_rel(name)
+        if link.path is None:
+            self._fail(rel, "hard link", OSError(errno.EIO, "its first name failed"))
+            return
+        if self._existing(node, name) is not None and (
+            self.settings.existing is ExistingPolicy.IGNORE_EXISTING
+        ):
+            self.tally["skipped.hardlinks"] += 1
+            self._tell("keep", "hard link", rel)
+            return
+        self.tally["copied.hardlinks"] += 1
+        self._tell("link", "hard link", rel, f"to {link.path}")
+
+    def chunk(
+        self, header: dict[str, Any], data: memoryview, current: Incoming | None
+    ) -> Incoming | None:
+        raise ProtocolError("a dry run carries no file data")
