@@ -627,7 +627,9 @@ class Sender:
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                raise OSError(errno.EOPNOTSUPP, "special files are not sent yet")
+                # Replaced since the scan, or a special file for a destination older
+                # than 1.4, which cannot make one.
+                raise OSError(errno.EOPNOTSUPP, "not a regular file")
         except OSError as exc:
             os.close(fd)
             self._fail(tally, rel, "open", exc)
