@@ -15,6 +15,7 @@ id), ``state`` (``queued``, ``running``, ``succeeded``, ``failed``, ``cancelled`
 from __future__ import annotations
 
 import secrets
+import ssl
 import threading
 from collections.abc import Sequence
 from types import TracebackType
@@ -98,6 +99,77 @@ class ServiceClient:
             destination=destination,
             settings=settings_to_wire(settings or CopySettings()),
         )
+
+    def send(
+        self,
+        sources: Sequence[tuple[str, str]],
+        settings: CopySettings,
+        *,
+        peer_cert: str | None,
+        connections: int,
+    ) -> tuple[dict[str, Any], int]:
+        """Have the service send ``sources`` (``(path there, name at the
+        destination)`` pairs) to the destination that connects with the certificate
+        ``peer_cert``; the job and the port to connect to."""
+        with self._lock:
+            answer = self._answer(
+                "send",
+                {
+                    "key": secrets.token_hex(16),
+                    "sources": [list(pair) for pair in sources],
+                    "settings": settings_to_wire(settings),
+                    "peer_cert": peer_cert,
+                    "connections": connections,
+                },
+            )
+        job, port = answer.get("job"), answer.get("port")
+        if not isinstance(job, dict) or not isinstance(port, int):
+            raise ProtocolError(f"{self.address[0]}: a send answer without job or port")
+        return job, port
+
+    def receive(
+        self,
+        destination: str,
+        settings: CopySettings,
+        *,
+        into: bool,
+        source: tuple[str, int],
+        pin: str | None,
+        connections: int,
+    ) -> dict[str, Any]:
+        """Have the service connect to the source at ``source`` (pinned to ``pin``)
+        and write ``destination`` on its host; the job."""
+        return self._request(
+            "receive",
+            key=secrets.token_hex(16),
+            destination=destination,
+            into=into,
+            settings=settings_to_wire(settings),
+            source={"host": source[0], "port": source[1], "pin": pin},
+            connections=connections,
+        )
+
+    def certificate(self) -> str | None:
+        """The service's certificate (PEM) as this connection pinned it; ``None``
+        without encryption."""
+        with self._lock:
+            if self._conn is None:
+                self._conn = self._connect()
+            sock = self._conn.sock
+        der = (
+            sock.getpeercert(binary_form=True)
+            if isinstance(sock, ssl.SSLSocket)
+            else None
+        )
+        return ssl.DER_cert_to_PEM_cert(der) if der else None
+
+    def local_address(self) -> str:
+        """This host's address as the service sees it (where it can connect back)."""
+        with self._lock:
+            if self._conn is None:
+                self._conn = self._connect()
+            address: str = self._conn.sock.getsockname()[0]
+            return address
 
     def status(self, job: str) -> dict[str, Any]:
         return self._request("status", job=job)

@@ -17,11 +17,12 @@ import enum
 import itertools
 import logging
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from rcp_core.progress import Progress
 from rcp_core.settings import CopySettings
@@ -50,6 +51,39 @@ class CopyRequest:
     sources: tuple[str, ...]
     destination: str
     settings: CopySettings
+    kind: ClassVar[str] = "copy"
+
+
+@dataclass(frozen=True, slots=True)
+class SendRequest:
+    """Be the source of a copy between hosts: send ``sources`` (``(path, name)``
+    pairs) to the destination that connects to ``listener`` with the certificate
+    ``peer_cert`` (``None``: no encryption)."""
+
+    sources: tuple[tuple[str, str], ...]
+    settings: CopySettings
+    listener: socket.socket
+    peer_cert: str | None
+    connections: int
+    kind: ClassVar[str] = "send"
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiveRequest:
+    """Be the destination of a copy between hosts: connect to the source at
+    ``address`` (its certificate pinned to ``pin``) and write ``destination``
+    (``into``: into that directory)."""
+
+    destination: str
+    into: bool
+    settings: CopySettings
+    address: tuple[str, int]
+    pin: str | None
+    connections: int
+    kind: ClassVar[str] = "receive"
+
+
+Request = CopyRequest | SendRequest | ReceiveRequest
 
 
 class Outcome(Exception):
@@ -70,7 +104,7 @@ returns the summary, or raises :class:`Outcome`."""
 class Job:
     """One copy job and what is known about it; read through :meth:`view`."""
 
-    def __init__(self, number: int, request: CopyRequest, key: str) -> None:
+    def __init__(self, number: int, request: Request, key: str) -> None:
         self.id = f"{number}-{secrets.token_hex(4)}"
         self.key = key
         self.request = request
@@ -89,16 +123,23 @@ class Job:
 
     def view(self) -> dict[str, Any]:
         """The job as JSON for a client."""
+        request = self.request
         view: dict[str, Any] = {
             "job": self.id,
+            "kind": request.kind,
             "state": self.state.value,
-            "sources": list(self.request.sources),
-            "destination": self.request.destination,
+            "sources": None
+            if isinstance(request, ReceiveRequest)
+            else [s if isinstance(s, str) else s[0] for s in request.sources],
+            "destination": None
+            if isinstance(request, SendRequest)
+            else request.destination,
             "submitted": self.submitted,
             "started": self.started,
             "finished": self.finished,
             "error": self.error,
             "summary": self.summary.as_dict() if self.summary else None,
+            "counts": dict(self.summary.counts) if self.summary else None,
             "progress": None,
         }
         progress = self.progress
@@ -136,9 +177,13 @@ class JobTable:
         self._threads: list[threading.Thread] = []
         self._closed = False
 
-    def submit(self, request: CopyRequest, key: str) -> Job:
+    def submit(self, request: Request, key: str, *, now: bool = False) -> Job:
         """Queue ``request``; a ``key`` seen before returns that key's job instead
-        (a client that lost its connection sends its submit again)."""
+        (a client that lost its connection sends its submit again).
+
+        :param now: start it at once, beside the ``max_running`` copies (a role of a
+            copy between hosts: its peer is waiting for it).
+        """
         with self._lock:
             if self._closed:
                 raise RuntimeError("the service is shutting down")
@@ -148,9 +193,17 @@ class JobTable:
             job = Job(next(self._numbers), request, key)
             self._jobs[job.id] = job
             self._keys[key] = job
-            self._queue.append(job)
-            self._start_next()
+            if now:
+                self._start(job)
+            else:
+                self._queue.append(job)
+                self._start_next()
         return job
+
+    def known(self, key: str) -> Job | None:
+        """The job submitted with ``key``, if there is one."""
+        with self._lock:
+            return self._keys.get(key)
 
     def get(self, job_id: str) -> Job:
         """:raises KeyError: no such job (never existed, or forgotten)."""
@@ -186,15 +239,18 @@ class JobTable:
     def _start_next(self) -> None:
         """Start queued jobs while there is room (called with the lock held)."""
         while self._queue and self._running < self._max_running:
-            job = self._queue.popleft()
-            self._running += 1
-            job.state, job.started = State.RUNNING, time.time()
-            thread = threading.Thread(
-                target=self._serve, args=(job,), name=f"rcpd-job-{job.id}", daemon=True
-            )
-            self._threads = [t for t in self._threads if t.is_alive()]
-            self._threads.append(thread)
-            thread.start()
+            self._start(self._queue.popleft())
+
+    def _start(self, job: Job) -> None:
+        """Run ``job`` in a thread of its own (called with the lock held)."""
+        self._running += 1
+        job.state, job.started = State.RUNNING, time.time()
+        thread = threading.Thread(
+            target=self._serve, args=(job,), name=f"rcpd-job-{job.id}", daemon=True
+        )
+        self._threads = [t for t in self._threads if t.is_alive()]
+        self._threads.append(thread)
+        thread.start()
 
     def _serve(self, job: Job) -> None:
         summary: Summary | None = None

@@ -249,20 +249,9 @@ def remote_copy(
     dst = parse_operand(destination)
     if src is None and dst is None:
         raise UsageError("remote_copy needs a host:/path operand")
-    into = destination.endswith("/")
-    if len(sources) > 1 and not into:
-        raise UsageError(
-            "several sources need a trailing slash on the destination (DST/)"
-        )
-    if len(sources) > 1 and settings.delete:
-        raise UsageError("--delete works with a single source only")
     dst_path = dst.path if dst else os.path.abspath(destination)
-    named = [
-        (path, os.path.basename(path.rstrip("/")) if into else _name(dst_path))
-        for path in src_paths
-    ]
-    if len({name for _, name in named}) != len(named):
-        raise UsageError("two sources have the same name; they would collide")
+    into = destination.endswith("/")
+    named = plan_names(src_paths, dst_path, into, settings)
     remotes: list[_Remote] = []
     try:
         # Both SSH logins run at once, and while this process makes its identity.
@@ -361,6 +350,28 @@ def remote_copy(
             remote.stop()
     by_role = {r.role: r for r in results}
     return by_role[Role.SOURCE], by_role[Role.DESTINATION]
+
+
+def plan_names(
+    sources: Sequence[str], destination: str, into: bool, settings: CopySettings
+) -> list[tuple[str, str]]:
+    """Each source with its name at the destination, by ``rcp``'s operand rules:
+    with ``into`` (a destination ending in ``/``) the sources' own names, else the
+    destination's (one source only).
+
+    :raises UsageError: several sources without ``into``, or with ``--delete``; two
+        sources with one name.
+    """
+    if len(sources) > 1 and not into:
+        raise UsageError(
+            "several sources need a trailing slash on the destination (DST/)"
+        )
+    if len(sources) > 1 and settings.delete:
+        raise UsageError("--delete works with a single source only")
+    named = [(path, _name(path) if into else _name(destination)) for path in sources]
+    if len({name for _, name in named}) != len(named):
+        raise UsageError("two sources have the same name; they would collide")
+    return named
 
 
 def _sources(sources: list[str]) -> tuple[RemotePath | None, list[str]]:

@@ -46,9 +46,22 @@ from rcp_core.remote import tls
 from rcp_core.remote.connection import accept
 from rcp_core.remote.hello import Role
 from rcp_core.remote.job import settings_from_wire
-from rcp_core.remote.jobs import CopyRequest, Job, JobTable, Outcome
+from rcp_core.remote.jobs import (
+    CopyRequest,
+    Job,
+    JobTable,
+    Outcome,
+    ReceiveRequest,
+    SendRequest,
+)
 from rcp_core.remote.roles import SOFTWARE
 from rcp_core.remote.roots import Confined, Roots
+from rcp_core.remote.service_roles import (
+    receive_request,
+    run_receive,
+    run_send,
+    send_request,
+)
 from rcp_core.remote.wire import FrameKind
 from rcp_core.summary import Summary
 
@@ -196,14 +209,15 @@ class Service:
         """The answer to one request; ``refused`` for what cannot be served."""
         kind = request.get("type")
         try:
-            if kind == "submit":
+            if kind in ("submit", "send", "receive"):
                 key = request.get("key")
                 if not isinstance(key, str) or not 16 <= len(key) <= 128:
-                    raise ProtocolError("submit: key must be a string of 16-128")
-                copy = _copy_request(request)
-                self._confine(copy).close()  # refused now, not once it is its turn
-                job = self.jobs.submit(copy, key)
-                return {"type": "submitted", "job": job.view()}
+                    raise ProtocolError(f"{kind}: key must be a string of 16-128")
+                job = self.jobs.known(key) or self._submit(kind, key, request)
+                answer = {"type": "submitted", "job": job.view()}
+                if isinstance(job.request, SendRequest):
+                    answer["port"] = job.request.listener.getsockname()[1]
+                return answer
             if kind == "list":
                 return {"type": "jobs", "jobs": [j.view() for j in self.jobs.jobs()]}
             if kind in ("status", "cancel", "wait"):
@@ -223,6 +237,22 @@ class Service:
             return {"type": "refused", "reason": str(exc)}
         raise ProtocolError(f"unknown request {kind!r}")
 
+    def _submit(self, kind: str, key: str, request: dict[str, Any]) -> Job:
+        """A new job: a copy here (queued), or a role of a copy between hosts
+        (started now: its peer waits). Paths are confined now, so a bad one is
+        refused at once."""
+        encrypt = self.config.encrypt
+        if kind == "send":
+            bind = self.listener.getsockname()[0]
+            send = send_request(request, self.roots, bind, encrypt)
+            return self.jobs.submit(send, key, now=True)
+        if kind == "receive":
+            receive = receive_request(request, self.roots, encrypt)
+            return self.jobs.submit(receive, key, now=True)
+        copy = _copy_request(request)
+        self._confine(copy).close()  # refused now, not once it is its turn
+        return self.jobs.submit(copy, key)
+
     # -- running a job ------------------------------------------------------------
 
     def _confine(self, request: CopyRequest) -> _Operands:
@@ -240,9 +270,14 @@ class Service:
         return operands
 
     def _run(self, job: Job) -> Summary:
-        """Copy within the roots, through descriptors checked (again, now) to lie
-        beneath them."""
+        """Run a job; a copy runs within the roots, through descriptors checked
+        (again, now) to lie beneath them."""
         request = job.request
+        identity, timeout = self.config.identity, self.config.timeout
+        if isinstance(request, SendRequest):
+            return run_send(job, request, self.roots, identity, timeout)
+        if isinstance(request, ReceiveRequest):
+            return run_receive(job, request, self.roots, identity, timeout)
         try:
             operands = self._confine(request)
         except PathRefusedError as exc:

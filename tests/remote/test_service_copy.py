@@ -1,0 +1,124 @@
+"""Copies between this host and ``rcpd serve`` services, and between two services.
+
+Two services in this process (real TLS on loopback, roots ``data`` and ``backup``
+each); the caller holds a client of each and never touches file data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rcp_core import CopySettings
+from rcp_core.errors import UsageError
+from rcp_core.remote.service_copy import service_copy
+from support.services import Served, start
+from support.treecmp import TreeCompare
+from support.treespec import Dir, File, Spec, Symlink, make_tree
+
+MIB = 1 << 20
+T0 = 1_600_000_000 * 10**9
+TREE: Spec = {
+    ".": Dir(0o750, T0),
+    "big": File(os.urandom(3 * MIB), 0o640, T0),
+    "d/link": Symlink("../big"),
+    **{f"d/f{i}": File(b"%d" % i, 0o600, T0 + i) for i in range(100)},
+}
+
+
+@pytest.fixture
+def one(tmp_path: Path) -> Iterator[Served]:
+    yield from start(tmp_path / "one")
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> Iterator[Served]:
+    yield from start(tmp_path / "two")
+
+
+def test_a_tree_comes_from_a_service(
+    one: Served, tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(one.data / "tree", TREE)
+    with one.client() as client:
+        sent, written = service_copy(
+            [str(src)], str(tmp_path / "here"), source_service=client
+        )
+    assert sent.ok, sent.errors
+    assert written.ok, written.errors
+    assert tree_compare(src, tmp_path / "here") == []
+    assert written.counts["copied.files"] == sent.counts["copied.files"] == 101
+
+
+def test_a_tree_goes_to_a_service(
+    two: Served, tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(tmp_path / "here", TREE)
+    with two.client() as client:
+        sent, written = service_copy(
+            [str(src)], str(two.backup / "there"), destination_service=client
+        )
+    assert sent.ok, sent.errors
+    assert written.ok, written.errors
+    assert tree_compare(src, two.backup / "there") == []
+    assert written.counts["copied.files"] == 101
+
+
+def test_a_tree_goes_from_one_service_to_another(
+    one: Served, two: Served, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(one.data / "tree", TREE)
+    other = make_tree(one.data / "other", {"x": b"x"})
+    with one.client() as source, two.client() as target:
+        sent, written = service_copy(
+            [str(src), str(other)],
+            f"{two.backup}/",
+            source_service=source,
+            destination_service=target,
+        )
+        kinds = sorted(job["kind"] for job in target.jobs())
+    assert sent.ok, sent.errors
+    assert written.ok, written.errors
+    assert tree_compare(src, two.backup / "tree") == []
+    assert (two.backup / "other" / "x").read_bytes() == b"x"
+    assert kinds == ["receive"]
+
+
+def test_a_mirror_through_a_service_applies_filters_and_delete(
+    two: Served, tmp_path: Path
+) -> None:
+    src = make_tree(tmp_path / "here", {"a.py": b"a", "b.tmp": b"b"})
+    make_tree(two.backup / "there", {"old.py": b"o", "keep.tmp": b"k"})
+    settings = CopySettings(delete=True, excludes=("*.tmp",))
+    with two.client() as client:
+        _, written = service_copy(
+            [str(src)], str(two.backup / "there"), settings, destination_service=client
+        )
+    assert written.ok, written.errors
+    assert sorted(os.listdir(two.backup / "there")) == ["a.py", "keep.tmp"]
+
+
+@pytest.mark.parametrize("side", ["source", "destination"])
+def test_a_path_outside_a_service_is_refused_before_anything_moves(
+    one: Served, tmp_path: Path, side: str
+) -> None:
+    make_tree(tmp_path / "here", {"a": b"a"})
+    with one.client() as client:
+        if side == "source":
+            sources, target = [str(one.outside / "secret")], str(tmp_path / "x")
+            services = {"source_service": client}
+        else:
+            sources, target = [str(tmp_path / "here")], str(one.outside / "x")
+            services = {"destination_service": client}
+        with pytest.raises(UsageError, match="outside"):
+            service_copy(sources, target, **services)
+    assert sorted(os.listdir(one.outside)) == ["secret"]
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_service_is_needed_on_one_side(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="needs a source or destination service"):
+        service_copy([str(tmp_path)], str(tmp_path / "x"))
