@@ -122,3 +122,92 @@ def test_a_path_outside_a_service_is_refused_before_anything_moves(
 def test_a_service_is_needed_on_one_side(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="needs a source or destination service"):
         service_copy([str(tmp_path)], str(tmp_path / "x"))
+
+
+def test_a_send_job_admits_only_the_destination_it_was_told(
+    one: Served, tmp_path: Path
+) -> None:
+    """Another certificate at the service's port fails the handshake; the real
+    destination is not disturbed."""
+    from rcp_core.errors import AuthenticationError, ConnectionLostError
+    from rcp_core.remote import tls
+    from rcp_core.remote.connection import dial
+    from rcp_core.remote.hello import Role
+    from rcp_core.remote.roles import SOFTWARE, run_destination
+
+    src = make_tree(one.data / "tree", {"f": b"data"})
+    real, impostor = tls.Identity.ephemeral("real"), tls.Identity.ephemeral("other")
+    with one.client() as client:
+        job, port = client.send(
+            [(str(src), "tree")], CopySettings(), peer_cert=real.cert_pem, connections=1
+        )
+        address = (one.service.address[0], port)
+        with pytest.raises((AuthenticationError, ConnectionLostError)):
+            dial(
+                address,
+                role=Role.DESTINATION,
+                software=SOFTWARE,
+                timeout=5,
+                pin=one.identity.fingerprint,
+                identity=impostor,
+            ).send_control("attach", channel="control")
+        _, errors = run_destination(
+            address,
+            one.identity.fingerprint,
+            real,
+            str(tmp_path / "tree"),
+            CopySettings(),
+            connections=1,
+            timeout=5,
+        )
+        assert errors == []
+        assert client.wait(job["job"], 10)["state"] == "succeeded"
+    assert (tmp_path / "tree" / "f").read_bytes() == b"data"
+
+
+def test_a_receive_job_refuses_a_source_with_another_fingerprint(
+    two: Served, tmp_path: Path
+) -> None:
+    import contextlib
+    import socket
+    import threading
+
+    from rcp_core.errors import RemoteError
+    from rcp_core.remote import tls
+    from rcp_core.remote.roles import run_source
+
+    make_tree(tmp_path / "here", {"f": b"data"})
+    source_id = tls.Identity.ephemeral("source")
+    listener = socket.create_server(("127.0.0.1", 0))
+    cert = None
+    with two.client() as client:
+        cert = client.certificate()
+        job = client.receive(
+            str(two.backup / "x"),
+            CopySettings(),
+            into=False,
+            source=listener.getsockname()[:2],
+            pin=tls.Identity.ephemeral("someone else").fingerprint,
+            connections=1,
+        )
+        ctx = tls.server_context(source_id, cert)
+
+        def serve() -> None:
+            with contextlib.suppress(RemoteError, OSError):  # refused: expected
+                run_source(
+                    listener,
+                    ctx,
+                    [(str(tmp_path / "here"), "x")],
+                    CopySettings(),
+                    connections=1,
+                    timeout=3,
+                )
+
+        serving = threading.Thread(target=serve, daemon=True)
+        serving.start()
+        done = client.wait(job["job"], 20)
+        serving.join(10)
+    listener.close()
+    assert done["state"] == "failed"
+    assert "fingerprint" in done["error"] or "pinned" in done["error"], done["error"]
+    assert not (two.backup / "x").exists()

@@ -65,25 +65,33 @@ def run_source(
         for the destination's manifests).
     :returns: the source's counts and its error messages.
     """
-    listener.settimeout(timeout)
+    deadline = time.monotonic() + timeout
     control: Connection | None = None
     data: list[Connection] = []
     try:
         while control is None or len(data) < connections:
+            listener.settimeout(max(0.001, deadline - time.monotonic()))
             try:
                 sock, address = listener.accept()
             except TimeoutError as exc:
                 raise PeerTimeoutError(
                     f"the destination did not connect within {timeout} s"
                 ) from exc
-            conn = accept(
-                sock,
-                f"destination {address[0]}:{address[1]}",
-                role=Role.SOURCE,
-                software=SOFTWARE,
-                timeout=timeout,
-                ctx=ctx,
-            )
+            peer = f"destination {address[0]}:{address[1]}"
+            try:
+                conn = accept(
+                    sock,
+                    peer,
+                    role=Role.SOURCE,
+                    software=SOFTWARE,
+                    timeout=timeout,
+                    ctx=ctx,
+                )
+            except (RemoteError, OSError) as exc:
+                # Not the destination (a wrong certificate, a port scan): drop it
+                # and go on waiting for the one that is, within the same bound.
+                log.warning("refused %s: %s", peer, exc)
+                continue
             channel = conn.expect(FrameKind.CONTROL, "attach").header.get("channel")
             if channel == "control" and control is None:
                 control = conn
