@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -45,15 +45,6 @@ def make_source(root: Path) -> Path:
 
 
 OVERWRITE = CopySettings(existing=ExistingPolicy.OVERWRITE)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sshd.Sshd]:
-    why = sshd.missing()
-    if why is not None:
-        pytest.fail(f"remote tests need a real sshd: {why}", pytrace=False)
-    with sshd.running_sshd(tmp_path_factory.mktemp("sshd")) as running:
-        yield running
 
 
 def at(server: sshd.Sshd, path: Path) -> str:

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,15 +35,6 @@ TREE: Spec = {
     "b/link": Symlink("../a/one"),
     **{f"many/f{i}": os.urandom(64) for i in range(500)},
 }
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sshd.Sshd]:
-    why = sshd.missing()
-    if why is not None:
-        pytest.fail(f"remote tests need a real sshd: {why}", pytrace=False)
-    with sshd.running_sshd(tmp_path_factory.mktemp("sshd")) as running:
-        yield running
 
 
 def _launch(server: sshd.Sshd) -> Launch:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import logging
 import socket
 import ssl
 import threading
@@ -39,6 +40,8 @@ from rcp_core.errors import (
 from rcp_core.remote import tls
 from rcp_core.remote.hello import PROTOCOL, Hello, Role, negotiate
 from rcp_core.remote.wire import MAX_FRAME, Frame, FrameKind, FrameReader, encode
+
+log = logging.getLogger("rcp_core")
 
 BUFFER = 4 << 20
 """Socket send buffer asked for (the kernel caps it at its maximum). The receive
@@ -224,6 +227,41 @@ def accept(
         time.monotonic() + timeout,
         timeout,
     )
+
+
+def accept_next(
+    listener: socket.socket,
+    deadline: float,
+    who: str,
+    *,
+    role: Role,
+    software: str,
+    timeout: float,
+    ctx: ssl.SSLContext | None,
+) -> Connection:
+    """The next connection on ``listener`` that completes the handshake, before
+    ``deadline`` (``time.monotonic()``). One that fails it (a port scan, a wrong
+    certificate) is dropped and logged, and the wait goes on: a stray connection
+    never ends the transfer it was not part of.
+
+    :param who: the peer expected, for messages ("the destination").
+    :raises PeerTimeoutError: nobody completed a handshake in time.
+    """
+    while True:
+        listener.settimeout(max(0.001, deadline - time.monotonic()))
+        try:
+            sock, address = listener.accept()
+        except TimeoutError as exc:
+            raise PeerTimeoutError(
+                f"{who} did not connect within {timeout:g} s"
+            ) from exc
+        peer = f"{who} {address[0]}:{address[1]}"
+        try:
+            return accept(
+                sock, peer, role=role, software=software, timeout=timeout, ctx=ctx
+            )
+        except (RemoteError, OSError) as exc:
+            log.warning("refused %s: %s", peer, exc)
 
 
 def _handshake(

@@ -23,7 +23,6 @@ import os
 import resource
 import select
 import socket
-import ssl
 import sys
 import threading
 import time
@@ -32,7 +31,7 @@ from typing import Any
 
 from rcp_core.errors import PeerTimeoutError, ProtocolError, RcpError, RemoteError
 from rcp_core.remote import tls
-from rcp_core.remote.connection import Connection, accept
+from rcp_core.remote.connection import accept_next
 from rcp_core.remote.hello import PROTOCOL, Role
 from rcp_core.remote.job import settings_from_wire
 from rcp_core.remote.receive import check_name
@@ -99,7 +98,15 @@ def serve(role: Role, bind: str, timeout: float) -> int:
     print(json.dumps(announce), flush=True)
     threading.Thread(target=_watch_stdin, daemon=True).start()
     ctx = tls.server_context(identity, setup["master_cert"]) if encrypt else None
-    master = _accept_master(listener, ctx, role, timeout)
+    master = accept_next(
+        listener,
+        time.monotonic() + timeout,
+        "the master",
+        role=role,
+        software=SOFTWARE,
+        timeout=timeout,
+        ctx=ctx,
+    )
     job = master.expect(FrameKind.CONTROL, "job").header
 
     def report(counts: dict[str, int]) -> None:
@@ -121,33 +128,6 @@ def serve(role: Role, bind: str, timeout: float) -> int:
     )
     master.close()
     return 0 if not errors else 1
-
-
-def _accept_master(
-    listener: socket.socket, ctx: ssl.SSLContext | None, role: Role, timeout: float
-) -> Connection:
-    """The master's connection; others that arrive first (a port scan, a wrong
-    certificate) are dropped, all within ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        listener.settimeout(max(0.001, deadline - time.monotonic()))
-        try:
-            sock, address = listener.accept()
-        except TimeoutError as exc:
-            raise PeerTimeoutError(
-                f"the master did not connect within {timeout:g} s"
-            ) from exc
-        try:
-            return accept(
-                sock,
-                f"master {address[0]}",
-                role=role,
-                software=SOFTWARE,
-                timeout=timeout,
-                ctx=ctx,
-            )
-        except (RemoteError, OSError) as exc:
-            log.warning("refused a connection from %s: %s", address[0], exc)
 
 
 def _run(

@@ -694,6 +694,18 @@ class Receiver:
         if target is None:
             return
         os.symlink(target_path, target, dir_fd=node.fd)
+        self._settle(node, target, name, st, "copied.symlinks")
+
+    def _settle(
+        self,
+        node: ReceivedDir,
+        target: str,
+        name: str,
+        st: os.stat_result,
+        counter: str,
+    ) -> None:
+        """Give the symlink or special file just made as ``target`` its metadata,
+        put it in place as ``name``, count it; it is removed if either step fails."""
         try:
             self.metadata.apply_by_name(node.fd, target, st)
             self._commit(node, target, name)
@@ -701,7 +713,7 @@ class Receiver:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(target, dir_fd=node.fd)
             raise
-        self.tally["copied.symlinks"] += 1
+        self.tally[counter] += 1
 
     def _write_special(self, node: ReceivedDir, name: str, st: os.stat_result) -> None:
         """A FIFO, socket or device, made ``0600`` and given its metadata, like a
@@ -727,14 +739,7 @@ class Receiver:
                 raise
             self.tally["skipped.specials"] += 1
             return
-        try:
-            self.metadata.apply_by_name(node.fd, target, st)
-            self._commit(node, target, name)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(target, dir_fd=node.fd)
-            raise
-        self.tally["copied.specials"] += 1
+        self._settle(node, target, name, st, "copied.specials")
 
     # -- large files ---------------------------------------------------------------
 

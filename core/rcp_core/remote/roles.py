@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 
 from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
 from rcp_core.remote import tls
-from rcp_core.remote.connection import Connection, accept, dial
+from rcp_core.remote.connection import Connection, accept_next, dial
 from rcp_core.remote.dry import DryReceiver
 from rcp_core.remote.hello import MANIFESTS, Role
 from rcp_core.remote.receive import Incoming, Receiver
@@ -70,28 +70,15 @@ def run_source(
     data: list[Connection] = []
     try:
         while control is None or len(data) < connections:
-            listener.settimeout(max(0.001, deadline - time.monotonic()))
-            try:
-                sock, address = listener.accept()
-            except TimeoutError as exc:
-                raise PeerTimeoutError(
-                    f"the destination did not connect within {timeout} s"
-                ) from exc
-            peer = f"destination {address[0]}:{address[1]}"
-            try:
-                conn = accept(
-                    sock,
-                    peer,
-                    role=Role.SOURCE,
-                    software=SOFTWARE,
-                    timeout=timeout,
-                    ctx=ctx,
-                )
-            except (RemoteError, OSError) as exc:
-                # Not the destination (a wrong certificate, a port scan): drop it
-                # and go on waiting for the one that is, within the same bound.
-                log.warning("refused %s: %s", peer, exc)
-                continue
+            conn = accept_next(
+                listener,
+                deadline,
+                "the destination",
+                role=Role.SOURCE,
+                software=SOFTWARE,
+                timeout=timeout,
+                ctx=ctx,
+            )
             channel = conn.expect(FrameKind.CONTROL, "attach").header.get("channel")
             if channel == "control" and control is None:
                 control = conn

@@ -535,10 +535,8 @@ class Sender:
         self, tally: Tally, node: _Dir, name: str, sent_as: str, rel: str
     ) -> tuple[dict[str, Any], bytes]:
         """A FIFO, socket or device: its metadata (and device number) only."""
-        try:
-            st = os.lstat(name, dir_fd=node.fd)
-        except OSError as exc:
-            self._fail(tally, rel, "stat", exc)
+        st = self._lstat(tally, node, name, rel)
+        if st is None:
             return {"name": sent_as, "kind": "failed"}, b""
         if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
             changed = OSError(errno.EAGAIN, "changed type during the copy")
@@ -546,14 +544,22 @@ class Sender:
             return {"name": sent_as, "kind": "failed"}, b""
         return {"name": sent_as, "kind": "special", "meta": meta_of(st)}, b""
 
+    def _lstat(
+        self, tally: Tally, node: _Dir, name: str, rel: str
+    ) -> os.stat_result | None:
+        """An entry's ``lstat``; ``None`` (the error recorded) if it is gone."""
+        try:
+            return os.lstat(name, dir_fd=node.fd)
+        except OSError as exc:
+            self._fail(tally, rel, "stat", exc)
+            return None
+
     def _dry_file(
         self, tally: Tally, node: _Dir, name: str, sent_as: str, rel: str
     ) -> tuple[dict[str, Any], bytes]:
         """A file in a dry run: its metadata (and link id), never its data."""
-        try:
-            st = os.lstat(name, dir_fd=node.fd)
-        except OSError as exc:
-            self._fail(tally, rel, "stat", exc)
+        st = self._lstat(tally, node, name, rel)
+        if st is None:
             return {"name": sent_as, "kind": "failed"}, b""
         link, first = self._claim(st)
         entry: dict[str, Any] = {
