@@ -168,13 +168,14 @@ def run_service(args: argparse.Namespace) -> int:
         "fingerprint": identity.fingerprint if identity else None,
         "roots": service.roots.paths,
     }
-    print(json.dumps(announce), flush=True)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         threading.Thread(target=service.close, daemon=True).start()
 
+    # Before the announcement: whoever reads it may stop the service at once.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    print(json.dumps(announce), flush=True)
     service.serve_forever()
     return 0
 
