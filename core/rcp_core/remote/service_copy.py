@@ -119,9 +119,13 @@ def _push(
             connections=connections,
         )
         ctx = tls.server_context(me, service_cert) if me and service_cert else None
-        counts, errors = run_source(
-            listener, ctx, named, settings, connections=connections, timeout=timeout
-        )
+        try:
+            counts, errors = run_source(
+                listener, ctx, named, settings, connections=connections, timeout=timeout
+            )
+        except BaseException:
+            service.cancel(job["job"])
+            raise
     finally:
         listener.close()
     sent = RoleResult(Role.SOURCE, not errors, counts, errors)
