@@ -22,7 +22,8 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 from rcp_core.existing import Action, decide
-from rcp_core.remote.receive import Incoming, Link, ReceivedDir, Receiver, kind_of
+from rcp_core.remote.incoming import Incoming
+from rcp_core.remote.receive import Link, ReceivedDir, Receiver, kind_of
 from rcp_core.settings import CopySettings, DryRun, ExistingPolicy
 from rcp_core.tree import DIR_FLAGS
 

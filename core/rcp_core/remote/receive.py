@@ -51,6 +51,7 @@ from rcp_core.existing import Action, decide
 from rcp_core.filters import Filter, Verdict
 from rcp_core.links import located
 from rcp_core.metadata import Metadata
+from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.meta import meta_of, stat_of, xattrs_of
 from rcp_core.remove import Protect, remove_entry
 from rcp_core.settings import CopySettings, ExistingPolicy
@@ -773,105 +774,6 @@ class Receiver:
         else:
             current.finish()
         return None
-
-
-class Incoming:
-    """A large file arriving in ``CHUNK`` frames: written at their offsets (gaps stay
-    holes), sized and given its metadata at the last one.
-
-    An error while writing is recorded once; the rest of the file's frames are read
-    and dropped (``gone``), so the connection stays usable.
-    """
-
-    def __init__(
-        self,
-        receiver: Receiver,
-        node: ReceivedDir,
-        name: str,
-        st: os.stat_result,
-        link: int | None,
-    ) -> None:
-        self.receiver, self.node, self.name, self.st = receiver, node, name, st
-        self.link = link
-        self.attrs: dict[str, bytes] | None = None
-        self.fd: int | None = None
-        self.target: str | None = None
-        self.written = 0
-        self.gone = False
-        try:
-            self.target = receiver._target(node, name, st)
-            if self.target is not None:
-                self.fd = os.open(self.target, NEW_FILE_FLAGS, 0o600, dir_fd=node.fd)
-        except OSError as exc:
-            self._failed("create", exc)
-
-    def _failed(self, op: str, exc: OSError) -> None:
-        self.receiver._fail(self.node.child_rel(self.name), op, exc)
-        with self.receiver._lock:
-            self.node.failed = True
-        self.discard()
-        self.gone = True
-
-    def discard(self) -> None:
-        """Remove what was written so far (the transfer broke off)."""
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-            assert self.target is not None
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.target, dir_fd=self.node.fd)
-
-    def write(self, offset: int, data: memoryview) -> None:
-        if self.fd is None:
-            return
-        if offset + len(data) > self.st.st_size:
-            raise ProtocolError(f"{self.name}: chunk beyond the announced size")
-        try:
-            view = data
-            while view:
-                n = os.pwrite(self.fd, view, offset)
-                view, offset = view[n:], offset + n
-            self.written += len(data)
-            self.receiver.tally.moved(len(data))
-        except OSError as exc:
-            self._failed("write", exc)
-
-    def finish(self) -> None:
-        """The last frame arrived: size, metadata, rename into place, count."""
-        if self.fd is not None:
-            assert self.target is not None
-            try:
-                os.ftruncate(self.fd, self.st.st_size)
-                self.receiver.metadata.apply(
-                    self.attrs, self.fd, self.st, is_dir=False, times=True
-                )
-            except OSError as exc:
-                self._failed("write", exc)
-            else:
-                os.close(self.fd)
-                self.fd = None
-                try:
-                    self.receiver._commit(self.node, self.target, self.name)
-                except OSError as exc:
-                    self._failed("rename into place", exc)
-                else:
-                    tally = self.receiver.tally
-                    tally["copied.files"] += 1
-                    tally["copied.bytes"] += self.st.st_size
-        self._end(written=not self.gone)
-
-    def abort(self, reason: str) -> None:
-        """The source could not read the file to the end: nothing of it stays."""
-        self.discard()
-        with self.receiver._lock:
-            self.node.failed = True
-        log.debug("%s: source gave up: %s", self.name, reason)
-        self._end(written=False)
-
-    def _end(self, written: bool) -> None:
-        if self.link is not None:
-            self.receiver._first_name(self.link, self.node, self.name, written)
-        self.receiver._count(self.node)
 
 
 def _link_id(value: Any, rel: str) -> int | None:

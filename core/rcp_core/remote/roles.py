@@ -31,7 +31,8 @@ from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, accept_next, dial
 from rcp_core.remote.dry import DryReceiver
 from rcp_core.remote.hello import MANIFESTS, Role
-from rcp_core.remote.receive import Incoming, Receiver
+from rcp_core.remote.incoming import Incoming
+from rcp_core.remote.receive import Receiver
 from rcp_core.remote.send import Sender
 from rcp_core.remote.wire import FrameKind
 from rcp_core.settings import CopySettings
