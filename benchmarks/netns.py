@@ -45,6 +45,16 @@ def missing() -> str | None:
     return None
 
 
+def stop(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """Stop a daemon started for the hosts: SIGTERM, SIGKILL after ``grace`` s."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def _ip(*args: str, netns: str | None = None) -> None:
     argv = ["ip", *args] if netns is None else ["ip", "-n", netns, *args]
     subprocess.run(argv, check=True, capture_output=True, text=True)

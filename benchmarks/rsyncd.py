@@ -98,12 +98,7 @@ def running_rsyncd(
         _wait_listing(proc, host, module, workdir)
         yield Rsyncd(host.address, module, path)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        netns.stop(proc)
         log.close()
 
 

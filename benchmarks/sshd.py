@@ -123,10 +123,5 @@ def running_sshd(workdir: Path, host: netns.Host | None = None) -> Iterator[Sshd
             time.sleep(0.05)
         yield Sshd(port, client_key, address)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        netns.stop(proc)
         log.close()

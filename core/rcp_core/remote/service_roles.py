@@ -92,7 +92,6 @@ def receive_request(
 
 
 def run_send(
-    job: Job,
     request: SendRequest,
     roots: Roots,
     identity: tls.Identity | None,
