@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -224,3 +226,57 @@ def test_a_silent_server_times_out_the_dial(server_id: tls.Identity) -> None:
         assert time.monotonic() - started < 2.0
     finally:
         listener.close()
+
+
+def _echo_frames(sock: socket.socket, ctx: ssl.SSLContext | None) -> Any:
+    """The server's side of the file tests: every frame's header and data, until the
+    client closes."""
+    conn = accept(
+        sock, "client", role=Role.SOURCE, software="s", timeout=TIMEOUT, ctx=ctx
+    )
+    frames = []
+    while (frame := conn.read()) is not None:
+        frames.append((frame.header, bytes(frame.data)))
+    conn.close()
+    return frames
+
+
+@pytest.mark.parametrize("encrypted", [False, True], ids=["sendfile", "tls"])
+def test_send_file_sends_the_files_bytes_and_keeps_step_when_it_shrank(
+    tmp_path: Path, server_id: tls.Identity, encrypted: bool
+) -> None:
+    """Two pieces of a file, then one from past its end: the short frame is padded
+    with zeros (the stream stays in step: the frame after it arrives intact) and
+    ``send_file`` says how much of it was the file's."""
+    content = bytes(range(256)) * 4096 + b"tail"
+    path = tmp_path / "f"
+    path.write_bytes(content)
+    ctx = tls.server_context(server_id, None) if encrypted else None
+    pin = server_id.fingerprint if encrypted else None
+    with serving(lambda sock: _echo_frames(sock, ctx)) as (address, out):
+        conn = dial(address, role=Role.MASTER, software="c", timeout=TIMEOUT, pin=pin)
+        assert isinstance(conn.sock, ssl.SSLSocket) is encrypted
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            half = len(content) // 2
+            sent = [
+                conn.send_file(FrameKind.CHUNK, {"n": 0}, fd, 0, half),
+                conn.send_file(
+                    FrameKind.CHUNK, {"n": 1}, fd, half, len(content) - half
+                ),
+                conn.send_file(FrameKind.CHUNK, {"n": 2}, fd, len(content) - 4, 100),
+            ]
+        finally:
+            os.close(fd)
+        conn.send_control("after")
+        conn.close()
+    assert sent == [half, len(content) - half, 4]
+    frames = out[0]
+    assert [header for header, _ in frames] == [
+        {"n": 0},
+        {"n": 1},
+        {"n": 2},
+        {"type": "after"},
+    ]
+    assert frames[0][1] + frames[1][1] == content
+    assert frames[2][1] == b"tail" + bytes(96)

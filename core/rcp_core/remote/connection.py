@@ -21,13 +21,16 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import errno
 import hmac
 import logging
+import os
+import select
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rcp_core.errors import (
@@ -39,7 +42,14 @@ from rcp_core.errors import (
 )
 from rcp_core.remote import tls
 from rcp_core.remote.hello import PROTOCOL, Hello, Role, negotiate
-from rcp_core.remote.wire import MAX_FRAME, Frame, FrameKind, FrameReader, encode
+from rcp_core.remote.wire import (
+    MAX_FRAME,
+    Frame,
+    FrameKind,
+    FrameReader,
+    encode,
+    encode_head,
+)
 
 log = logging.getLogger("rcp_core")
 
@@ -49,6 +59,13 @@ buffer is left to the kernel's autotuning, which grows it with the path's
 bandwidth-delay product (up to ``tcp_rmem``'s maximum); a fixed size would turn that
 off and cap the window on a long or queued path."""
 KEEPALIVE = 60
+SOCKET_ERRNOS = frozenset(
+    (errno.EPIPE, errno.ECONNRESET, errno.ECONNABORTED, errno.ENOTCONN, errno.ETIMEDOUT)
+)
+"""What ``sendfile`` fails with when the connection, not the file, is the cause."""
+JOIN_BELOW = 64 << 10
+"""Frames with less data than this go out as one joined buffer (one write, one TLS
+record); larger data is written after the header, never copied."""
 """Seconds of silence after which a peer that does not answer probes is gone."""
 
 
@@ -80,21 +97,94 @@ class Connection:
         self.version = PROTOCOL
         self.hello: Hello | None = None
         self._send_lock = threading.Lock()
+        self._timeout = sock.gettimeout()
+        self._buffer = bytearray()
 
     def send(
         self, kind: FrameKind, header: dict[str, Any], data: bytes | memoryview = b""
     ) -> None:
         """Send one frame whole; :class:`ConnectionLostError` if the peer is gone."""
-        frame = encode(kind, header, data)
+        if len(data) < JOIN_BELOW:
+            self._send_parts(encode(kind, header, data))
+        else:
+            self._send_parts(encode_head(kind, header, len(data)), data)
+
+    def send_file(
+        self, kind: FrameKind, header: dict[str, Any], fd: int, offset: int, length: int
+    ) -> int:
+        """Send one frame whose data is ``length`` bytes of the file ``fd`` from
+        ``offset``: by ``sendfile`` on a plain connection (the bytes never enter this
+        process), through one reused buffer under TLS.
+
+        :returns: how many bytes the file had there. Fewer than ``length`` (it shrank)
+            and the frame was completed with zeros, so the stream stays in step: the
+            caller must tell the peer the data is not the file's.
+        :raises OSError: reading the file failed (the frame was completed with zeros,
+            as above); :class:`RemoteError` for the connection's failures.
+        """
+        head = encode_head(kind, header, length)
+        if isinstance(self.sock, ssl.SSLSocket):
+            view = self._file_buffer(length)
+            got = _pread_into(fd, view, offset)
+            view[got:] = bytes(length - got)
+            self._send_parts(head, view)
+            return got
+        failure: OSError | None = None
+        with self._sending():
+            self.sock.sendall(head)
+            try:
+                got = self._sendfile(fd, offset, length)
+            except OSError as exc:
+                if exc.errno in SOCKET_ERRNOS or isinstance(exc, TimeoutError):
+                    raise
+                failure, got = exc, 0  # the file's error: keep the stream in step
+            if got < length:
+                self.sock.sendall(bytes(length - got))
+        if failure is not None:
+            raise failure
+        return got
+
+    @contextlib.contextmanager
+    def _sending(self) -> Iterator[None]:
+        """Hold the send lock; socket failures become the peer's errors."""
         try:
             with self._send_lock:
-                self.sock.sendall(frame)
+                yield
         except TimeoutError as exc:
             raise PeerTimeoutError(
                 f"{self.peer} does not read (send timed out)"
             ) from exc
         except OSError as exc:
             raise ConnectionLostError(f"{self.peer}: {exc}") from exc
+
+    def _send_parts(self, *parts: bytes | memoryview) -> None:
+        with self._sending():
+            for part in parts:
+                self.sock.sendall(part)
+
+    def _file_buffer(self, length: int) -> memoryview:
+        """The reused buffer of :meth:`send_file` under TLS (callers hold no view of
+        it past their call), at least ``length`` long; the first ``length`` bytes."""
+        if len(self._buffer) < length:
+            self._buffer = bytearray(length)
+        return memoryview(self._buffer)[:length]
+
+    def _sendfile(self, fd: int, offset: int, length: int) -> int:
+        """``sendfile`` until ``length`` bytes went or the file ended; each wait for
+        the socket to drain is bounded by the connection's timeout."""
+        sent = 0
+        while sent < length:
+            try:
+                n = os.sendfile(self.sock.fileno(), fd, offset + sent, length - sent)
+            except BlockingIOError:
+                _, writable, _ = select.select([], [self.sock], [], self._timeout)
+                if not writable:
+                    raise TimeoutError("the socket did not drain") from None
+                continue
+            if n == 0:
+                break
+            sent += n
+        return sent
 
     def send_control(self, type_: str, **fields: Any) -> None:
         self.send(FrameKind.CONTROL, {"type": type_, **fields})
@@ -160,6 +250,7 @@ class Connection:
         """Bound every send, every read inside a frame and the wait for the next
         frame by ``seconds``."""
         self.sock.settimeout(seconds)
+        self._timeout = seconds
         self.reader.frame_timeout = self.reader.idle_timeout = seconds
 
     def wait_while_alive(self) -> None:
@@ -298,3 +389,14 @@ def _handshake(
     except BaseException:
         sock.close()
         raise
+
+
+def _pread_into(fd: int, view: memoryview, offset: int) -> int:
+    """Fill ``view`` from ``fd`` at ``offset``; fewer bytes only at the file's end."""
+    got = 0
+    while got < len(view):
+        n = os.preadv(fd, [view[got:]], offset + got)
+        if n == 0:
+            break
+        got += n
+    return got

@@ -691,35 +691,38 @@ class Sender:
         first = True
         meta = self._meta(tally, rel, fd, st)
 
-        def send(offset: int, data: bytes, **end: Any) -> None:
+        def header(offset: int, **end: Any) -> dict[str, Any]:
             nonlocal first
-            header = {**base, "offset": offset, "first": first, **end}
+            fields = {**base, "offset": offset, "first": first, **end}
             if first:
-                header["meta"] = meta
+                fields["meta"] = meta
                 if link is not None:
-                    header["link"] = link
-            conn.send(FrameKind.CHUNK, header, data)
+                    fields["link"] = link
             first = False
+            return fields
 
         try:
-            try:
-                for offset, length in data_extents(fd, st.st_size):
-                    end = offset + length
-                    while offset < end:
-                        data = os.pread(fd, min(end - offset, FRAME_DATA), offset)
-                        if not data:
-                            raise OSError(errno.EIO, "file shrank while being sent")
-                        send(offset, data)
-                        offset += len(data)
-            except OSError as exc:
-                self._fail(tally, rel, "read", exc)
-                send(0, b"", last=True, failed=str(exc))
-                return
-            send(st.st_size, b"", last=True)
-            tally["copied.files"] += 1
-            tally["copied.bytes"] += st.st_size
+            for offset, length in data_extents(fd, st.st_size):
+                end = offset + length
+                while offset < end:
+                    size = min(end - offset, FRAME_DATA)
+                    got = conn.send_file(
+                        FrameKind.CHUNK, header(offset), fd, offset, size
+                    )
+                    if got < size:
+                        raise OSError(errno.EIO, "file shrank while being sent")
+                    offset += size
+        except RemoteError:
+            raise
+        except OSError as exc:
+            self._fail(tally, rel, "read", exc)
+            conn.send(FrameKind.CHUNK, header(0, last=True, failed=str(exc)))
+            return
         finally:
             os.close(fd)
+        conn.send(FrameKind.CHUNK, header(st.st_size, last=True))
+        tally["copied.files"] += 1
+        tally["copied.bytes"] += st.st_size
 
 
 def _read_all(fd: int, size: int) -> bytes:

@@ -12,8 +12,9 @@ Invariants of :class:`FrameReader` -- what a hostile or broken peer can do to us
 
 - a frame longer than ``max_frame``, a header longer than its frame, an unknown kind,
   a header that is not a JSON object, or a JSON document nested deeper than
-  ``MAX_DEPTH`` raise :class:`ProtocolError` before anything is acted on; memory per
-  frame is bounded by ``max_frame``;
+  ``MAX_DEPTH`` raise :class:`ProtocolError` before anything is acted on; a reader
+  holds one buffer, as large as the largest frame it has read, so its memory is
+  bounded by ``max_frame`` (and a stream of large frames allocates nothing);
 - every read inside a frame has a deadline (``frame_timeout``); a peer that stops
   mid-frame raises :class:`PeerTimeoutError`, one that closes mid-frame
   :class:`ConnectionLostError`; a close *between* frames is the normal end (``None``).
@@ -62,20 +63,25 @@ class FrameKind(enum.IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    """One decoded frame. ``data`` is a view into the frame's own buffer."""
+    """One decoded frame. ``data`` is a view into its reader's buffer: valid until
+    the reader's next :meth:`FrameReader.read`, so a consumer that keeps it copies."""
 
     kind: FrameKind
     header: dict[str, Any]
     data: memoryview = _EMPTY
 
 
+def encode_head(kind: FrameKind, header: dict[str, Any], data_length: int) -> bytes:
+    """The prefix and header of a frame whose ``data_length`` bytes of data follow."""
+    body = json.dumps(header, separators=(",", ":")).encode()
+    return PREFIX.pack(5 + len(body) + data_length, kind, len(body)) + body
+
+
 def encode(
     kind: FrameKind, header: dict[str, Any], data: bytes | memoryview = b""
 ) -> bytes:
-    """The bytes of one frame (header and prefix; ``data`` is appended)."""
-    body = json.dumps(header, separators=(",", ":")).encode()
-    length = 5 + len(body) + len(data)
-    return PREFIX.pack(length, kind, len(body)) + body + bytes(data)
+    """The bytes of one whole frame."""
+    return encode_head(kind, header, len(data)) + bytes(data)
 
 
 def _depth(value: Any, limit: int) -> int:
@@ -142,10 +148,13 @@ class FrameReader:
         self.idle_timeout = (
             idle_timeout if idle_timeout is not None else (self.frame_timeout)
         )
+        self._prefix = bytearray(PREFIX.size)
+        self._payload = bytearray()
 
-    def _read_exactly(self, n: int, *, at_boundary: bool) -> memoryview | None:
-        buf = bytearray(n)
-        view = memoryview(buf)
+    def _read_exactly(self, view: memoryview, *, at_boundary: bool) -> bool:
+        """Fill ``view``; ``False`` if the peer closed before its first byte at a
+        frame boundary."""
+        n = len(view)
         got = 0
         while got < n:
             wait = self.idle_timeout if at_boundary and got == 0 else self.frame_timeout
@@ -156,17 +165,18 @@ class FrameReader:
                 raise PeerTimeoutError(f"no data from the peer for {wait} s") from exc
             if k == 0:
                 if at_boundary and got == 0:
-                    return None
+                    return False
                 raise ConnectionLostError(
                     f"the peer closed the connection inside a frame ({got} of {n} bytes)"
                 )
             got += k
-        return view
+        return True
 
     def read(self) -> Frame | None:
-        """The next frame, or ``None`` when the peer closed between frames."""
-        prefix = self._read_exactly(PREFIX.size, at_boundary=True)
-        if prefix is None:
+        """The next frame, or ``None`` when the peer closed between frames. The
+        previous frame's ``data`` is overwritten."""
+        prefix = memoryview(self._prefix)
+        if not self._read_exactly(prefix, at_boundary=True):
             return None
         length, kind, header_length = PREFIX.unpack(prefix)
         if length < 5:
@@ -175,6 +185,8 @@ class FrameReader:
             raise ProtocolError(
                 f"frame of {length} bytes exceeds the limit of {self.max_frame}"
             )
-        payload = self._read_exactly(length - 5, at_boundary=False)
-        assert payload is not None
+        if len(self._payload) < length - 5:
+            self._payload = bytearray(length - 5)
+        payload = memoryview(self._payload)[: length - 5]
+        self._read_exactly(payload, at_boundary=False)
         return decode(kind, payload, header_length)
