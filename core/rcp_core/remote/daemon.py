@@ -81,11 +81,12 @@ def resources() -> dict[str, float]:
 
 def serve(role: Role, bind: str, timeout: float) -> int:
     """Run one role for one master over stdin/stdout; the exit status."""
+    # Made before the setup line arrives: the master makes its own meanwhile.
+    identity = tls.Identity.ephemeral(f"rcpd-{role.value}")
     setup = json.loads(read_line(sys.stdin, timeout, "the master"))
     if not isinstance(setup, dict) or not isinstance(setup.get("master_cert"), str):
         raise ProtocolError("setup line without the master's certificate")
     encrypt = setup.get("encrypt", True) is not False
-    identity = tls.Identity.ephemeral(f"rcpd-{role.value}")
     client_ip, our_ip = ssh_addresses()
     listener = socket.create_server((bind, 0), family=_family(bind))
     announce = {
