@@ -125,9 +125,9 @@ def copy_file(
         if st.st_nlink > 1:
             key = (st.st_dev, st.st_ino)
             anchor = node.anchor or node
-            assert anchor.dst_fd is not None
+            assert anchor.job is not None
             leader, is_leader = ctx.links.claim(
-                key, st.st_nlink, anchor.dst_fd, node.dst_path(rel)
+                key, st.st_nlink, anchor.job.dst_parent, node.dst_path(rel)
             )
             if not is_leader:
                 leader.done.wait()

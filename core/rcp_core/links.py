@@ -26,20 +26,31 @@ PATH_LIMIT = 4000
 class Leader:
     """The first copy of a multiply-linked inode.
 
-    :param anchor_fd: the job's destination anchor directory.
-    :param path: the leader's destination path relative to ``anchor_fd``.
+    :param anchor: the leader's job's destination directory (absolute path).
+    :param path: the leader's destination path relative to ``anchor``.
     :param ok: set by the leader: its destination holds the inode's data.
     """
 
-    anchor_fd: int
+    anchor: str
     path: str
     remaining: int
     done: threading.Event = field(default_factory=threading.Event)
     ok: bool = False
 
-    def located(self) -> contextlib.AbstractContextManager[tuple[int, str]]:
-        """``(directory fd, name)`` of the leader's copy (:func:`located`)."""
-        return located(self.anchor_fd, self.path)
+    @contextlib.contextmanager
+    def located(self) -> Iterator[tuple[int, str]]:
+        """``(directory fd, name)`` of the leader's copy (:func:`located`).
+
+        The anchor is opened by its path for each use, as its job opened it: a
+        follower may belong to another job of the run, and the leader's job may
+        have ended and closed its own descriptor (whose number the process may since
+        have given to any other file)."""
+        fd = os.open(self.anchor, DIR_FLAGS)
+        try:
+            with located(fd, self.path) as where:
+                yield where
+        finally:
+            os.close(fd)
 
 
 @contextlib.contextmanager
@@ -72,7 +83,7 @@ class LinkMap:
         self._leaders: dict[tuple[int, int], Leader] = {}
 
     def claim(
-        self, key: tuple[int, int], nlink: int, anchor_fd: int, path: str
+        self, key: tuple[int, int], nlink: int, anchor: str, path: str
     ) -> tuple[Leader, bool]:
         """Register one name of inode ``key``.
 
@@ -82,7 +93,7 @@ class LinkMap:
         with self._lock:
             leader = self._leaders.get(key)
             if leader is None:
-                leader = Leader(anchor_fd, path, remaining=nlink - 1)
+                leader = Leader(anchor, path, remaining=nlink - 1)
                 self._leaders[key] = leader
                 return leader, True
             leader.remaining -= 1

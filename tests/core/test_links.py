@@ -410,3 +410,27 @@ def test_device_as_non_root(shared_dir: Path, skip: bool) -> None:
         assert data["errors"] == 1
         assert data["skipped"]["specials"] == 0
         assert "dev" in result.stderr + json.dumps(data["error_list"])
+
+
+def test_a_hard_link_between_two_sources_of_one_run_stays_a_link(
+    tmp_path: Path,
+) -> None:
+    """``rcp A B DST/`` where B is another name of a file inside A: the later name
+    links to the earlier copy even after A's job ended and closed its directories
+    (a follower must not use a descriptor of a finished job: the number may since
+    name any other file)."""
+    src = tmp_path / "src"
+    (src / "pair" / "deep").mkdir(parents=True)
+    (src / "pair" / "deep" / "x").write_bytes(b"shared" * 1000)
+    for i in range(50):  # other files, so descriptors are opened and reused meanwhile
+        (src / "pair" / f"f{i}").write_bytes(b"%d" % i)
+    os.link(src / "pair" / "deep" / "x", src / "far")
+    (tmp_path / "dst").mkdir()
+    for attempt in range(5):
+        dst = tmp_path / "dst" / str(attempt)
+        dst.mkdir()
+        copy([str(src / "pair"), str(src / "far")], f"{dst}/")
+        first, second = dst / "pair" / "deep" / "x", dst / "far"
+        assert first.read_bytes() == b"shared" * 1000
+        assert os.stat(first).st_ino == os.stat(second).st_ino
+        assert sorted(os.listdir(dst)) == ["far", "pair"]
