@@ -71,9 +71,7 @@ def may_declare(group: str) -> bool:
     """
     header = f"[{group}]"
     for finder in sys.meta_path:
-        if finder is not importlib.machinery.PathFinder and hasattr(
-            finder, "find_distributions"
-        ):
+        if hasattr(finder, "find_distributions") and not _reads_sys_path(finder):
             return True
     for entry in sys.path:
         try:
@@ -93,6 +91,17 @@ def may_declare(group: str) -> bool:
             if any(line.strip() == header for line in text.splitlines()):
                 return True
     return False
+
+
+def _reads_sys_path(finder: object) -> bool:
+    """Finders whose distributions are the metadata directories on ``sys.path`` read
+    here: the standard ``PathFinder``, and the ``importlib_metadata`` backport's
+    ``MetadataPathFinder`` (which Airflow's dependencies install)."""
+    kind = finder if isinstance(finder, type) else type(finder)
+    return finder is importlib.machinery.PathFinder or (
+        kind.__module__,
+        kind.__qualname__,
+    ) == ("importlib_metadata", "MetadataPathFinder")
 
 
 def _metadata_dirs(path: str) -> list[str]:
