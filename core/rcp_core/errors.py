@@ -10,6 +10,7 @@
     │   └── FatalError                 the run cannot usefully continue (ENOSPC, EROFS, ...)
     ├── CopyFailedError                raised at the end of a run that had errors; carries
     │                                  the partial summary and the deduplicated error list
+    ├── VerificationError              a finished copy differs from its source
     └── RemoteError                    a peer of a remote copy, or the wire to it, failed
         ├── ProtocolError (ValueError) malformed, oversized or out-of-order frame, or an
         │                              incompatible protocol version: permanent
@@ -17,8 +18,9 @@
         │   (PermissionError)
         ├── ConnectionLostError        the peer closed or reset the connection (ECONNRESET):
         │   (ConnectionError)          transient
-        └── PeerTimeoutError           no answer within the bound (ETIMEDOUT): transient
-            (TimeoutError)
+        ├── PeerTimeoutError           no answer within the bound (ETIMEDOUT): transient
+        │   (TimeoutError)
+        └── JobFailedError             a service's copy job ended failed or cancelled
 
 Classification is decided in one place: :func:`classify` holds the errno table, and a
 run asks it through the ``rcp_classify_error`` hook (whose built-in implementation is
@@ -29,6 +31,12 @@ run asks it through the ``rcp_classify_error`` hook (whose built-in implementati
 - *fatal* errnos (ENOSPC, EDQUOT, EROFS, EMFILE, ENFILE) stop the run: continuing would fail
   every remaining entry the same way;
 - everything else (EACCES, ENOENT, EPERM, ELOOP, ...) is *permanent* for that entry.
+
+Whether running a whole command again may succeed is decided here too
+(:func:`retry_may_help`, what Airflow's task retries follow): only for transient
+errors. A copy that finished with errors (:class:`CopyFailedError`, a failed job)
+already retried its transient failures; what is left, like a bad argument or a copy
+that does not verify, fails the same way again.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from __future__ import annotations
 import enum
 import errno
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 if TYPE_CHECKING:
     from rcp_core.summary import Summary
@@ -104,6 +112,18 @@ class CopyFailedError(RcpError):
         self.stopped = stopped
 
 
+class VerificationError(RcpError):
+    """A finished copy differs from its source (``rcp --verify``, Airflow's
+    ``verify=``).
+
+    :param result: the comparison, as a JSON-ready dict.
+    """
+
+    def __init__(self, message: str, result: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 class RemoteError(RcpError):
     """A peer of a remote copy, or the connection to it, failed."""
 
@@ -143,6 +163,18 @@ class PeerTimeoutError(_RemoteOSError, TimeoutError):
     ERRNO = errno.ETIMEDOUT
 
 
+class JobFailedError(RemoteError):
+    """A service's copy job ended ``failed`` or ``cancelled``.
+
+    :param job: the job as the service showed it last (``summary``, ``error``).
+    """
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        reason = job.get("error") or "no reason given"
+        super().__init__(f"job {job.get('job')} {job.get('state')}: {reason}")
+        self.job = job
+
+
 class Kind(enum.Enum):
     """How an ``OSError`` is treated; see the module docstring."""
 
@@ -176,6 +208,14 @@ def classify(exc: BaseException) -> Kind:
         if cause.errno in FATAL_ERRNOS:
             return Kind.FATAL
     return Kind.PERMANENT
+
+
+def retry_may_help(exc: BaseException) -> bool:
+    """Whether running the same command again may succeed where this failed: only
+    transient errors (a lost or silent peer, EAGAIN, ESTALE, ...)."""
+    if isinstance(exc, RcpError) and not isinstance(exc, OSError):
+        return False
+    return isinstance(exc, OSError) and classify(exc) is Kind.TRANSIENT
 
 
 Classifier = Callable[[OSError], Kind]

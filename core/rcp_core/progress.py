@@ -34,6 +34,17 @@ class Progress:
         """Entries handled so far, whatever their outcome."""
         return entries(self.counts)
 
+    def brief(self) -> dict[str, int | float]:
+        """``entries``, ``bytes`` (written so far, large files in flight included),
+        ``errors`` and ``elapsed``: what a service shows of a running job and what
+        Airflow's task log reports."""
+        return {
+            "entries": self.entries,
+            "bytes": self.counts["copied.bytes"] + self.counts["moved.bytes"],
+            "errors": self.counts["errors"],
+            "elapsed": round(self.elapsed, 3),
+        }
+
 
 def entries(counts: Mapping[str, int]) -> int:
     """Entries counted in ``counts``, whatever their outcome."""

@@ -79,7 +79,7 @@ def run(
     if args.no_encryption:
         log.warning("rcp: --no-encryption: data and control travel in plain text")
     # Imported here: TLS and SSH cost a local copy's start-up nothing.
-    from rcp_core.remote.master import Launch, merged_counts, remote_copy
+    from rcp_core.remote.master import Launch, merged_counts, remote_copy, role_summary
 
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
 
@@ -99,14 +99,7 @@ def run(
         on_progress=show,
     )
     show(merged_counts(source, destination), final=True)
-    errors = [
-        (e, 1, role.role.value) for role in (source, destination) for e in role.errors
-    ]
-    summary = Summary(
-        merged_counts(source, destination),
-        Resources.since(started, usage),
-        errors=tuple(errors),
-    )
+    summary = role_summary(source, destination, Resources.since(started, usage))
     return summary, source.ok and destination.ok, source, destination
 
 

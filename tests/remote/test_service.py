@@ -74,6 +74,24 @@ def test_status_and_the_job_list_show_each_job(served: Served) -> None:
     assert listed == {first["job"]: "succeeded", second["job"]: "succeeded"}
 
 
+def test_a_submit_key_is_shown_and_a_repeated_key_is_the_same_job(
+    served: Served,
+) -> None:
+    """What lets a retried Airflow task find the job its first try started."""
+    src = make_tree(served.data / "tree", TREE)
+    with served.client() as client:
+        job = client.submit(
+            [str(src)], f"{served.backup}/", key="airflow:a-task-instance:1"
+        )
+        again = client.submit(
+            [str(src)], f"{served.backup}/", key="airflow:a-task-instance:1"
+        )
+        client.wait(job["job"], TIMEOUT)
+        listed = {j["key"]: j["job"] for j in client.jobs()}
+    assert again["job"] == job["job"]
+    assert listed == {"airflow:a-task-instance:1": job["job"]}
+
+
 @pytest.mark.parametrize(
     ("source", "destination", "settings", "why"),
     [

@@ -86,15 +86,20 @@ class ServiceClient:
         sources: Sequence[str],
         destination: str,
         settings: CopySettings | None = None,
+        *,
+        key: str | None = None,
     ) -> dict[str, Any]:
         """Start ``rcp SOURCES... DESTINATION`` on the service's host; the job.
 
+        :param key: names the submit (a random one by default): the service answers
+            a key it knows with that key's job instead of starting another, and shows
+            it in the job (``key``), so a caller that lost track of a job can find it.
         :raises UsageError: the service refused it (a path outside its roots, bad
             settings); nothing was started.
         """
         return self._request(
             "submit",
-            key=secrets.token_hex(16),
+            key=key or secrets.token_hex(16),
             sources=list(sources),
             destination=destination,
             settings=settings_to_wire(settings or CopySettings()),

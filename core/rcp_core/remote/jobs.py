@@ -126,6 +126,7 @@ class Job:
         request = self.request
         view: dict[str, Any] = {
             "job": self.id,
+            "key": self.key,
             "kind": request.kind,
             "state": self.state.value,
             "sources": None
@@ -144,13 +145,7 @@ class Job:
         }
         progress = self.progress
         if progress is not None and not self.state.finished:
-            view["progress"] = {
-                "entries": progress.entries,
-                "bytes": progress.counts["copied.bytes"]
-                + progress.counts["moved.bytes"],
-                "errors": progress.counts["errors"],
-                "elapsed": round(progress.elapsed, 3),
-            }
+            view["progress"] = progress.brief()
         return view
 
 

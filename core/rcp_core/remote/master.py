@@ -35,7 +35,7 @@ from rcp_core.remote.operands import RemotePath, parse_operand
 from rcp_core.remote.roles import SOFTWARE, Progress, run_destination, run_source
 from rcp_core.remote.wire import Frame, FrameKind
 from rcp_core.settings import CopySettings
-from rcp_core.summary import KEYS, merge
+from rcp_core.summary import KEYS, Resources, Summary, merge
 
 log = logging.getLogger("rcp_core")
 
@@ -469,3 +469,14 @@ def merged_counts(source: RoleResult, destination: RoleResult) -> dict[str, int]
         "errors", 0
     )
     return counts
+
+
+def role_summary(
+    source: RoleResult, destination: RoleResult, resources: Resources
+) -> Summary:
+    """The summary of a copy between hosts: :func:`merged_counts`, and each role's
+    errors (named by the role)."""
+    errors = [
+        (e, 1, role.role.value) for role in (source, destination) for e in role.errors
+    ]
+    return Summary(merged_counts(source, destination), resources, errors=tuple(errors))
