@@ -1,0 +1,547 @@
+"""Verifying a copy: compare a source tree with its copy, by metadata and by content.
+
+:func:`compare` walks both trees at once, in parallel, and reports each relative path
+where they differ as a :class:`~rcp_core.comparison.Difference`; the
+:class:`~rcp_core.comparison.Comparison` it returns is what an Airflow task pushes to
+XCom and what ``rcmp`` prints.
+
+Invariants:
+
+- *Same* means: every path is on both sides with the same type (file, directory,
+  symlink, fifo, socket, device and its number); for each pair the compared attributes
+  are equal (size of regular files, mtime to the nanosecond, permission bits of all but
+  symlinks, uid/gid when asked; rules in :mod:`rcp_core.comparison`), symlinks have the
+  same target; with ``checksum``, regular files of equal size have equal contents;
+  nothing failed to read; and the comparison was not cancelled. Directory sizes,
+  atimes and ctimes are never compared (no copy can make them equal). Hard links are
+  compared name by name; the link structure is not checked.
+- Read-only, and never through a symlink: entries are ``lstat``-ed, and opened with
+  ``O_NOFOLLOW`` relative to their open parent directory; only the two roots are
+  taken by path, as given. Contents are read only with ``checksum``, and only those of
+  regular files of equal size.
+- A path that one side lacks, or where the types differ, is one difference: a
+  directory missing in the destination is one ``missing``; its subtree is not entered.
+- An entry never crashes or stalls the comparison: a failing ``lstat``, ``open``,
+  ``readlink``, listing or read is an ``error`` difference and the rest goes on. Files
+  are opened ``O_NONBLOCK`` and must still be regular files once open, so a FIFO
+  swapped in cannot block a worker.
+- Bounded memory: the first :data:`~rcp_core.comparison.MAX_KEPT` differences found
+  are kept (the counts cover all of them); the walk holds one listing per directory in
+  flight (the source side's; the destination side streams past it), on the pool's
+  depth-first work stack; each worker reads into one :data:`READ_SIZE` buffer.
+- Contents are hashed with BLAKE3 per :data:`SEGMENT` of a file, both sides by the same
+  worker, and the digests compared. A larger file's segments are hashed by several
+  workers at once (:class:`~rcp_core.chunks.ChunkedCopy`), so one big file uses several
+  cores and has several reads in flight; the first differing segment stops the rest. A
+  file that changes during the comparison may or may not be reported.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable
+
+from blake3 import blake3
+
+from rcp_core.chunks import ChunkedCopy
+from rcp_core.comparison import (
+    DEFAULT_ATTRS,
+    MAX_KEPT,
+    Comparison,
+    Difference,
+    DiffKind,
+    attr_differences,
+    entry_type,
+    same_type,
+    type_name,
+)
+from rcp_core.errors import EntryError, UsageError
+from rcp_core.pool import WorkPool
+from rcp_core.settings import CompareAttr
+from rcp_core.storage import detect
+from rcp_core.summary import Tally
+from rcp_core.tree import DIR_FLAGS
+
+__all__ = ["Comparison", "DiffKind", "Difference", "compare"]
+
+SEGMENT = 16 << 20
+"""Bytes of one file hashed by one worker; larger files are split across workers."""
+READ_SIZE = 4 << 20
+ASIDE_BYTES = 1 << 20
+"""A segment at least this large is hashed aside of the workers' limit: BLAKE3 hashes
+it in a fraction of a millisecond without the GIL, time enough for another worker."""
+BATCH = 64
+"""Entries of one directory compared by one work item."""
+SHARED_WORKERS = 32
+"""Workers in flight where a root is on network or parallel storage."""
+
+ROOT_DIR_FLAGS = DIR_FLAGS | os.O_NONBLOCK
+CHILD_DIR_FLAGS = ROOT_DIR_FLAGS | os.O_NOFOLLOW
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def compare(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    checksum: bool = False,
+    attrs: frozenset[CompareAttr] = DEFAULT_ATTRS,
+    max_workers: int | None = None,
+    cancel: threading.Event | None = None,
+    on_difference: Callable[[Difference], None] | None = None,
+) -> Comparison:
+    """Compare the tree ``src`` with its copy ``dst`` (the copy itself, not its parent).
+
+    :param checksum: also compare the contents of regular files of equal size
+        (``CompareAttr.CHECKSUM`` in ``attrs`` asks for it too).
+    :param attrs: attributes compared where they apply (size, mtime and mode by
+        default; add uid, gid). ``CompareAttr.CTIME`` is refused: no copy keeps it.
+    :param max_workers: workers in flight. By default, as the copy's defaults
+        (:mod:`rcp_core.defaults`): :data:`SHARED_WORKERS` where a root is on network or
+        parallel storage, where each request waits for a round trip; else one, since
+        threads on a local disk mostly wait for the GIL, plus one per CPU hashing
+        large segments aside (:meth:`~rcp_core.pool.WorkPool.aside`).
+    :param cancel: set it from any thread to stop soon; the result is then
+        ``cancelled`` (and not ``same``).
+    :param on_difference: called with each difference as it is found (also those
+        beyond ``MAX_KEPT``), from worker threads, one call at a time; an exception it
+        raises stops the comparison and is raised here.
+    :raises UsageError: bad ``attrs`` or ``max_workers``.
+    """
+    if CompareAttr.CTIME in attrs:
+        raise UsageError("ctime cannot be verified: no copy preserves it")
+    if max_workers is not None and max_workers < 1:
+        raise UsageError("max-workers must be at least 1")
+    src, dst = os.fspath(src), os.fspath(dst)
+    checksum = checksum or CompareAttr.CHECKSUM in attrs
+    limit, aside = _concurrency(src, dst, max_workers)
+    run = _Run(checksum, attrs, cancel or threading.Event(), on_difference)
+    run.pool = WorkPool(limit, limit, on_crash=run.crash, aside=aside)
+    start = time.monotonic()
+    if not run.stopping:
+        run.pool.push(run.root, src, dst)
+        run.pool.run()
+    return Comparison(
+        entries=run.entries,
+        files_hashed=run.files_hashed,
+        bytes_hashed=run.bytes_hashed,
+        counts=dict(run.counts),
+        differences=tuple(sorted(run.kept, key=lambda d: (d.path, d.kind.value))),
+        cancelled=run.cancel.is_set(),
+        walltime=time.monotonic() - start,
+    )
+
+
+def _concurrency(src: str, dst: str, max_workers: int | None) -> tuple[int, int]:
+    """Workers in flight, and workers that may hash aside (see :func:`compare`)."""
+    limit, aside = max_workers or 1, 0
+    if max_workers is None:
+        aside = len(os.sched_getaffinity(0))
+        for path in (src, dst):
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # the comparison reports it
+            try:
+                if detect(fd).shared:
+                    limit, aside = SHARED_WORKERS, 0
+            finally:
+                os.close(fd)
+    return limit, aside
+
+
+class _Mismatch(Exception):
+    """A segment's digests differ: stops the file's other segments; never escapes."""
+
+    def __init__(self, offset: int, length: int) -> None:
+        super().__init__(offset, length)
+        self.offset = offset
+        self.length = length
+
+
+class _Stopped(Exception):
+    """The comparison is stopping: stops the file's other segments; never escapes."""
+
+
+class _Batch:
+    """A batch being compared by one worker: ``names[next:end]`` is still to do (the
+    worker gives its tail away by lowering ``end``)."""
+
+    __slots__ = ("end", "names", "next", "pair")
+
+    def __init__(self, pair: _Pair, names: list[str]) -> None:
+        self.pair = pair
+        self.names = names
+        self.next = 0
+        self.end = len(names)
+
+
+class _Pair:
+    """One directory in flight, both sides open; the last work item that refers to it
+    closes them."""
+
+    __slots__ = ("dst_fd", "refs", "rel", "src_fd")
+
+    def __init__(self, src_fd: int, dst_fd: int, rel: str) -> None:
+        self.src_fd = src_fd
+        self.dst_fd = dst_fd
+        self.rel = rel
+        self.refs = 1
+
+
+def _child(rel: str, name: str) -> str:
+    return f"{rel}/{name}" if rel else name
+
+
+def _open_file(dir_fd: int | None, name: str, side: str, rel: str) -> int:
+    """Open a regular file for reading; :class:`EntryError` if it cannot be opened or
+    is no longer a regular file."""
+    op = f"open {side}"
+    try:
+        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        raise EntryError(op, rel, exc) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise EntryError(op, rel, OSError(errno.EINVAL, "not a regular file any more"))
+    return fd
+
+
+class _Run:
+    """One comparison: the pool, its work items, and what they found."""
+
+    def __init__(
+        self,
+        checksum: bool,
+        attrs: frozenset[CompareAttr],
+        cancel: threading.Event,
+        on_difference: Callable[[Difference], None] | None,
+    ) -> None:
+        self.checksum = checksum
+        self.attrs = attrs
+        self.cancel = cancel
+        self.on_difference = on_difference
+        self.crashed = threading.Event()
+        self.pool: WorkPool
+        self.counts = dict.fromkeys(DiffKind, 0)
+        self.kept: list[Difference] = []
+        self.entries = self.files_hashed = self.bytes_hashed = 0
+        self._found = threading.Lock()
+        """Guards the differences and counters; serialises ``on_difference``."""
+        self._refs = threading.Lock()
+        self._local = threading.local()
+
+    @property
+    def stopping(self) -> bool:
+        return self.cancel.is_set() or self.crashed.is_set()
+
+    def crash(self, exc: BaseException) -> None:
+        """An item failed unexpectedly (a bug, or ``on_difference`` raised): stop;
+        the pool raises it from ``run``."""
+        self.crashed.set()
+
+    def report(self, rel: str, kind: DiffKind, detail: str) -> None:
+        difference = Difference(rel or ".", kind, detail)
+        with self._found:
+            self.counts[kind] += 1
+            if len(self.kept) < MAX_KEPT:
+                self.kept.append(difference)
+            if self.on_difference is not None:
+                self.on_difference(difference)
+
+    def failed(self, rel: str, op: str, exc: OSError) -> None:
+        self.report(rel, DiffKind.ERROR, EntryError(op, rel, exc).key)
+
+    def count(self, entries: int = 0, files: int = 0, data: int = 0) -> None:
+        with self._found:
+            self.entries += entries
+            self.files_hashed += files
+            self.bytes_hashed += data
+
+    def hold(self, pair: _Pair) -> None:
+        with self._refs:
+            pair.refs += 1
+
+    def release(self, pair: _Pair) -> None:
+        with self._refs:
+            pair.refs -= 1
+            if pair.refs:
+                return
+        os.close(pair.src_fd)
+        os.close(pair.dst_fd)
+
+    # -- work items: ``fn(tally, *args)`` on the pool (the tally is not used) -------
+
+    def root(self, tally: Tally, src: str, dst: str) -> None:
+        self.count(entries=1)
+        if self.entry(None, None, src, dst, ""):
+            pair = self.open_pair(None, None, src, dst, "", ROOT_DIR_FLAGS)
+            if pair is not None:
+                self.scan(pair)
+
+    def visit(self, tally: Tally, parent: _Pair, name: str, rel: str) -> None:
+        """Open a directory present on both sides, then compare its entries."""
+        pair: _Pair | None = None
+        try:
+            if not self.stopping:
+                src, dst = parent.src_fd, parent.dst_fd
+                pair = self.open_pair(src, dst, name, name, rel, CHILD_DIR_FLAGS)
+        finally:
+            self.release(parent)
+        if pair is not None:
+            self.scan(pair)
+
+    def batch(self, tally: Tally, pair: _Pair, names: list[str]) -> None:
+        """Compare entries present on both sides of one directory."""
+        todo = _Batch(pair, names)
+        self._local.batch = todo
+        done = 0
+        try:
+            while todo.next < todo.end and not self.stopping:
+                name = names[todo.next]
+                todo.next += 1
+                rel = _child(pair.rel, name)
+                if self.entry(pair.src_fd, pair.dst_fd, name, name, rel):
+                    self.hold(pair)
+                    self.pool.push(self.visit, pair, name, rel)
+                done += 1
+        finally:
+            self._local.batch = None
+            self.count(entries=done)
+            self.release(pair)
+
+    def give_away(self) -> None:
+        """Push the rest of this worker's batch as a batch of its own (it steps aside
+        to hash a large segment: the worker taking its place gets them)."""
+        todo: _Batch | None = getattr(self._local, "batch", None)
+        if todo is not None and todo.next < todo.end:
+            self.hold(todo.pair)
+            self.pool.push(self.batch, todo.pair, todo.names[todo.next : todo.end])
+            todo.end = todo.next
+
+    def helper(self, tally: Tally, work: Callable[[], None]) -> None:
+        """Hash segments of another worker's large file."""
+        work()
+
+    # -- directories ---------------------------------------------------------------
+
+    def open_pair(
+        self,
+        src_dir: int | None,
+        dst_dir: int | None,
+        src: str,
+        dst: str,
+        rel: str,
+        flags: int,
+    ) -> _Pair | None:
+        try:
+            src_fd = os.open(src, flags, dir_fd=src_dir)
+        except OSError as exc:
+            self.failed(rel, "open source", exc)
+            return None
+        try:
+            dst_fd = os.open(dst, flags, dir_fd=dst_dir)
+        except OSError as exc:
+            os.close(src_fd)
+            self.failed(rel, "open destination", exc)
+            return None
+        return _Pair(src_fd, dst_fd, rel)
+
+    def scan(self, pair: _Pair) -> None:
+        """List the source side and stream the destination side past it: a name on
+        one side only is reported here, common names go out in batches."""
+        try:
+            self._scan(pair)
+        finally:
+            self.release(pair)
+
+    def _scan(self, pair: _Pair) -> None:
+        rel = pair.rel
+        try:
+            with os.scandir(pair.src_fd) as it:
+                listing = {entry.name: entry for entry in it}
+        except OSError as exc:
+            self.failed(rel, "read source directory", exc)
+            return
+        names: list[str] = []
+        alone = 0
+        try:
+            with os.scandir(pair.dst_fd) as it:
+                for entry in it:
+                    if self.stopping:
+                        return
+                    if listing.pop(entry.name, None) is not None:
+                        names.append(entry.name)
+                        if len(names) == BATCH:
+                            self.hold(pair)
+                            self.pool.push(self.batch, pair, names)
+                            names = []
+                        continue
+                    alone += 1
+                    what = f"{entry_type(entry)} only in destination"
+                    self.report(_child(rel, entry.name), DiffKind.EXTRA, what)
+            for name, entry in listing.items():
+                if self.stopping:
+                    return
+                alone += 1
+                what = f"{entry_type(entry)} missing in destination"
+                self.report(_child(rel, name), DiffKind.MISSING, what)
+        except OSError as exc:
+            # Which of the names left are missing is unknown: the error says so.
+            self.failed(rel, "read destination directory", exc)
+        finally:
+            self.count(entries=alone)
+        if names:
+            self.hold(pair)
+            self.pool.push(self.batch, pair, names)
+
+    # -- one entry -----------------------------------------------------------------
+
+    def entry(
+        self, src_dir: int | None, dst_dir: int | None, src: str, dst: str, rel: str
+    ) -> bool:
+        """Compare one path present on both sides; ``True``: two directories, whose
+        entries the caller compares next."""
+        try:
+            a = os.stat(src, dir_fd=src_dir, follow_symlinks=False)
+        except OSError as exc:
+            self.failed(rel, "lstat source", exc)
+            return False
+        try:
+            b = os.stat(dst, dir_fd=dst_dir, follow_symlinks=False)
+        except FileNotFoundError:
+            what = f"{type_name(a)} missing in destination"
+            self.report(rel, DiffKind.MISSING, what)
+            return False
+        except OSError as exc:
+            self.failed(rel, "lstat destination", exc)
+            return False
+        if not same_type(a, b):
+            self.report(rel, DiffKind.TYPE, f"{type_name(a)} != {type_name(b)}")
+            return False
+        for kind, detail in attr_differences(self.attrs, a, b):
+            self.report(rel, kind, detail)
+        if stat.S_ISDIR(a.st_mode):
+            return True
+        if stat.S_ISLNK(a.st_mode):
+            self.link(src_dir, dst_dir, src, dst, rel)
+        elif stat.S_ISREG(a.st_mode) and self.checksum:
+            if a.st_size == b.st_size:
+                self.content(src_dir, dst_dir, src, dst, rel, a.st_size)
+            elif CompareAttr.SIZE not in self.attrs:  # else reported as a size
+                detail = f"content differs: size {a.st_size} != {b.st_size}"
+                self.report(rel, DiffKind.CONTENT, detail)
+        return False
+
+    def link(
+        self, src_dir: int | None, dst_dir: int | None, src: str, dst: str, rel: str
+    ) -> None:
+        targets: list[str] = []
+        for side, dir_fd, name in (
+            ("source", src_dir, src),
+            ("destination", dst_dir, dst),
+        ):
+            try:
+                targets.append(os.readlink(name, dir_fd=dir_fd))
+            except OSError as exc:
+                self.failed(rel, f"readlink {side}", exc)
+                return
+        if targets[0] != targets[1]:
+            self.report(rel, DiffKind.LINK, f"link {targets[0]!r} != {targets[1]!r}")
+
+    # -- contents ------------------------------------------------------------------
+
+    def content(
+        self,
+        src_dir: int | None,
+        dst_dir: int | None,
+        src: str,
+        dst: str,
+        rel: str,
+        size: int,
+    ) -> None:
+        """Compare both files' first ``size`` bytes (their size at ``lstat``)."""
+        if not size:
+            self.count(files=1)
+            return
+        fds: list[int] = []
+        try:
+            fds.append(_open_file(src_dir, src, "source", rel))
+            fds.append(_open_file(dst_dir, dst, "destination", rel))
+            self.segments(fds[0], fds[1], rel, size)
+        except _Stopped:
+            return
+        except _Mismatch as exc:
+            where = ""
+            if size > SEGMENT:
+                where = f" in bytes {exc.offset}-{exc.offset + exc.length - 1}"
+            self.report(rel, DiffKind.CONTENT, "content differs" + where)
+        except EntryError as exc:
+            self.report(rel, DiffKind.ERROR, exc.key)
+            return
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self.count(files=1)
+
+    def segments(self, src_fd: int, dst_fd: int, rel: str, size: int) -> None:
+        """Compare all segments; a large file's with the help of idle workers."""
+        if size <= SEGMENT:
+            self.segment(src_fd, dst_fd, rel, 0, size)
+            return
+        job = ChunkedCopy(
+            size,
+            SEGMENT,
+            lambda offset, n: self.segment(src_fd, dst_fd, rel, offset, n),
+        )
+        helpers = self.pool.limit - 1 + self.pool.aside_max
+        job.run(lambda work: self.pool.push(self.helper, work), helpers)
+
+    def segment(
+        self, src_fd: int, dst_fd: int, rel: str, offset: int, length: int
+    ) -> int:
+        """Hash ``length`` bytes at ``offset`` of both files; :class:`_Mismatch` if the
+        digests differ."""
+        if length < ASIDE_BYTES:
+            return self.hash_both(src_fd, dst_fd, rel, offset, length)
+        with self.pool.aside(self.give_away):
+            return self.hash_both(src_fd, dst_fd, rel, offset, length)
+
+    def hash_both(
+        self, src_fd: int, dst_fd: int, rel: str, offset: int, length: int
+    ) -> int:
+        a = self.digest(src_fd, "source", rel, offset, length)
+        b = self.digest(dst_fd, "destination", rel, offset, length)
+        if a != b:
+            raise _Mismatch(offset, length)
+        return length
+
+    def digest(self, fd: int, side: str, rel: str, offset: int, length: int) -> bytes:
+        """BLAKE3 of ``length`` bytes at ``offset`` (of fewer if the file shrank)."""
+        buf: bytearray | None = getattr(self._local, "buf", None)
+        if buf is None:
+            buf = self._local.buf = bytearray(READ_SIZE)
+        view = memoryview(buf)
+        hasher = blake3()
+        end = offset + length
+        done = 0
+        try:
+            while offset < end:
+                if self.stopping:
+                    raise _Stopped
+                try:
+                    n = os.preadv(fd, [view[: min(READ_SIZE, end - offset)]], offset)
+                except OSError as exc:
+                    raise EntryError(f"read {side}", rel, exc) from exc
+                if not n:
+                    break
+                hasher.update(view[:n])
+                offset += n
+                done += n
+        finally:
+            self.count(data=done)
+        return hasher.digest()
