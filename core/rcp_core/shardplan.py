@@ -1,0 +1,256 @@
+"""A shard plan as a value, and its manifest: what travels from planner to copiers.
+
+:func:`rcp_core.shards.plan_shards` makes a :class:`ShardPlan`; tasks that may run on
+other machines get it back from a JSON manifest (:func:`write_manifest`,
+:func:`read_manifest`) or from :meth:`ShardPlan.as_dict` (an Airflow XCom).
+
+Invariants, checked whenever a plan is built (so a manifest cannot break them; a
+violation is a :class:`~rcp_core.errors.UsageError`):
+
+- paths are relative POSIX paths without empty, ``.`` or ``..`` components;
+- ``parents`` holds the root ("") and every ancestor of each parent and unit, once;
+- no unit is a parent, and no unit is in two places, so no unit lies inside another
+  and shards are disjoint: every entry of the tree is in exactly one unit or is a
+  parent;
+- shard ``i`` is at position ``i``; there is at least one shard;
+- a link group names two or more distinct units of its own shard.
+
+Manifest format (version 1)::
+
+    {"version": 1, "root": PATH, "parents": [PATH, ...],
+     "shards": [{"index": 0, "units": [PATH, ...], "files": N, "bytes": N,
+                 "links": [[PATH, PATH, ...], ...]}, ...]}
+
+A ``PATH`` is a JSON string, or ``{"base64": ...}`` holding the raw bytes of a name
+that is not valid UTF-8: in memory such names are surrogateescape strings
+(``os.fsdecode``), which strict JSON consumers (a database's JSON column) reject.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from rcp_core.errors import UsageError
+from rcp_core.tree import DIR_FLAGS
+
+FILE_COST = 64 * 1024
+"""The cost of one entry's metadata operations (create, set mode and times), in bytes:
+a file of 64 KiB costs about twice a file of 0 bytes to copy."""
+MANIFEST_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """One shard: the units one task copies.
+
+    :param index: its position in :attr:`ShardPlan.shards`.
+    :param units: relative paths of its units, sorted.
+    :param files: entries in its units (files, directories, symlinks, specials).
+    :param bytes: bytes of regular files in its units.
+    :param links: groups of its units that hold names of one multiply-linked file;
+        they must not share an engine run (see :mod:`rcp_core.shardcopy`).
+    """
+
+    index: int
+    units: tuple[str, ...]
+    files: int
+    bytes: int
+    links: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def weight(self) -> int:
+        return self.bytes + self.files * FILE_COST
+
+
+@dataclass(frozen=True, slots=True)
+class ShardPlan:
+    """Shards of the tree at ``root`` and the ``parents`` they need.
+
+    ``parents`` is kept sorted, so every directory comes after its ancestors. The
+    invariants of the module docstring are checked here; a violation is a
+    :class:`UsageError`.
+    """
+
+    root: str
+    shards: tuple[Shard, ...]
+    parents: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not os.path.isabs(self.root):
+            raise UsageError(f"shard plan root {self.root!r} is not absolute")
+        if not self.shards:
+            raise UsageError("shard plan has no shards")
+        object.__setattr__(self, "parents", tuple(sorted(self.parents)))
+        parents = set(self.parents)
+        if "" not in parents or len(parents) != len(self.parents):
+            raise UsageError(
+                "shard plan parents must hold the root once and no repeats"
+            )
+        for rel in self.parents:
+            if rel and (not _valid_rel(rel) or _dirname(rel) not in parents):
+                raise UsageError(f"shard plan parent {rel!r} is not below a parent")
+        seen: set[str] = set()
+        for position, shard in enumerate(self.shards):
+            if shard.index != position:
+                raise UsageError(
+                    f"shard at position {position} has index {shard.index}"
+                )
+            if shard.files < len(shard.units) or shard.bytes < 0:
+                raise UsageError(f"shard {position} has impossible counts")
+            for rel in shard.units:
+                if not _valid_rel(rel) or _dirname(rel) not in parents:
+                    raise UsageError(f"shard unit {rel!r} is not inside a parent")
+                if rel in parents or rel in seen:
+                    raise UsageError(f"shard unit {rel!r} is planned twice")
+                seen.add(rel)
+            units = set(shard.units)
+            for group in shard.links:
+                if len(set(group)) != len(group) or len(group) < 2:
+                    raise UsageError(f"shard {position}: bad link group {group!r}")
+                if not units.issuperset(group):
+                    raise UsageError(
+                        f"shard {position}: link group {group!r} is not its units"
+                    )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON-ready manifest (what a planner task pushes to XCom)."""
+        return {
+            "version": MANIFEST_VERSION,
+            "root": _encode(self.root),
+            "parents": [_encode(p) for p in self.parents],
+            "shards": [
+                {
+                    "index": s.index,
+                    "units": [_encode(u) for u in s.units],
+                    "files": s.files,
+                    "bytes": s.bytes,
+                    "links": [[_encode(u) for u in g] for g in s.links],
+                }
+                for s in self.shards
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> ShardPlan:
+        """Parse :meth:`as_dict`'s output; anything else is a :class:`UsageError`."""
+        if not isinstance(data, dict):
+            raise UsageError("shard manifest is not a JSON object")
+        if data.get("version") != MANIFEST_VERSION:
+            raise UsageError(
+                f"shard manifest version {data.get('version')!r} is not supported "
+                f"(this version reads {MANIFEST_VERSION})"
+            )
+        shards = []
+        for raw in _items(data, "shards"):
+            if not isinstance(raw, dict):
+                raise UsageError("shard manifest: a shard is not an object")
+            units = _paths(raw.get("units"), "'units'")
+            links = tuple(_paths(g, "a link group") for g in _items(raw, "links"))
+            shards.append(
+                Shard(
+                    _count(raw, "index"),
+                    units,
+                    _count(raw, "files"),
+                    _count(raw, "bytes"),
+                    links,
+                )
+            )
+        parents = _paths(data.get("parents"), "'parents'")
+        return cls(_decode(data.get("root")), tuple(shards), parents)
+
+
+def _valid_rel(rel: str) -> bool:
+    return (
+        not rel.startswith("/")
+        and "\0" not in rel
+        and all(part not in ("", ".", "..") for part in rel.split("/"))
+    )
+
+
+def _dirname(rel: str) -> str:
+    return rel.rpartition("/")[0]
+
+
+def _items(data: dict[str, Any], key: str) -> list[Any]:
+    value = data.get(key)
+    if not isinstance(value, list):
+        raise UsageError(f"shard manifest: {key!r} is missing or not a list")
+    return value
+
+
+def _paths(value: object, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise UsageError(f"shard manifest: {what} is missing or not a list")
+    return tuple(_decode(v) for v in value)
+
+
+def _count(data: dict[str, Any], key: str) -> int:
+    value = data.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise UsageError(f"shard manifest: {key!r} is missing or not a count")
+    return value
+
+
+def _encode(path: str) -> str | dict[str, str]:
+    """A path as JSON: itself if it is valid Unicode, else its bytes in base64."""
+    raw = os.fsencode(path)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(raw).decode("ascii")}
+
+
+def _decode(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("base64"), str):
+        try:
+            return os.fsdecode(base64.b64decode(value["base64"], validate=True))
+        except binascii.Error as exc:
+            raise UsageError(f"shard manifest: bad base64 path: {exc}") from exc
+    raise UsageError(f"shard manifest: {value!r} is not a path")
+
+
+def write_manifest(plan: ShardPlan, path: str | os.PathLike[str]) -> None:
+    """Write ``plan`` as JSON to ``path`` atomically: a reader sees the old file or
+    the whole new one (temporary file in the same directory, fsync, rename)."""
+    target = os.path.abspath(os.fspath(path))
+    data = json.dumps(plan.as_dict(), separators=(",", ":")).encode("ascii")
+    directory, name = os.path.split(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            umask = os.umask(0o022)  # read it: mkstemp made the file 0600
+            os.umask(umask)
+            os.fchmod(f.fileno(), 0o666 & ~umask)
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    dir_fd = os.open(directory, DIR_FLAGS)
+    try:
+        os.fsync(dir_fd)  # the rename itself survives a crash
+    finally:
+        os.close(dir_fd)
+
+
+def read_manifest(path: str | os.PathLike[str]) -> ShardPlan:
+    """Read a manifest written by :func:`write_manifest`.
+
+    :raises UsageError: naming the file, when it is not a valid version-1 manifest.
+    """
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        return ShardPlan.from_dict(json.loads(raw))
+    except ValueError as exc:  # JSON, Unicode and UsageError alike
+        raise UsageError(f"shard manifest {os.fspath(path)!r}: {exc}") from exc

@@ -1,0 +1,283 @@
+"""Scale-out: split a tree into balanced shards, copy each anywhere, then finalize.
+
+A planner (:func:`plan_shards`) walks the source once and cuts it into *units*; mapped
+tasks (possibly on different machines that see the same storage) each run
+:func:`copy_shard` for one shard; :func:`finalize` then gives the directories above the
+units (the plan's *parents*) their metadata. This module plans; the plan and its
+manifest are :mod:`rcp_core.shardplan` (which states the plan's invariants), copying
+and finalizing are :mod:`rcp_core.shardcopy`; all are re-exported here.
+
+Units and weights:
+
+- an entry weighs its bytes plus :data:`FILE_COST` (directories, symlinks and special
+  files are entries of 0 bytes), so byte-heavy and file-heavy trees both balance;
+- a directory weighing at most :data:`UNIT_SHARE` of a shard's target (total weight /
+  count) is one unit; a heavier one is *split*: its non-directories become units one
+  by one and its subdirectories are considered in turn. The root is always split, so
+  an empty tree gives one empty shard;
+- units go to shards largest first, each to the least loaded shard (LPT), on at most
+  ``count`` shards and never more shards than units. A shard holding two or more
+  units then weighs at most ``units' total / shards`` plus its lightest unit: at most
+  1.5 x target unless single files weigh more than half a target (a unit alone in its
+  shard weighs what it weighs).
+
+Planning keeps, besides the units, only directories that were heavy when they finished
+(against the running total) and the names of multiply-linked files, so its memory
+follows the plan rather than the tree; it holds one descriptor per directory level it
+is in, and never follows a symlink below the root (the root itself may be one, to a
+directory). Units of one shard that hold names of one multiply-linked file are
+recorded as a link group (:attr:`~rcp_core.shardplan.Shard.links`).
+
+Known limits: hard links are kept within a unit only; names of one file in different
+units are copied as separate files (see :mod:`rcp_core.shardcopy`). A directory that
+cannot be read while planning becomes a unit of its own (logged), so its copy reports
+the error as a plain copy would; a unit that vanished after planning is an error of
+its shard. Sharded copies refuse filters, ``--delete``, ``-L`` and dry runs, whose
+meaning depends on the whole tree; parents are shared by all shards, so they are
+merged into whatever the policy, and :func:`finalize` sets their metadata even where
+they existed before the copy.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import os
+import posixpath
+from dataclasses import dataclass
+
+from rcp_core.context import log
+from rcp_core.errors import UsageError
+from rcp_core.shardcopy import copy_shard, finalize
+from rcp_core.shardplan import (
+    FILE_COST,
+    MANIFEST_VERSION,
+    Shard,
+    ShardPlan,
+    read_manifest,
+    write_manifest,
+)
+from rcp_core.tree import DIR_FLAGS
+
+__all__ = [
+    "FILE_COST",
+    "MANIFEST_VERSION",
+    "MAX_SHARDS",
+    "UNIT_SHARE",
+    "Shard",
+    "ShardPlan",
+    "copy_shard",
+    "finalize",
+    "plan_shards",
+    "read_manifest",
+    "write_manifest",
+]
+
+Linked = dict[tuple[int, int], list[str]]
+"""Names (relative paths) of each multiply-linked regular file, by (device, inode)."""
+
+UNIT_SHARE = 0.5
+"""A directory weighing at most this share of a shard's target is one unit. Half keeps
+every shard within 1.5 x target (see above), at the price of splitting directories
+that weigh between half a target and a whole one."""
+MAX_SHARDS = 1024
+
+
+@dataclass(slots=True, eq=False)
+class _Node:
+    """A finished entry or subtree while planning; ``children`` is kept only for a
+    directory that may still be split (``None``: a unit whatever the final target)."""
+
+    rel: str
+    files: int
+    bytes: int
+    children: list[_Node] | None = None
+
+    @property
+    def weight(self) -> int:
+        return self.bytes + self.files * FILE_COST
+
+
+@dataclass(slots=True, eq=False)
+class _Frame:
+    """A directory being walked: its descriptor, subdirectories to visit, tally."""
+
+    fd: int
+    node: _Node
+    subdirs: list[str]
+
+
+def _join(rel: str, name: str) -> str:
+    return f"{rel}/{name}" if rel else name
+
+
+def _list(fd: int, rel: str, linked: Linked) -> tuple[_Frame, int]:
+    """Read the directory ``fd`` (which the frame then owns); return its frame and
+    the weight it adds; note multiply-linked files in ``linked``.
+
+    Non-directories become leaf nodes (an entry that vanished is left out); a
+    directory that cannot be read becomes a leaf of its own, for its copy to report.
+    """
+    node = _Node(rel, 1, 0)
+    frame = _Frame(fd, node, [])
+    children: list[_Node] = []
+    try:
+        with os.scandir(fd) as it:
+            for entry in it:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        frame.subdirs.append(entry.name)
+                        continue
+                    size = 0
+                    child = _join(rel, entry.name)
+                    if entry.is_file(follow_symlinks=False):
+                        st = entry.stat(follow_symlinks=False)
+                        size = st.st_size
+                        if st.st_nlink > 1:
+                            linked.setdefault((st.st_dev, st.st_ino), []).append(child)
+                except FileNotFoundError:
+                    continue
+                except OSError:
+                    size = 0  # weighed as an entry; its copy reports the error
+                children.append(_Node(child, 1, size))
+                node.files += 1
+                node.bytes += size
+    except OSError as exc:
+        if not rel:
+            os.close(fd)
+            raise UsageError(f"cannot read the source root: {exc.strerror}") from exc
+        log.warning("planning: cannot read %r (%s): one unit", rel, exc.strerror)
+        frame.subdirs.clear()
+        return frame, node.weight
+    except BaseException:
+        os.close(fd)
+        raise
+    node.children = children
+    return frame, node.weight
+
+
+def _add(parent: _Node, child: _Node) -> None:
+    assert parent.children is not None
+    parent.children.append(child)
+    parent.files += child.files
+    parent.bytes += child.bytes
+
+
+def _walk(root: str, count: int, linked: Linked) -> _Node:
+    """The tree under ``root`` as a node whose heavy subtrees keep their children.
+
+    A directory is dropped to a leaf when it finishes no heavier than the *running*
+    unit limit; the running total only grows, so such a directory is a unit under the
+    final limit too, and only directories that may be split keep their children.
+    """
+    try:
+        root_fd = os.open(root, DIR_FLAGS)
+    except OSError as exc:
+        raise UsageError(f"source {root!r}: {exc.strerror}") from exc
+    share = math.inf if count == 1 else UNIT_SHARE / count
+    frame, total = _list(root_fd, "", linked)
+    stack = [frame]
+    try:
+        while True:
+            frame = stack[-1]
+            if frame.subdirs:
+                name = frame.subdirs.pop()
+                rel = _join(frame.node.rel, name)
+                try:
+                    fd = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=frame.fd)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    log.warning(
+                        "planning: cannot open %r (%s): one unit", rel, exc.strerror
+                    )
+                    total += FILE_COST
+                    _add(frame.node, _Node(rel, 1, 0))
+                    continue
+                child_frame, weight = _list(fd, rel, linked)
+                stack.append(child_frame)
+                total += weight
+                continue
+            stack.pop()
+            os.close(frame.fd)
+            node = frame.node
+            if not stack:
+                return node
+            if node.weight <= total * share:
+                node.children = None
+            _add(stack[-1].node, node)
+    finally:
+        for frame in stack:
+            os.close(frame.fd)
+
+
+def _link_groups(
+    members: list[list[_Node]], linked: Linked
+) -> list[set[tuple[str, ...]]]:
+    """Per shard, the sets of its units that hold names of one multiply-linked file
+    (names in other shards, or in the same unit, need no group)."""
+    shard_of = {u.rel: i for i, group in enumerate(members) for u in group}
+    groups: list[set[tuple[str, ...]]] = [set() for _ in members]
+    for names in linked.values():
+        if len(names) < 2:
+            continue
+        by_shard: dict[int, set[str]] = {}
+        for name in names:
+            unit = name
+            while unit and unit not in shard_of:  # a file is never a parent
+                unit = posixpath.dirname(unit)
+            if unit:
+                by_shard.setdefault(shard_of[unit], set()).add(unit)
+        for i, units in by_shard.items():
+            if len(units) > 1:
+                groups[i].add(tuple(sorted(units)))
+    return groups
+
+
+def plan_shards(root: str | os.PathLike[str], count: int) -> ShardPlan:
+    """Split the directory ``root`` into at most ``count`` balanced shards.
+
+    Symlinks are never followed below ``root`` (``root`` itself may be one, to a
+    directory). See the module docstring for units, weights and the balance bound.
+
+    :raises UsageError: ``count`` outside 1..:data:`MAX_SHARDS`, ``root`` not a
+        readable directory, or ``/``.
+    """
+    if isinstance(count, bool) or not 1 <= count <= MAX_SHARDS:
+        raise UsageError(f"shard count {count!r} must be between 1 and {MAX_SHARDS}")
+    absolute = os.path.abspath(os.fspath(root))
+    if os.path.realpath(absolute) == "/":
+        raise UsageError("refusing to shard '/' as a source")
+    linked: Linked = {}
+    tree = _walk(absolute, count, linked)
+    limit = math.inf if count == 1 else UNIT_SHARE * tree.weight / count
+    units: list[_Node] = []
+    parents = [""]
+    todo = [tree]
+    while todo:
+        for child in todo.pop().children or ():
+            if child.children and child.weight > limit:  # an empty one: a unit
+                parents.append(child.rel)
+                todo.append(child)
+            else:
+                units.append(child)
+    units.sort(key=lambda u: (-u.weight, u.rel))
+    n = max(1, min(count, len(units)))
+    loads = [(0, i) for i in range(n)]
+    members: list[list[_Node]] = [[] for _ in range(n)]
+    for unit in units:
+        load, i = heapq.heappop(loads)
+        members[i].append(unit)
+        heapq.heappush(loads, (load + unit.weight, i))
+    links = _link_groups(members, linked)
+    shards = tuple(
+        Shard(
+            i,
+            tuple(sorted(u.rel for u in group)),
+            sum(u.files for u in group),
+            sum(u.bytes for u in group),
+            tuple(sorted(links[i])),
+        )
+        for i, group in enumerate(members)
+    )
+    return ShardPlan(absolute, shards, tuple(sorted(parents)))
