@@ -15,7 +15,7 @@ LATENCYFS := benchmarks/latencyfs/latencyfs
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,bench,airflow]'
 	$(MAKE) --no-print-directory bytecode
 	touch $@
 

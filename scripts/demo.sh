@@ -1,16 +1,37 @@
 #!/usr/bin/env bash
-# `make demo`: generate a realistic mixed tree, copy it with rcp, show the copy matches.
+# `make demo`: a real Airflow DAG run. Generate a realistic mixed tree, run the example
+# DAG example_rcp_local_copy with `airflow dags test` (Airflow on SQLite in $DEMO_DIR),
+# print the task's summary, then show independently that the copy matches its source.
 set -euo pipefail
 demo=${DEMO_DIR:-/tmp/rcp-demo}
+here=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$demo"
 mkdir -p "$demo"
 echo "== generating a mixed tree in $demo/src"
 rcp-filegen --preset mixed --summary "$demo/src"
 echo
-echo "== rcp --progress --summary $demo/src $demo/dst"
-rcp --progress --progress-interval 1 --summary "$demo/src" "$demo/dst"
+
+export AIRFLOW_HOME="$demo/airflow"
+export AIRFLOW__CORE__DAGS_FOLDER="$here/dags_examples"
+export AIRFLOW__CORE__LOAD_EXAMPLES=False
+echo "== Airflow $(airflow version 2>/dev/null | tail -1) on SQLite in $AIRFLOW_HOME"
+airflow db migrate >"$demo/airflow-migrate.log" 2>&1 ||
+  { cat "$demo/airflow-migrate.log" >&2; exit 1; }
+conf=$(printf '{"src": "%s", "dst": "%s"}' "$demo/src" "$demo/dst")
+echo "== airflow dags test example_rcp_local_copy -c '$conf'"
+if ! airflow dags test example_rcp_local_copy -c "$conf" >"$demo/dag-run.log" 2>&1; then
+  cat "$demo/dag-run.log" >&2
+  echo "the DAG run failed (full log above and in $demo/dag-run.log)" >&2
+  exit 1
+fi
+# The task log lines of the copy (progress, summary, verification) and the run's end.
+grep -E 'rcp: |rcp summary:|DagRun Finished|state=' "$demo/dag-run.log" |
+  grep -v -E 'Filling up|Marking' | sed -E 's/^.*(rcp[: ]|DagRun Finished)/\1/' | uniq
+grep -q 'rcp summary:' "$demo/dag-run.log" || { echo "no summary in the run's log" >&2; exit 1; }
+echo "(full log: $demo/dag-run.log)"
 echo
-echo "== checking the copy"
+
+echo "== checking the copy at $demo/dst independently of rcp"
 checksums() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
 diff <(checksums "$demo/src") <(checksums "$demo/dst")
 echo "contents: identical ($(checksums "$demo/dst" | wc -l) files, sha256)"
@@ -27,3 +48,4 @@ if ! diff <(listing "$demo/src") <(listing "$demo/dst"); then
 fi
 echo "metadata: identical (type, mode, owner, size, hard links, holes, ns mtimes, link targets)"
 echo "entries: $(listing "$demo/dst" | wc -l)"
+echo "the copy landed in $demo/dst"

@@ -19,9 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from support import loopfs
+from support import airflow as airflow_support
+from support import loopfs, services
 from support.treecmp import TreeCompare, compare_trees
 from support.treespec import Spec, make_tree
+
+# Before any test imports Airflow: it reads its configuration once.
+airflow_support.configure()
 
 GIB = 1024 * loopfs.MIB
 LOOP_FIXTURES = frozenset(
@@ -108,3 +112,33 @@ def make_tree_fixture() -> Callable[[Path, Spec], Path]:
 def tree_compare() -> TreeCompare:
     """`compare_trees(src, dst, *, mode, times, owner, xattrs, hardlinks, sparse)`."""
     return compare_trees
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """The session's Airflow database, created by ``airflow db migrate``."""
+    airflow_support.migrate()
+
+
+@pytest.fixture
+def rcp_service(tmp_path: Path) -> Iterator[services.Served]:
+    """A real ``rcpd serve`` in this process (roots ``data`` and ``backup``)."""
+    yield from services.start(tmp_path / "service")
+
+
+@pytest.fixture
+def rcp_connection(
+    rcp_service: services.Served, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """The id of an ``rcp`` connection to :func:`rcp_service` (an environment
+    variable, as a deployment may define it)."""
+    host, port = rcp_service.service.address
+    name, value = airflow_support.connection_env(
+        "rcp_storage",
+        host=host,
+        port=port,
+        password=services.TOKEN,
+        extra={"fingerprint": rcp_service.identity.fingerprint},
+    )
+    monkeypatch.setenv(name, value)
+    return "rcp_storage"

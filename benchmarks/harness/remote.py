@@ -254,11 +254,11 @@ def _speedup_row(
     )
 
 
-LOCAL_LINUX: Final = ("ext4", "linux", "warm", "cp_a")
+LOCAL_LINUX: Final[tuple[str, str, Mode, str]] = ("ext4", "linux", "warm", "cp_a")
 
 
 def _local_floor(
-    table: Table, key: tuple[str, str, str, str], what: str
+    table: Table, key: tuple[str, str, Mode, str], what: str
 ) -> tuple[float, str] | None:
     """The same files copied on one host (the ext4 cells), no network in between:
     a floor for a copy between two hosts that are this same machine."""

@@ -1,0 +1,289 @@
+"""``RcpCopyOperator``: copy a tree in a task, on the worker or through ``rcpd serve``.
+
+Thin by design: arguments are checked and turned into engine settings by
+:mod:`rcp_provider.options`, the work is started by :class:`rcp_provider.hook.RcpHook`,
+errors become task outcomes in :mod:`rcp_provider.failures`. What it returns (pushed
+to XCom) is the run's JSON summary, with the verification's result when asked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context, conf
+
+from rcp_core import CopySettings, Preserve
+from rcp_core.errors import UsageError
+from rcp_operators.progress import INTERVAL, ProgressLog
+from rcp_provider.failures import airflow_errors, failed_event
+from rcp_provider.hook import RcpHook
+from rcp_provider.options import copy_settings, verify_mode
+from rcp_provider.triggers import POLL_INTERVAL, RcpJobTrigger
+
+
+class RcpCopyOperator(BaseOperator):
+    """Copy ``src`` to ``dst`` with ``rcp``'s rules, in parallel, keeping metadata.
+
+    :param src: a path, or several (then ``dst`` must end in ``/``: they go into it).
+        Omitted with ``manifest``: a shard's units come from the plan.
+    :param dst: the copy's path; ending in ``/`` it is a directory the sources go into.
+    :param src_conn_id: an ``rcp`` connection where ``src`` lives (``None``: the
+        worker's storage); :class:`~rcp_provider.hook.RcpHook` explains the kinds.
+    :param dst_conn_id: the same for ``dst``. Both on one service: the copy is a job of
+        that service (the bytes never pass through the worker); on two places: the
+        data flows between them directly.
+    :param overwrite: ``error`` (default: an existing ``dst`` is refused),
+        ``overwrite``, ``update`` or ``ignore-existing``. A retried task continues where
+        its last try stopped only when this is not ``error``.
+    :param overwrite_compare: attributes that make a file unchanged (``size,mtime``).
+    :param delete: remove destination entries the source does not have.
+    :param include: globs of entries to copy (the rest is skipped).
+    :param exclude: globs of entries to skip; excludes win.
+    :param preserve: ``default`` (mode, times), ``all``, ``none`` or a list.
+    :param dry_run: report what would happen; nothing changes.
+    :param fail_early: stop at the first error.
+    :param max_workers: threads copying on the worker (default: the engine's choice,
+        or the connection's ``max_workers``).
+    :param ops_throttle: metadata operations per second at most (0: no limit), to
+        spare storage shared with others.
+    :param verify: after the copy, compare the trees: ``none``, ``metadata`` or
+        ``checksum`` (contents too). A difference fails the task. Both trees must be
+        on the worker's storage.
+    :param manifest: a plan written by :class:`~rcp_operators.shards.RcpPlanOperator`;
+        with ``shard``, copy that shard of it.
+    :param shard: the shard's index in ``manifest``.
+    :param deferrable: for a copy that is one job of a service: submit it, free the
+        worker slot, and resume when the service says it ended.
+    :param poll_interval: seconds the triggerer waits on each question to the service.
+    :param progress_interval: seconds between progress lines in the task log.
+    """
+
+    template_fields: Sequence[str] = (
+        "src",
+        "dst",
+        "src_conn_id",
+        "dst_conn_id",
+        "include",
+        "exclude",
+        "manifest",
+    )
+    ui_color = "#d7ecf9"
+
+    def __init__(
+        self,
+        *,
+        dst: str,
+        src: str | Sequence[str] | None = None,
+        src_conn_id: str | None = None,
+        dst_conn_id: str | None = None,
+        overwrite: str = "error",
+        overwrite_compare: str = "size,mtime",
+        delete: bool = False,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        preserve: str = "default",
+        dry_run: bool | str = False,
+        fail_early: bool = False,
+        max_workers: int | None = None,
+        ops_throttle: float = 0.0,
+        verify: str = "none",
+        manifest: str | None = None,
+        shard: int | None = None,
+        deferrable: bool = conf.getboolean(
+            "operators", "default_deferrable", fallback=False
+        ),
+        poll_interval: float = POLL_INTERVAL,
+        progress_interval: float = INTERVAL,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.src = src
+        self.dst = dst
+        self.src_conn_id = src_conn_id
+        self.dst_conn_id = dst_conn_id
+        self.overwrite = overwrite
+        self.overwrite_compare = overwrite_compare
+        self.delete = delete
+        self.include = include
+        self.exclude = exclude
+        self.preserve = preserve
+        self.dry_run_level = dry_run  # BaseOperator.dry_run is a method
+        self.fail_early = fail_early
+        self.max_workers = max_workers
+        self.ops_throttle = ops_throttle
+        self.verify = verify
+        self.manifest = manifest
+        self.shard = shard
+        self.deferrable = deferrable
+        self.poll_interval = poll_interval
+        self.progress_interval = progress_interval
+        self._cancel = threading.Event()
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        with airflow_errors(f"copy {self._what()}"):
+            settings = copy_settings(
+                overwrite=self.overwrite,
+                overwrite_compare=self.overwrite_compare,
+                delete=self.delete,
+                include=self.include,
+                exclude=self.exclude,
+                preserve=self.preserve,
+                dry_run=self.dry_run_level,
+                fail_early=self.fail_early,
+                max_workers=self.max_workers,
+                ops_throttle=self.ops_throttle,
+            )
+            verify = verify_mode(self.verify)
+            source, target = RcpHook(self.src_conn_id), RcpHook(self.dst_conn_id)
+            if self.manifest is not None:
+                return self._shard(source, target, settings, verify)
+            sources = self._sources()
+            key = job_key(context)
+            if self.deferrable:
+                return self._defer(source, target, sources, settings, key, verify)
+            summary = source.copy(
+                sources,
+                self.dst,
+                settings,
+                to=target,
+                key=key,
+                on_progress=ProgressLog(self.log, interval=self.progress_interval),
+                cancel=self._cancel,
+            )
+            return self._finish(summary, verify, sources, source, target)
+
+    def execute_complete(
+        self, context: Context, event: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Resumed after a deferred job ended (``event`` from the trigger)."""
+        if event.get("status") != "success":
+            raise failed_event(event)
+        with airflow_errors(f"copy {self._what()}"):
+            source = RcpHook(self.src_conn_id)
+            return self._finish(
+                event["summary"],
+                verify_mode(self.verify),
+                self._sources(),
+                source,
+                source,
+            )
+
+    def on_kill(self) -> None:
+        """Stop the copy: the engine's workers finish the entry in hand and stop; a
+        service's job is cancelled."""
+        self._cancel.set()
+
+    def _sources(self) -> list[str]:
+        if self.src is None:
+            raise UsageError("src is required (unless a manifest and shard are given)")
+        return [self.src] if isinstance(self.src, str) else list(self.src)
+
+    def _what(self) -> str:
+        if self.manifest is not None:
+            return f"shard {self.shard} of {self.manifest} to {self.dst}"
+        return f"{self.src} to {self.dst}"
+
+    def _defer(
+        self,
+        source: RcpHook,
+        target: RcpHook,
+        sources: list[str],
+        settings: CopySettings,
+        key: str | None,
+        verify: str,
+    ) -> dict[str, Any]:
+        if source.endpoint is None or not source.same_place(target):
+            raise UsageError(
+                "deferrable=True needs src and dst on one rcpd serve service "
+                "(src_conn_id and dst_conn_id naming it): only then does the copy run "
+                "outside the worker"
+            )
+        if verify != "none":
+            raise UsageError("verify needs both trees on the worker's storage")
+        assert self.src_conn_id is not None
+        job = source.submit(sources, self.dst, settings, key=key or _random_key())
+        self.log.info(
+            "rcp: job %s on %s is %s", job["job"], self.src_conn_id, job["state"]
+        )
+        self.defer(
+            trigger=RcpJobTrigger(self.src_conn_id, job["job"], self.poll_interval),
+            method_name="execute_complete",
+        )
+
+    def _shard(
+        self, source: RcpHook, target: RcpHook, settings: CopySettings, verify: str
+    ) -> dict[str, Any]:
+        if self.shard is None:
+            raise UsageError("a manifest needs the shard to copy")
+        if source.endpoint is not None or target.endpoint is not None:
+            raise UsageError("sharded copies run on the workers' own storage")
+        assert self.manifest is not None
+        summary = source.copy_shard(
+            self.manifest,
+            self.shard,
+            self.dst,
+            settings,
+            on_progress=ProgressLog(self.log, interval=self.progress_interval),
+            cancel=self._cancel,
+        )
+        if verify != "none":
+            raise UsageError("verify a sharded copy in RcpFinalizeOperator")
+        return summary
+
+    def _finish(
+        self,
+        summary: dict[str, Any],
+        verify: str,
+        sources: list[str],
+        source: RcpHook,
+        target: RcpHook,
+    ) -> dict[str, Any]:
+        """Log the summary line, verify if asked; the XCom value."""
+        self.log.info("rcp: %s", one_line(summary))
+        if verify == "none" or summary.get("dry_run"):
+            return summary
+        if source.endpoint is not None or target.endpoint is not None:
+            raise UsageError("verify needs both trees on the worker's storage")
+        result = source.verify(
+            sources,
+            self.dst,
+            checksum=verify == "checksum",
+            preserve=Preserve.parse(self.preserve),
+            cancel=self._cancel,
+        )
+        self.log.info("rcp: verified (%s): the copy is the same", verify)
+        return {**summary, "verify": result}
+
+
+def one_line(summary: dict[str, Any]) -> str:
+    """The summary line a task log ends with."""
+    copied, unchanged = summary["copied"], summary["unchanged"]
+    return (
+        f"copied {copied['files']:,} files, {copied['dirs']:,} dirs, "
+        f"{copied['symlinks']:,} symlinks ({copied['bytes']:,} bytes); "
+        f"{unchanged['files']:,} files unchanged; {summary['errors']} error(s); "
+        f"{summary['walltime_s']:.1f} s"
+    )
+
+
+def job_key(context: Context | dict[str, Any]) -> str | None:
+    """``airflow:<task instance digest>:<try>``: one key per try of one task
+    instance, so a later try finds an earlier try's job still running
+    (:meth:`RcpHook.find` matches the part before the try)."""
+    ti = context.get("ti") if hasattr(context, "get") else None
+    if ti is None:
+        return None
+    name = "\0".join(
+        str(getattr(ti, attr, ""))
+        for attr in ("dag_id", "task_id", "run_id", "map_index")
+    )
+    digest = hashlib.sha256(name.encode()).hexdigest()[:32]
+    return f"airflow:{digest}:{getattr(ti, 'try_number', 1)}"
+
+
+def _random_key() -> str:
+    return f"airflow:{secrets.token_hex(16)}:1"

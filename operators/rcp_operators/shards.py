@@ -1,0 +1,125 @@
+"""Copies too big for one worker: plan shards, copy them as mapped tasks, finalize.
+
+::
+
+    plan = RcpPlanOperator(task_id="plan", src=SRC, manifest=MANIFEST, shards=32)
+    copy = RcpCopyOperator.partial(task_id="copy", dst=DST).expand_kwargs(plan.output)
+    done = RcpFinalizeOperator(task_id="finalize", manifest=MANIFEST, dst=DST)
+    plan >> copy >> done
+
+Airflow's executor (Celery, Kubernetes, Local) runs the mapped copies wherever it has
+slots; every worker must see the source, the destination and the manifest at the same
+paths. The plan is the engine's (:mod:`rcp_core.shards`): shards are disjoint and
+balanced by bytes and file count; finalize gives the directories the shards share the
+source's metadata once every shard is done, then verifies if asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context
+
+from rcp_core.errors import UsageError
+from rcp_provider.failures import airflow_errors
+from rcp_provider.hook import RcpHook
+from rcp_provider.options import copy_settings, verify_mode
+
+MAX_SHARDS = 1024
+"""Airflow's default ``[core] max_map_length``: a mapped task takes at most this many."""
+DEFAULT_SHARDS = 32
+
+
+class RcpPlanOperator(BaseOperator):
+    """Split ``src`` into at most ``shards`` balanced shards and write the plan.
+
+    :param src: the tree to copy (on the workers' shared storage).
+    :param manifest: where the plan is written; every worker must read it there.
+    :param shards: at most this many shards (1 to 1024; templated, so text is taken).
+    :returns: one ``{"manifest": ..., "shard": i}`` per shard, for
+        ``RcpCopyOperator.partial(...).expand_kwargs(...)``.
+    """
+
+    template_fields: Sequence[str] = ("src", "manifest", "shards")
+
+    def __init__(
+        self,
+        *,
+        src: str,
+        manifest: str,
+        shards: int | str = DEFAULT_SHARDS,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.src = src
+        self.manifest = manifest
+        self.shards = shards
+
+    def execute(self, context: Context) -> list[dict[str, Any]]:
+        with airflow_errors(f"plan {self.src}"):
+            shards = _count(self.shards)
+            descriptors = RcpHook(None).plan(self.src, self.manifest, shards)
+        self.log.info(
+            "rcp: %s planned as %d shard(s) in %s",
+            self.src,
+            len(descriptors),
+            self.manifest,
+        )
+        return descriptors
+
+
+class RcpFinalizeOperator(BaseOperator):
+    """After every shard of a plan is copied: directory metadata, then verification.
+
+    :param manifest: the plan the shards came from.
+    :param dst: the destination the shards were copied to.
+    :param preserve: as the copies' (``default``: mode and times).
+    :param verify: ``none``, ``metadata`` or ``checksum``; a difference fails the task.
+    """
+
+    template_fields: Sequence[str] = ("manifest", "dst")
+
+    def __init__(
+        self,
+        *,
+        manifest: str,
+        dst: str,
+        preserve: str = "default",
+        verify: str = "none",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.manifest = manifest
+        self.dst = dst
+        self.preserve = preserve
+        self.verify = verify
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        with airflow_errors(f"finalize {self.dst}"):
+            verify = verify_mode(self.verify)
+            hook = RcpHook(None)
+            settings = copy_settings(preserve=self.preserve)
+            done = hook.finalize(self.manifest, self.dst, settings)
+            self.log.info("rcp: metadata of %d directories set", done["directories"])
+            if verify == "none":
+                return done
+            result = hook.verify(
+                [done["src"]],
+                self.dst,
+                checksum=verify == "checksum",
+                preserve=settings.preserve,
+            )
+            self.log.info("rcp: verified (%s): the copy is the same", verify)
+            return {**done, "verify": result}
+
+
+def _count(value: int | str) -> int:
+    """A shard count from an argument or a rendered template."""
+    try:
+        count = int(value)
+    except ValueError:
+        raise UsageError(f"shards must be a number, not {value!r}") from None
+    if not 1 <= count <= MAX_SHARDS:
+        raise UsageError(f"shards must be 1 to {MAX_SHARDS}, not {count}")
+    return count

@@ -1,0 +1,88 @@
+"""What Airflow learns about this provider (``apache_airflow_provider`` entry point).
+
+Every Airflow component calls :func:`get_provider_info` at start-up, so it returns a
+literal and imports nothing: not Airflow, not the engine. ``package-name`` must equal
+the distribution's name (Airflow refuses the provider otherwise); a test validates the
+dict against Airflow's own ``provider_info.schema.json`` and imports every module it
+names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+INTEGRATION = "rcp"
+
+
+def get_provider_info() -> dict[str, Any]:
+    return {
+        "package-name": "airflow-provider-rcp",
+        "name": "rcp",
+        "description": "Parallel, metadata-preserving copies of file trees: on a "
+        "worker's storage, through `rcpd serve` daemons between hosts, and sharded "
+        "over Airflow's workers.",
+        "integrations": [
+            {
+                "integration-name": INTEGRATION,
+                "external-doc-url": "https://pypi.org/project/airflow-provider-rcp/",
+                "tags": ["software"],
+            }
+        ],
+        "operators": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": [
+                    "rcp_operators.copy",
+                    "rcp_operators.shards",
+                ],
+            }
+        ],
+        "hooks": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": ["rcp_provider.hook"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": ["rcp_provider.triggers"],
+            }
+        ],
+        "connection-types": [
+            {
+                "connection-type": "rcp",
+                "hook-class-name": "rcp_provider.hook.RcpHook",
+                "hook-name": "rcp",
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "login"],
+                    "relabeling": {
+                        "host": "rcpd serve host (empty: the worker's own storage)",
+                        "port": "rcpd serve port",
+                        "password": "Service token",
+                    },
+                    "placeholders": {"host": "storage-01.example.org", "port": "4100"},
+                },
+                "conn-fields": {
+                    "fingerprint": {
+                        "label": "Service certificate SHA-256",
+                        "description": "The fingerprint `rcpd serve` printed when it "
+                        "started (pinned: no other certificate is accepted).",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "no_encryption": {
+                        "label": "No encryption (trusted networks only)",
+                        "schema": {"type": ["boolean", "null"]},
+                    },
+                    "timeout": {
+                        "label": "Seconds to wait for each answer of the service",
+                        "schema": {"type": ["number", "null"], "minimum": 1},
+                    },
+                    "max_workers": {
+                        "label": "Worker threads of copies on a worker",
+                        "schema": {"type": ["integer", "null"], "minimum": 1},
+                    },
+                },
+            }
+        ],
+    }

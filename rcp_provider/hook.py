@@ -1,0 +1,450 @@
+"""``RcpHook``: an Airflow connection of type ``rcp``, and the one place that starts work.
+
+A hook stands for one *place* where trees live:
+
+- no connection (``rcp_conn_id=None``), or a connection without a host: the storage
+  the worker itself sees. Copies run in the worker's process through the engine.
+- a connection with a host: an ``rcpd serve`` service there (``port``; ``password``
+  is its token; extras: ``fingerprint``, the SHA-256 of the certificate it printed at
+  start, which is pinned; ``no_encryption``; ``timeout``). Paths are the service
+  host's, confined to its roots.
+
+:meth:`RcpHook.copy` copies from this place to another (or within it): locally with
+the engine, as one job of the service when both sides are on the same service (the
+bytes never pass through the worker), or host to host through
+:func:`rcp_core.remote.service_copy.service_copy` otherwise. Jobs of a service are
+submitted under a key the caller chooses (:meth:`RcpHook.find`), which is how a
+retried task finds a copy its earlier try started instead of starting a second one.
+
+Connection extras are validated when the hook first needs them; a wrong one is a
+:class:`rcp_core.errors.UsageError` naming the connection.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import Any
+
+from airflow.sdk import BaseHook
+
+from rcp_core import CompareAttr, CopySettings, Preserve, UsageError
+from rcp_core import copy as engine_copy
+from rcp_core.errors import JobFailedError, VerificationError
+from rcp_core.progress import Progress
+from rcp_core.remote.client import FINISHED, ServiceClient
+from rcp_core.summary import Resources, merge
+
+Report = Callable[[dict[str, Any]], None]
+"""Receives a running copy's ``entries``, ``bytes``, ``errors`` and ``elapsed``."""
+ACTIVE = frozenset({"queued", "running"})
+POLL = 2.0
+"""Seconds a blocking wait for a service's job asks the service to hold each answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where an ``rcpd serve`` service listens and how it is trusted."""
+
+    host: str
+    port: int
+    fingerprint: str | None
+    token: str | None
+    encrypt: bool = True
+    timeout: float = 15.0
+
+    def client(self) -> ServiceClient:
+        return ServiceClient(
+            self.host,
+            self.port,
+            fingerprint=self.fingerprint,
+            token=self.token,
+            encrypt=self.encrypt,
+            timeout=self.timeout,
+        )
+
+
+class RcpHook(BaseHook):
+    """One place trees live: the worker's storage, or an ``rcpd serve`` service.
+
+    :param rcp_conn_id: an Airflow connection of type ``rcp``; ``None`` is the
+        worker's own storage without one.
+    """
+
+    conn_name_attr = "rcp_conn_id"
+    default_conn_name = "rcp_default"
+    conn_type = "rcp"
+    hook_name = "rcp"
+
+    def __init__(self, rcp_conn_id: str | None = default_conn_name) -> None:
+        super().__init__()
+        self.rcp_conn_id = rcp_conn_id
+
+    @cached_property
+    def endpoint(self) -> Endpoint | None:
+        """The service this connection points at; ``None`` for the worker itself."""
+        if self.rcp_conn_id is None:
+            return None
+        conn = self.get_connection(self.rcp_conn_id)
+        if not conn.host:
+            return None
+        extra = conn.extra_dejson
+        name = f"connection {self.rcp_conn_id!r}"
+        if not conn.port:
+            raise UsageError(f"{name}: the rcpd serve port is missing")
+        encrypt = not _flag(extra.get("no_encryption"), f"{name}: no_encryption")
+        fingerprint = extra.get("fingerprint") or None
+        if encrypt and not isinstance(fingerprint, str):
+            raise UsageError(
+                f"{name}: the service's certificate fingerprint (extra "
+                "'fingerprint') is required unless no_encryption is set"
+            )
+        timeout = extra.get("timeout")
+        timeout = 15.0 if timeout is None else timeout
+        if not isinstance(timeout, (int, float)) or timeout < 1:
+            raise UsageError(f"{name}: timeout must be a number of seconds >= 1")
+        return Endpoint(
+            conn.host,
+            int(conn.port),
+            fingerprint,
+            conn.password or None,
+            encrypt,
+            float(timeout),
+        )
+
+    @cached_property
+    def max_workers(self) -> int | None:
+        """The connection's ``max_workers`` extra: the default for local copies."""
+        if self.rcp_conn_id is None:
+            return None
+        value = self.get_connection(self.rcp_conn_id).extra_dejson.get("max_workers")
+        if value is None:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise UsageError(
+                f"connection {self.rcp_conn_id!r}: max_workers must be an integer >= 1"
+            )
+        return value
+
+    def same_place(self, other: RcpHook) -> bool:
+        return self.endpoint == other.endpoint
+
+    # -- copies ----------------------------------------------------------------------
+
+    def copy(
+        self,
+        sources: Sequence[str],
+        destination: str,
+        settings: CopySettings,
+        *,
+        to: RcpHook | None = None,
+        key: str | None = None,
+        on_progress: Report | None = None,
+        cancel: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        """Copy ``sources`` (here) to ``destination`` (at ``to``, by default here)
+        by ``rcp``'s operand rules; the run's JSON summary.
+
+        :param key: names a service job (see :meth:`find`).
+        :param cancel: set it to stop the copy (the service's job is cancelled).
+        :raises UsageError: bad operands or settings, or a refused path.
+        :raises CopyFailedError: some entries were not copied (local copies).
+        :raises RemoteError: a service failed, or its job did.
+        """
+        to = to or self
+        here, there = self.endpoint, to.endpoint
+        if here is None and there is None:
+            if settings.max_workers is None and self.max_workers is not None:
+                settings = replace(settings, max_workers=self.max_workers)
+            summary = engine_copy(
+                list(sources),
+                destination,
+                settings,
+                on_progress=_relay(on_progress),
+                cancel=cancel,
+            )
+            return summary.as_dict()
+        if here == there:
+            assert here is not None
+            with here.client() as client:
+                job = self.find(key, client=client) if key else None
+                if job is None:
+                    job = client.submit(sources, destination, settings, key=key)
+                return summary_of(self.wait(job, client, on_progress, cancel))
+        return self._between(sources, destination, settings, to, on_progress)
+
+    def _between(
+        self,
+        sources: Sequence[str],
+        destination: str,
+        settings: CopySettings,
+        to: RcpHook,
+        on_progress: Report | None,
+    ) -> dict[str, Any]:
+        """Host to host: the data flows between the two places directly."""
+        from rcp_core.remote.master import role_summary
+        from rcp_core.remote.service_copy import service_copy
+
+        started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
+        here, there = self.endpoint, to.endpoint
+        timeout = max(e.timeout for e in (here, there) if e is not None)
+        source_client = here.client() if here else None
+        destination_client = there.client() if there else None
+        try:
+            source, received = service_copy(
+                list(sources),
+                destination,
+                settings,
+                source_service=source_client,
+                destination_service=destination_client,
+                timeout=timeout,
+                on_progress=_relay_counts(on_progress, started),
+            )
+        finally:
+            for client in (source_client, destination_client):
+                if client is not None:
+                    client.close()
+        summary = role_summary(source, received, Resources.since(started, usage))
+        return summary.as_dict()
+
+    # -- the worker's own storage: shard plans, shards, verification -----------------
+
+    def plan(self, src: str, manifest: str, shards: int) -> list[dict[str, Any]]:
+        """Split ``src`` into at most ``shards`` balanced shards, write the plan to
+        ``manifest`` (where every worker can read it); one ``{"manifest", "shard"}``
+        per shard: the arguments of a mapped copy task."""
+        from rcp_core.shards import plan_shards, write_manifest
+
+        self._on_worker("a shard plan")
+        plan = plan_shards(src, shards)
+        write_manifest(plan, manifest)
+        return [{"manifest": manifest, "shard": shard.index} for shard in plan.shards]
+
+    def copy_shard(
+        self,
+        manifest: str,
+        index: int,
+        destination: str,
+        settings: CopySettings,
+        *,
+        on_progress: Report | None = None,
+        cancel: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        """Copy shard ``index`` of the plan in ``manifest`` into ``destination``; its
+        progress carries the shard's bytes as ``total_bytes``."""
+        from rcp_core.shards import copy_shard, read_manifest
+
+        self._on_worker("a sharded copy")
+        plan = read_manifest(manifest)
+        if not 0 <= index < len(plan.shards):
+            raise UsageError(
+                f"{manifest} has shards 0 to {len(plan.shards) - 1}, not {index}"
+            )
+        total = plan.shards[index].bytes
+        relay = None
+        if on_progress is not None:
+            report = on_progress
+
+            def relay(progress: Progress) -> None:
+                report({**progress.brief(), "total_bytes": total})
+
+        summary = copy_shard(
+            plan, index, destination, settings, on_progress=relay, cancel=cancel
+        )
+        return summary.as_dict()
+
+    def finalize(
+        self, manifest: str, destination: str, settings: CopySettings
+    ) -> dict[str, Any]:
+        """After every shard: the source directories' metadata onto the copies of the
+        plan's parent directories; ``{"directories": n, "src": root}``."""
+        from rcp_core.shards import finalize, read_manifest
+
+        self._on_worker("finalizing a sharded copy")
+        plan = read_manifest(manifest)
+        return {"directories": finalize(plan, destination, settings), "src": plan.root}
+
+    def verify(
+        self,
+        sources: Sequence[str],
+        destination: str,
+        *,
+        checksum: bool,
+        preserve: Preserve,
+        cancel: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        """Compare each source with its copy (by ``rcp``'s operand rules: into
+        ``destination`` when it ends in ``/``); ``same`` and each tree's result. Sizes
+        and link targets always count; times, mode and owner only where the copy
+        ``preserve``-d them.
+
+        :raises VerificationError: a copy differs (the result is its ``result``).
+        """
+        from rcp_core.verify import compare
+
+        self._on_worker("verification")
+        into = destination.endswith("/") or len(sources) > 1
+        trees = []
+        for src in sources:
+            dst = (
+                os.path.join(destination, os.path.basename(src.rstrip("/")))
+                if into
+                else destination
+            )
+            result = compare(
+                src, dst, checksum=checksum, attrs=_kept(preserve), cancel=cancel
+            ).as_dict()
+            trees.append({"src": src, "dst": dst, **result})
+        verdict = {"same": all(tree["same"] for tree in trees), "trees": trees}
+        if not verdict["same"]:
+            first = [d for tree in trees for d in tree["differences"]][:5]
+            raise VerificationError(
+                f"the copy differs from its source; first differences: {first}", verdict
+            )
+        return verdict
+
+    def _on_worker(self, what: str) -> None:
+        if self.endpoint is not None:
+            raise UsageError(
+                f"{what} runs on the worker's own storage; connection "
+                f"{self.rcp_conn_id!r} is a service"
+            )
+
+    # -- jobs of a service -----------------------------------------------------------
+
+    def client(self) -> ServiceClient:
+        """A client of this connection's service (:raises UsageError: there is none)."""
+        if self.endpoint is None:
+            raise UsageError(
+                f"connection {self.rcp_conn_id!r} has no host: it is not a service"
+            )
+        return self.endpoint.client()
+
+    def submit(
+        self,
+        sources: Sequence[str],
+        destination: str,
+        settings: CopySettings,
+        *,
+        key: str,
+    ) -> dict[str, Any]:
+        """The job of ``key`` still queued or running, else a new one submitted under
+        ``key``."""
+        with self.client() as client:
+            return self.find(key, client=client) or client.submit(
+                sources, destination, settings, key=key
+            )
+
+    def find(
+        self, key: str, *, client: ServiceClient | None = None
+    ) -> dict[str, Any] | None:
+        """A queued or running job whose key starts with ``key``'s stem (everything up
+        to its last ``:``), so a task's later try finds an earlier try's copy."""
+        stem = key.rpartition(":")[0] + ":" if ":" in key else key
+        with client or self.client() as service:
+            for job in service.jobs():
+                if str(job.get("key", "")).startswith(stem) and job["state"] in ACTIVE:
+                    return job
+        return None
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        with self.client() as client:
+            return client.status(job_id)
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        with self.client() as client:
+            return client.cancel(job_id)
+
+    def wait(
+        self,
+        job: dict[str, Any],
+        client: ServiceClient,
+        on_progress: Report | None = None,
+        cancel: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        """Wait for ``job`` to finish, relaying its progress; once ``cancel`` is set,
+        cancel it and wait for it to stop."""
+        job_id = job["job"]
+        cancelled = False
+        while job["state"] not in FINISHED:
+            if cancel is not None and cancel.is_set() and not cancelled:
+                job, cancelled = client.cancel(job_id), True
+                continue
+            if on_progress is not None and job.get("progress"):
+                on_progress(job["progress"])
+            job = client.wait(job_id, POLL)
+        return job
+
+    def test_connection(self) -> tuple[bool, str]:
+        """What the UI's Test button shows."""
+        try:
+            endpoint = self.endpoint
+            if endpoint is None:
+                return True, "copies run on the worker's own storage"
+            with endpoint.client() as client:
+                jobs = client.jobs()
+        except Exception as exc:  # noqa: BLE001 - the UI shows any failure's message
+            return False, f"{type(exc).__name__}: {exc}"
+        running = sum(job["state"] in ACTIVE for job in jobs)
+        return True, (
+            f"rcpd serve at {endpoint.host}:{endpoint.port} answered "
+            f"({running} job(s) queued or running)"
+        )
+
+
+def _kept(preserve: Preserve) -> frozenset[CompareAttr]:
+    """The attributes a copy with ``preserve`` made equal to its source's."""
+    attrs = {CompareAttr.SIZE}
+    if preserve.times:
+        attrs.add(CompareAttr.MTIME)
+    if preserve.mode:
+        attrs.add(CompareAttr.MODE)
+    if preserve.owner:
+        attrs |= {CompareAttr.UID, CompareAttr.GID}
+    return frozenset(attrs)
+
+
+def _flag(value: Any, what: str) -> bool:
+    """A boolean extra; Airflow's form and URIs may give it as text."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", ""):
+        return value.lower() in ("true", "1")
+    raise UsageError(f"{what} must be true or false, not {value!r}")
+
+
+def _relay(report: Report | None) -> Callable[[Progress], None] | None:
+    if report is None:
+        return None
+    return lambda progress: report(progress.brief())
+
+
+def _relay_counts(
+    report: Report | None, started: float
+) -> Callable[[dict[str, int]], None] | None:
+    """A host-to-host copy reports the destination's counts; brief them like a
+    local copy's progress."""
+    if report is None:
+        return None
+
+    def relay(counts: dict[str, int]) -> None:
+        progress = Progress(merge([counts]), time.monotonic() - started, pending=0)
+        report(progress.brief())
+
+    return relay
+
+
+def summary_of(job: dict[str, Any]) -> dict[str, Any]:
+    """A finished job's summary.
+
+    :raises JobFailedError: the job failed or was cancelled.
+    """
+    if job["state"] != "succeeded":
+        raise JobFailedError(job)
+    summary: dict[str, Any] = job["summary"]
+    return summary

@@ -1,0 +1,95 @@
+"""Copy options as a DAG author writes them (plain strings and numbers) -> engine settings.
+
+Operator arguments are templated, so they arrive as text or JSON values: this module
+is where they are checked and turned into a :class:`rcp_core.CopySettings`, with the
+same words as the ``rcp`` command line (``overwrite="update"`` is ``--update``). A
+wrong value is a :class:`rcp_core.errors.UsageError` naming the argument, raised
+before anything is copied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from rcp_core import CompareAttr, CopySettings, DryRun, ExistingPolicy, Preserve
+from rcp_core.errors import UsageError
+
+Overwrite = Literal["error", "overwrite", "update", "ignore-existing"]
+Verify = Literal["none", "metadata", "checksum"]
+VERIFY_MODES: tuple[Verify, ...] = ("none", "metadata", "checksum")
+
+
+def copy_settings(
+    *,
+    overwrite: str = "error",
+    overwrite_compare: str = "size,mtime",
+    delete: bool = False,
+    delete_excluded: bool = False,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    preserve: str = "default",
+    dry_run: bool | str = False,
+    fail_early: bool = False,
+    max_workers: int | None = None,
+    max_processes: int | None = None,
+    ops_throttle: float = 0.0,
+    retries: int = 3,
+) -> CopySettings:
+    """The engine's settings for these operator arguments.
+
+    :param overwrite: what to do with destination entries that exist: ``error``
+        (refuse), ``overwrite`` (replace those that differ), ``update`` (replace
+        older ones), ``ignore-existing`` (keep them).
+    :param dry_run: ``True`` (or ``brief``), ``all`` or ``explain``.
+    :param ops_throttle: metadata operations per second at most (0: no limit), for
+        storage shared with others.
+    """
+    try:
+        existing = ExistingPolicy(overwrite)
+    except ValueError:
+        known = ", ".join(p.value for p in ExistingPolicy)
+        raise UsageError(f"overwrite={overwrite!r}: use one of {known}") from None
+    return CopySettings(
+        existing=existing,
+        overwrite_compare=CompareAttr.parse(overwrite_compare),
+        delete=delete,
+        delete_excluded=delete_excluded,
+        includes=_globs("include", include),
+        excludes=_globs("exclude", exclude),
+        preserve=Preserve.parse(preserve),
+        dry_run=_dry_run(dry_run),
+        fail_early=fail_early,
+        max_workers=max_workers,
+        max_processes=max_processes,
+        ops_throttle=ops_throttle,
+        retries=retries,
+    )
+
+
+def verify_mode(value: str) -> Verify:
+    for mode in VERIFY_MODES:
+        if value == mode:
+            return mode
+    raise UsageError(f"verify={value!r}: use one of {', '.join(VERIFY_MODES)}")
+
+
+def _globs(name: str, value: Sequence[str]) -> tuple[str, ...]:
+    """A list of globs (a single string is one glob, not its characters)."""
+    if isinstance(value, str):
+        return (value,)
+    if not all(isinstance(glob, str) for glob in value):
+        raise UsageError(f"{name} must be a glob or a list of globs")
+    return tuple(value)
+
+
+def _dry_run(value: bool | str) -> DryRun | None:
+    if value is False or value is None:
+        return None
+    if value is True:
+        return DryRun.BRIEF
+    try:
+        return DryRun(value)
+    except ValueError:
+        known = ", ".join(d.value for d in DryRun)
+        raise UsageError(f"dry_run={value!r}: use True, False or {known}") from None

@@ -1,0 +1,91 @@
+"""``RcpJobTrigger``: waits in the triggerer for a job of an ``rcpd serve`` service.
+
+The copy runs in the service; the trigger only asks how it goes. Each question is one
+bounded request (the service holds a ``wait`` answer at most ``poll_interval``
+seconds), made in a thread so the triggerer's event loop never blocks. The trigger
+holds no state but what :meth:`RcpJobTrigger.serialize` returns, so the triggerer may
+recreate it anywhere and at any time.
+
+It fires once: ``{"status": "success", "job": ..., "summary": ...}`` when the job
+succeeded, ``{"status": "error", "job": ..., "message": ..., "retry": bool}`` when it
+failed, was cancelled, or the service could not be asked (``retry`` says whether the
+task's own retries may help: :func:`rcp_core.errors.retry_may_help`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from rcp_core.errors import JobFailedError, RcpError, retry_may_help
+from rcp_provider.hook import ACTIVE, RcpHook, summary_of
+
+POLL_INTERVAL = 10.0
+
+
+class RcpJobTrigger(BaseTrigger):
+    """Fires when the service's job ``job_id`` ends.
+
+    :param rcp_conn_id: the connection of the service that runs the job.
+    :param job_id: the job, as the service named it.
+    :param poll_interval: seconds the service may hold each answer.
+    """
+
+    def __init__(
+        self, rcp_conn_id: str, job_id: str, poll_interval: float = POLL_INTERVAL
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # Airflow's, unannotated
+        self.rcp_conn_id = rcp_conn_id
+        self.job_id = job_id
+        self.poll_interval = poll_interval
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "rcp_conn_id": self.rcp_conn_id,
+                "job_id": self.job_id,
+                "poll_interval": self.poll_interval,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        hook = RcpHook(self.rcp_conn_id)
+        while True:
+            try:
+                job = await asyncio.to_thread(self._wait, hook)
+            except (RcpError, OSError) as exc:
+                yield TriggerEvent(  # type: ignore[no-untyped-call]
+                    {
+                        "status": "error",
+                        "job": self.job_id,
+                        "message": f"{type(exc).__name__}: {exc}",
+                        "retry": retry_may_help(exc),
+                    }
+                )
+                return
+            if job is not None:
+                yield TriggerEvent(_event(job))  # type: ignore[no-untyped-call]
+                return
+
+    def _wait(self, hook: RcpHook) -> dict[str, Any] | None:
+        """The job once it ended, ``None`` while it runs."""
+        with hook.client() as client:
+            job = client.wait(self.job_id, self.poll_interval)
+        return job if job["state"] not in ACTIVE else None
+
+
+def _event(job: dict[str, Any]) -> dict[str, Any]:
+    try:
+        summary = summary_of(job)
+    except JobFailedError as exc:
+        return {
+            "status": "error",
+            "job": job["job"],
+            "message": str(exc),
+            "retry": False,
+        }
+    return {"status": "success", "job": job["job"], "summary": summary}

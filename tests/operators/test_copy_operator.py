@@ -1,0 +1,233 @@
+"""RcpCopyOperator.execute on real trees and a real ``rcpd serve`` (the context is the
+test's own, as Airflow passes one; the Airflow runs are in test_dags)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
+
+from rcp_operators.copy import RcpCopyOperator, job_key
+from rcp_provider.hook import RcpHook
+from rcp_provider.triggers import RcpJobTrigger
+from support.airflow import connection_env
+from support.services import TOKEN, Served
+from support.treecmp import TreeCompare
+from support.treespec import Dir, File, Spec, Symlink, make_tree
+
+T0 = 1_600_000_000_123_456_789
+TREE: Spec = {
+    ".": Dir(0o751, T0),
+    "docs": Dir(0o700, T0 + 5),
+    "docs/a.txt": File(b"a" * 3000, 0o640, T0 + 1),
+    "docs/b.txt": File(b"b" * 100, 0o600, T0 + 2),
+    "docs/latest": Symlink("a.txt"),
+    "big.bin": File(os.urandom(9 << 20), 0o644, T0 + 3),
+    **{f"many/f{i:03}": File(b"%d" % i, 0o644, T0 + i) for i in range(120)},
+}
+
+
+def test_a_local_copy_keeps_content_mode_and_times_and_returns_its_summary(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    op = RcpCopyOperator(task_id="copy", src=str(src), dst=str(tmp_path / "dst"))
+    result = op.execute(context={})
+    assert result["copied"]["files"] == 123
+    assert result["copied"]["symlinks"] == 1
+    assert result["errors"] == 0
+    assert tree_compare(src, tmp_path / "dst") == []
+
+
+@pytest.mark.parametrize("verify", ["metadata", "checksum"])
+def test_verify_reports_a_same_copy(tmp_path: Path, verify: str) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    op = RcpCopyOperator(
+        task_id="copy", src=str(src), dst=str(tmp_path / "dst"), verify=verify
+    )
+    result = op.execute(context={})
+    assert result["verify"]["same"] is True
+
+
+def test_verify_fails_the_task_when_the_copy_differs(tmp_path: Path) -> None:
+    """An exclude leaves files out: the copy is not its source, and verify says so
+    (no retry: the same copy would differ the same way)."""
+    src = make_tree(tmp_path / "src", TREE)
+    op = RcpCopyOperator(
+        task_id="copy",
+        src=str(src),
+        dst=str(tmp_path / "dst"),
+        exclude=["*.txt"],
+        verify="metadata",
+    )
+    with pytest.raises(AirflowFailException, match="differs"):
+        op.execute(context={})
+
+
+def test_a_rerun_with_update_copies_nothing_again(tmp_path: Path) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    kwargs: dict[str, Any] = {"src": str(src), "dst": str(tmp_path / "dst")}
+    RcpCopyOperator(task_id="first", overwrite="update", **kwargs).execute(context={})
+    again = RcpCopyOperator(task_id="again", overwrite="update", **kwargs).execute(
+        context={}
+    )
+    assert again["copied"]["files"] == 0
+    assert again["skipped"]["files"] == 123  # not older than the source: kept
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"src": "/nonexistent/rcp-src"}, "nonexistent"),
+        ({"overwrite": "sometimes"}, "overwrite='sometimes'"),
+        ({"verify": "eyeball"}, "verify='eyeball'"),
+        ({"dry_run": "loud"}, "dry_run='loud'"),
+    ],
+)
+def test_bad_input_fails_the_task_without_retry_and_touches_nothing(
+    tmp_path: Path, kwargs: dict[str, Any], message: str
+) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    args: dict[str, Any] = {"src": str(src), "dst": str(tmp_path / "dst"), **kwargs}
+    with pytest.raises(AirflowFailException, match=message):
+        RcpCopyOperator(task_id="copy", **args).execute(context={})
+    assert not (tmp_path / "dst").exists()
+
+
+def test_an_existing_destination_is_refused_by_default(tmp_path: Path) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    (tmp_path / "dst").mkdir()
+    (tmp_path / "dst" / "keep").write_text("mine")
+    op = RcpCopyOperator(task_id="copy", src=str(src), dst=str(tmp_path / "dst"))
+    with pytest.raises(AirflowFailException, match="exists"):
+        op.execute(context={})
+    assert os.listdir(tmp_path / "dst") == ["keep"]
+
+
+def test_a_silent_service_is_a_transient_failure_airflow_may_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A peer that accepts and never answers: the bounded wait ends, and the task
+    fails in a way Airflow retries (AirflowException, not AirflowFailException)."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        monkeypatch.setenv(
+            *connection_env(
+                "silent",
+                host="127.0.0.1",
+                port=port,
+                password=TOKEN,
+                extra={"fingerprint": "ab" * 32, "timeout": 1},
+            )
+        )
+        op = RcpCopyOperator(
+            task_id="copy",
+            src="/srv/a",
+            dst="/srv/b",
+            src_conn_id="silent",
+            dst_conn_id="silent",
+        )
+        with pytest.raises(AirflowException) as info:
+            op.execute(context={})
+    assert not isinstance(info.value, AirflowFailException)
+    assert "transient" in str(info.value)
+
+
+def test_on_kill_stops_a_running_copy_promptly(tmp_path: Path) -> None:
+    """A copy throttled to take over a minute; on_kill ends it within seconds, the
+    task fails, and what it left is only complete files."""
+    spec: Spec = {f"d{d}/f{i}": File(b"x" * 100) for d in range(20) for i in range(20)}
+    src = make_tree(tmp_path / "src", spec)
+    op = RcpCopyOperator(
+        task_id="copy", src=str(src), dst=str(tmp_path / "dst"), ops_throttle=5.0
+    )
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            op.execute(context={})
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    time.sleep(1.0)
+    killed = time.monotonic()
+    op.on_kill()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert time.monotonic() - killed < 10
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], AirflowException)
+    copied = [p for p in (tmp_path / "dst").rglob("f*") if p.is_file()]
+    assert len(copied) < 400
+    assert all(p.read_bytes() == b"x" * 100 for p in copied)
+
+
+def test_deferrable_submits_one_job_and_a_retry_defers_on_the_same_job(
+    rcp_service: Served, rcp_connection: str
+) -> None:
+    """Try 1 submits and defers; try 2 of the same task instance finds that job
+    still running and defers on it instead of starting another copy."""
+    src = make_tree(rcp_service.data / "tree", TREE)
+
+    def attempt(try_number: int) -> RcpJobTrigger:
+        ti = SimpleNamespace(
+            dag_id="d", task_id="copy", run_id="r1", map_index=-1, try_number=try_number
+        )
+        op = RcpCopyOperator(
+            task_id="copy",
+            src=str(src),
+            dst=str(rcp_service.backup / "tree"),
+            src_conn_id=rcp_connection,
+            dst_conn_id=rcp_connection,
+            ops_throttle=10.0,  # ~130 operations: the job runs for seconds
+            deferrable=True,
+        )
+        with pytest.raises(TaskDeferred) as info:
+            op.execute(context={"ti": ti})
+        trigger = info.value.trigger
+        assert isinstance(trigger, RcpJobTrigger)
+        return trigger
+
+    first = attempt(1)
+    second = attempt(2)
+    hook = RcpHook(rcp_connection)
+    with hook.client() as client:
+        jobs = client.jobs()
+    hook.cancel(first.job_id)
+    assert second.job_id == first.job_id
+    assert [job["job"] for job in jobs] == [first.job_id]
+
+
+def test_job_keys_name_the_task_instance_and_its_try() -> None:
+    ti = SimpleNamespace(dag_id="d", task_id="t", run_id="r", map_index=3, try_number=2)
+    key = job_key({"ti": ti})
+    assert key is not None
+    stem, _, attempt = key.rpartition(":")
+    assert attempt == "2"
+    other = job_key({"ti": SimpleNamespace(**{**vars(ti), "map_index": 4})})
+    assert other is not None
+    assert other.rpartition(":")[0] != stem
+    assert job_key({}) is None
+
+
+def test_verify_compares_only_what_the_copy_preserved(tmp_path: Path) -> None:
+    """With preserve="none" the copy's times and modes are its own: verify compares
+    sizes (and contents), not what was never meant to be kept."""
+    src = make_tree(tmp_path / "src", TREE)
+    op = RcpCopyOperator(
+        task_id="copy",
+        src=str(src),
+        dst=str(tmp_path / "dst"),
+        preserve="none",
+        verify="checksum",
+    )
+    assert op.execute(context={})["verify"]["same"] is True

@@ -1,0 +1,143 @@
+"""The example DAGs under a real Airflow (SQLite): they import, and ``dag.test`` runs
+each one end to end, the remote one against a real ``rcpd serve``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.airflow import DAGS, TEST_DAGS
+from support.services import Served
+from support.treecmp import TreeCompare
+from support.treespec import Dir, File, Spec, Symlink, make_tree
+
+T0 = 1_650_000_000_000_000_000
+TREE: Spec = {
+    ".": Dir(0o755, T0),
+    "a": Dir(0o750, T0 + 1),
+    "a/one": File(b"1" * 200_000, 0o640, T0 + 2),
+    "a/link": Symlink("one"),
+    **{f"b/c{i % 4}/f{i}": File(b"%d" % i, 0o600, T0 + i) for i in range(60)},
+}
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("airflow_db")]
+
+
+def _dag(dag_id: str, folder: Path = DAGS) -> Any:
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(folder))
+    return bag.get_dag(dag_id)
+
+
+def _run(dag_id: str, conf: dict[str, Any], folder: Path = DAGS) -> Any:
+    from airflow.utils.state import DagRunState
+
+    run = _dag(dag_id, folder).test(run_conf=conf)
+    assert run.state == DagRunState.SUCCESS, run
+    return run
+
+
+def _xcom(run: Any, task_id: str, map_index: int = -1) -> Any:
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        value = session.scalar(
+            XComModel.get_many(
+                run_id=run.run_id,
+                dag_ids=run.dag_id,
+                task_ids=task_id,
+                map_indexes=map_index,
+                key="return_value",
+            ).with_only_columns(XComModel.value)
+        )
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def test_every_example_dag_imports_without_errors() -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(DAGS))
+    assert bag.import_errors == {}
+    assert set(bag.dag_ids) == {
+        "example_rcp_local_copy",
+        "example_rcp_remote_deferrable",
+        "example_rcp_sharded",
+        "example_rcp_nightly_sync",
+    }
+
+
+def test_the_local_copy_example_copies_verifies_and_reports(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    run = _run(
+        "example_rcp_local_copy", {"src": str(src), "dst": str(tmp_path / "dst")}
+    )
+    assert tree_compare(src, tmp_path / "dst") == []
+    summary = _xcom(run, "copy")
+    assert summary["copied"]["files"] == 61
+    assert summary["verify"]["same"] is True
+
+
+def test_the_deferrable_example_runs_the_copy_as_a_job_of_the_service(
+    rcp_service: Served, rcp_connection: str, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(rcp_service.data / "projects", TREE)
+    dst = rcp_service.backup / "projects"
+    _run(
+        "example_rcp_remote_deferrable",
+        {"conn_id": rcp_connection, "src": str(src), "dst": str(dst)},
+    )
+    assert tree_compare(src, dst) == []
+    with rcp_service.client() as client:
+        (job,) = client.jobs()
+    assert job["state"] == "succeeded"
+
+
+def test_the_sharded_example_equals_a_single_copy(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    run = _run(
+        "example_rcp_sharded",
+        {
+            "src": str(src),
+            "dst": str(tmp_path / "dst"),
+            "manifest": str(tmp_path / "plan.json"),
+            "shards": 4,
+        },
+    )
+    assert tree_compare(src, tmp_path / "dst") == []
+    shards = _xcom(run, "plan")
+    assert 1 < len(shards) <= 4
+    assert _xcom(run, "finalize")["verify"]["same"] is True
+
+
+def test_the_nightly_sync_example_mirrors_deletions(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    conf = {"src": str(src), "dst": str(tmp_path / "mirror")}
+    _run("example_rcp_nightly_sync", conf)
+    os.remove(src / "a" / "one")
+    (src / "new").write_bytes(b"new")
+    _run("example_rcp_nightly_sync", conf)
+    assert tree_compare(src, tmp_path / "mirror") == []
+    assert not (tmp_path / "mirror" / "a" / "one").exists()
+
+
+def test_an_upstream_xcom_feeds_src_through_the_template(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    """``src`` is rendered from the XCom of the task that made the tree; the XComArg
+    also makes that task upstream of the copy."""
+    dag = _dag("rcp_test_upstream_src", TEST_DAGS)
+    assert dag.get_task("copy").upstream_task_ids == {"make"}
+    root, dst = tmp_path / "made", tmp_path / "dst"
+    _run("rcp_test_upstream_src", {"root": str(root), "dst": str(dst)}, TEST_DAGS)
+    assert tree_compare(root, dst) == []
