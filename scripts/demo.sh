@@ -24,10 +24,14 @@ if ! airflow dags test example_rcp_local_copy -c "$conf" >"$demo/dag-run.log" 2>
   echo "the DAG run failed (full log above and in $demo/dag-run.log)" >&2
   exit 1
 fi
-# The task log lines of the copy (progress, summary, verification) and the run's end.
-grep -E 'rcp: |rcp summary:|DagRun Finished|state=' "$demo/dag-run.log" |
-  grep -v -E 'Filling up|Marking' | sed -E 's/^.*(rcp[: ]|DagRun Finished)/\1/' | uniq
-grep -q 'rcp summary:' "$demo/dag-run.log" || { echo "no summary in the run's log" >&2; exit 1; }
+# The copy task's log lines (progress, summary line, verification) and the run's end.
+sed -n -E 's/^.*(rcp: .*) \[airflow\.task.*$/\1/p' "$demo/dag-run.log"
+sed -n -E 's/^.*DagRun Finished: (dag_id=[^,]*).*(run_duration=[^,]*).*(state=[^,]*).*$/run: \1 \3 \2/p' \
+  "$demo/dag-run.log"
+summary=$(sed -n 's/^rcp summary: //p' "$demo/dag-run.log")
+[ -n "$summary" ] || { echo "no summary in the run's log ($demo/dag-run.log)" >&2; exit 1; }
+echo "the copy task's summary (its XCom):"
+python3 -m json.tool <<<"$summary"
 echo "(full log: $demo/dag-run.log)"
 echo
 
