@@ -2,9 +2,10 @@
 
 :func:`copy_shard` creates the plan's *parents* at the destination (``0700``, like any
 directory the engine creates; several shards may do so at once), then copies the
-shard's units, one :class:`~rcp_core.paths.Job` each, with the
-:class:`~rcp_core.engine.Engine`. :func:`finalize`, once every shard is done, gives the
-parents their sources' metadata, deepest first. Both are in :mod:`rcp_core.shards`.
+shard's units in one run of the :class:`~rcp_core.engine.Engine`, one
+:class:`~rcp_core.paths.Job` per unit. :func:`finalize`, once every shard is done,
+gives the parents their sources' metadata, deepest first. Both are in
+:mod:`rcp_core.shards`.
 
 Invariants:
 
@@ -14,33 +15,27 @@ Invariants:
   written: bad index, settings whose meaning depends on the whole tree (filters,
   ``--delete``, ``-L``, dry runs), a destination that is the source or inside it, a
   non-directory where a parent goes, and, under the default policy, an existing unit;
-- parents are merged into whatever the policy: every shard needs them.
-
-Hard links: one engine run does not survive names of one inode in two of its jobs
-(the leader's destination directory is closed when its job ends, while a follower in
-another job still links through it), so units that share a multiply-linked file
-(:attr:`~rcp_core.shardplan.Shard.links`) go to different runs of the shard, run one
-after another. Each run calls ``rcp_run_finished`` and reports its own progress; the
-shard's summary adds them up. Such names are copied as separate files, as across
-shards.
+- parents are merged into whatever the policy: every shard needs them;
+- a shard is one engine run, so its summary, progress and ``rcp_run_finished`` call
+  are the run's, and names of one inode in any of its units stay hard links (as in
+  ``rcp A B DST/``). Shards do not share a run: names in different shards are copied
+  as separate files with equal content.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import resource
 import stat
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import pluggy
 
 from rcp_core.context import log
 from rcp_core.engine import Engine
 from rcp_core.errors import (
-    CopyFailedError,
     EntryError,
     UsageError,
     classify,
@@ -51,8 +46,8 @@ from rcp_core.monitor import Observer
 from rcp_core.paths import Job
 from rcp_core.plugins import plugin_manager
 from rcp_core.settings import CopySettings, ExistingPolicy
-from rcp_core.shardplan import Shard, ShardPlan
-from rcp_core.summary import Resources, Summary, merge
+from rcp_core.shardplan import ShardPlan
+from rcp_core.summary import KEYS, Resources, Summary
 from rcp_core.tree import DIR_FLAGS
 
 
@@ -112,32 +107,7 @@ def _make_parents(plan: ShardPlan, dst: str) -> None:
                 raise UsageError(f"destination {path!r} is not a directory") from None
 
 
-def runs(shard: Shard) -> list[list[str]]:
-    """The shard's units in engine runs, no two units of one link group in one run.
-
-    Greedy colouring in unit order: each unit joins the first run that holds no unit
-    of its groups, so there are at most as many runs as the most groups a unit is in,
-    plus one; a shard without links is one run (none when it has no units).
-    """
-    groups_of: dict[str, list[int]] = {}
-    for g, group in enumerate(shard.links):
-        for unit in group:
-            groups_of.setdefault(unit, []).append(g)
-    used: list[set[int]] = [set() for _ in shard.links]
-    out: list[list[str]] = []
-    for unit in shard.units:
-        mine = groups_of.get(unit, [])
-        taken = set[int]().union(*(used[g] for g in mine))
-        run = next(r for r in itertools.count() if r not in taken)
-        for g in mine:
-            used[g].add(run)
-        if run == len(out):
-            out.append([])
-        out[run].append(unit)
-    return out
-
-
-def _jobs(plan: ShardPlan, units: Sequence[str], dst: str) -> list[Job]:
+def _jobs(plan: ShardPlan, units: Iterable[str], dst: str) -> list[Job]:
     jobs = []
     for rel in units:
         parent, name = os.path.split(rel)
@@ -145,17 +115,6 @@ def _jobs(plan: ShardPlan, units: Sequence[str], dst: str) -> list[Job]:
         exists = os.path.lexists(os.path.join(dst_parent, name))
         jobs.append(Job(src_parent, name, dst_parent, name, exists, follow_root=False))
     return jobs
-
-
-def _errors(summaries: Iterable[Summary]) -> tuple[tuple[str, int, str], ...]:
-    """The runs' deduplicated error lists as one, most frequent first."""
-    merged: dict[str, tuple[int, str]] = {}
-    for summary in summaries:
-        for key, count, example in summary.errors:
-            before, first = merged.get(key, (0, example))
-            merged[key] = (before + count, first)
-    ranked = sorted(merged.items(), key=lambda item: -item[1][0])
-    return tuple((key, count, example) for key, (count, example) in ranked)
 
 
 def copy_shard(
@@ -175,8 +134,7 @@ def copy_shard(
     Arguments as for :func:`rcp_core.copy`.
 
     :raises UsageError: see the module docstring; nothing was touched.
-    :raises CopyFailedError: some entries failed; ``.summary`` has the partial counts
-        (a run stopped by ``fail_early`` or ``cancel`` skips the shard's later runs).
+    :raises CopyFailedError: some entries failed; ``.summary`` has the partial counts.
     """
     start = time.monotonic()
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -197,41 +155,24 @@ def copy_shard(
     if not isinstance(plugins, pluggy.PluginManager):
         plugins = plugin_manager(plugins or ())
     _make_parents(plan, dst)
-    summaries: list[Summary] = []
-    failures: list[CopyFailedError] = []
-    for units in runs(shard):
-        log.debug("copying shard %d: a run of %d unit(s)", index, len(units))
-        engine = Engine(
-            _jobs(plan, units, dst),
-            settings,
-            plugins=plugins,
-            on_progress=on_progress,
-            progress_interval=progress_interval,
-            cancel=cancel,
+    if not shard.units:
+        # No unit (an empty tree): no job for the engine, but the root exists now.
+        summary = Summary(
+            counts=dict.fromkeys(KEYS, 0),
+            resources=Resources.since(start, usage, children),
         )
-        try:
-            summaries.append(engine.run())
-        except CopyFailedError as exc:
-            summaries.append(exc.summary)
-            failures.append(exc)
-            if exc.stopped:
-                break
-    if len(summaries) == 1 and not failures:
-        return summaries[0]
-    if len(summaries) == 1:
-        raise failures[0]
-    # None (an empty tree: nothing to run, but the root exists now) or several runs.
-    summary = Summary(
-        counts=merge(s.counts for s in summaries),
-        resources=Resources.since(start, usage, children),
-        errors=_errors(summaries),
-    )
-    if not summaries:
         plugins.hook.rcp_run_finished(summary=summary, error=None)
-    if failures:
-        stopped = any(f.stopped for f in failures)
-        raise CopyFailedError(summary, list(summary.errors), stopped=stopped)
-    return summary
+        return summary
+    log.debug("copying shard %d: %d unit(s)", index, len(shard.units))
+    engine = Engine(
+        _jobs(plan, shard.units, dst),
+        settings,
+        plugins=plugins,
+        on_progress=on_progress,
+        progress_interval=progress_interval,
+        cancel=cancel,
+    )
+    return engine.run()
 
 
 def finalize(

@@ -12,14 +12,16 @@ violation is a :class:`~rcp_core.errors.UsageError`):
 - no unit is a parent, and no unit is in two places, so no unit lies inside another
   and shards are disjoint: every entry of the tree is in exactly one unit or is a
   parent;
-- shard ``i`` is at position ``i``; there is at least one shard;
-- a link group names two or more distinct units of its own shard.
+- shard ``i`` is at position ``i``; there is at least one shard.
 
 Manifest format (version 1)::
 
     {"version": 1, "root": PATH, "parents": [PATH, ...],
-     "shards": [{"index": 0, "units": [PATH, ...], "files": N, "bytes": N,
-                 "links": [[PATH, PATH, ...], ...]}, ...]}
+     "shards": [{"index": 0, "units": [PATH, ...], "files": N, "bytes": N}, ...]}
+
+The reader is strict: a key this format does not define (at the top or in a shard) is
+refused rather than ignored: a writer that adds meaning must bump the version, and a
+reader never acts on part of a plan.
 
 A ``PATH`` is a JSON string, or ``{"base64": ...}`` holding the raw bytes of a name
 that is not valid UTF-8: in memory such names are surrogateescape strings
@@ -43,6 +45,8 @@ FILE_COST = 64 * 1024
 """The cost of one entry's metadata operations (create, set mode and times), in bytes:
 a file of 64 KiB costs about twice a file of 0 bytes to copy."""
 MANIFEST_VERSION = 1
+_PLAN_KEYS = frozenset({"version", "root", "parents", "shards"})
+_SHARD_KEYS = frozenset({"index", "units", "files", "bytes"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,15 +57,12 @@ class Shard:
     :param units: relative paths of its units, sorted.
     :param files: entries in its units (files, directories, symlinks, specials).
     :param bytes: bytes of regular files in its units.
-    :param links: groups of its units that hold names of one multiply-linked file;
-        they must not share an engine run (see :mod:`rcp_core.shardcopy`).
     """
 
     index: int
     units: tuple[str, ...]
     files: int
     bytes: int
-    links: tuple[tuple[str, ...], ...] = ()
 
     @property
     def weight(self) -> int:
@@ -109,14 +110,6 @@ class ShardPlan:
                 if rel in parents or rel in seen:
                     raise UsageError(f"shard unit {rel!r} is planned twice")
                 seen.add(rel)
-            units = set(shard.units)
-            for group in shard.links:
-                if len(set(group)) != len(group) or len(group) < 2:
-                    raise UsageError(f"shard {position}: bad link group {group!r}")
-                if not units.issuperset(group):
-                    raise UsageError(
-                        f"shard {position}: link group {group!r} is not its units"
-                    )
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON-ready manifest (what a planner task pushes to XCom)."""
@@ -130,7 +123,6 @@ class ShardPlan:
                     "units": [_encode(u) for u in s.units],
                     "files": s.files,
                     "bytes": s.bytes,
-                    "links": [[_encode(u) for u in g] for g in s.links],
                 }
                 for s in self.shards
             ],
@@ -146,19 +138,18 @@ class ShardPlan:
                 f"shard manifest version {data.get('version')!r} is not supported "
                 f"(this version reads {MANIFEST_VERSION})"
             )
+        _known(data, _PLAN_KEYS, "")
         shards = []
         for raw in _items(data, "shards"):
             if not isinstance(raw, dict):
                 raise UsageError("shard manifest: a shard is not an object")
-            units = _paths(raw.get("units"), "'units'")
-            links = tuple(_paths(g, "a link group") for g in _items(raw, "links"))
+            _known(raw, _SHARD_KEYS, "a shard ")
             shards.append(
                 Shard(
                     _count(raw, "index"),
-                    units,
+                    _paths(raw.get("units"), "'units'"),
                     _count(raw, "files"),
                     _count(raw, "bytes"),
-                    links,
                 )
             )
         parents = _paths(data.get("parents"), "'parents'")
@@ -175,6 +166,14 @@ def _valid_rel(rel: str) -> bool:
 
 def _dirname(rel: str) -> str:
     return rel.rpartition("/")[0]
+
+
+def _known(data: dict[str, Any], keys: frozenset[str], where: str) -> None:
+    """Refuse keys the format does not define (see the module docstring)."""
+    unknown = sorted(repr(k) for k in data if k not in keys)
+    if unknown:
+        names = ", ".join(unknown)
+        raise UsageError(f"shard manifest: {where}has unknown key(s) {names}")
 
 
 def _items(data: dict[str, Any], key: str) -> list[Any]:

@@ -22,20 +22,19 @@ Units and weights:
   shard weighs what it weighs).
 
 Planning keeps, besides the units, only directories that were heavy when they finished
-(against the running total) and the names of multiply-linked files, so its memory
-follows the plan rather than the tree; it holds one descriptor per directory level it
-is in, and never follows a symlink below the root (the root itself may be one, to a
-directory). Units of one shard that hold names of one multiply-linked file are
-recorded as a link group (:attr:`~rcp_core.shardplan.Shard.links`).
+(against the running total), so its memory follows the plan rather than the tree; it
+holds one descriptor per directory level it is in, and never follows a symlink below
+the root (the root itself may be one, to a directory).
 
-Known limits: hard links are kept within a unit only; names of one file in different
-units are copied as separate files (see :mod:`rcp_core.shardcopy`). A directory that
-cannot be read while planning becomes a unit of its own (logged), so its copy reports
-the error as a plain copy would; a unit that vanished after planning is an error of
-its shard. Sharded copies refuse filters, ``--delete``, ``-L`` and dry runs, whose
-meaning depends on the whole tree; parents are shared by all shards, so they are
-merged into whatever the policy, and :func:`finalize` sets their metadata even where
-they existed before the copy.
+Known limits: hard links are kept within a shard only (a shard is one engine run, see
+:mod:`rcp_core.shardcopy`); names of one file in different shards are copied as
+separate files with equal content, and the planner does not try to keep such names in
+one shard. A directory that cannot be read while planning becomes a unit of its own
+(logged), so its copy reports the error as a plain copy would; a unit that vanished
+after planning is an error of its shard. Sharded copies refuse filters, ``--delete``,
+``-L`` and dry runs, whose meaning depends on the whole tree; parents are shared by
+all shards, so they are merged into whatever the policy, and :func:`finalize` sets
+their metadata even where they existed before the copy.
 """
 
 from __future__ import annotations
@@ -43,7 +42,6 @@ from __future__ import annotations
 import heapq
 import math
 import os
-import posixpath
 from dataclasses import dataclass
 
 from rcp_core.context import log
@@ -72,9 +70,6 @@ __all__ = [
     "read_manifest",
     "write_manifest",
 ]
-
-Linked = dict[tuple[int, int], list[str]]
-"""Names (relative paths) of each multiply-linked regular file, by (device, inode)."""
 
 UNIT_SHARE = 0.5
 """A directory weighing at most this share of a shard's target is one unit. Half keeps
@@ -111,9 +106,9 @@ def _join(rel: str, name: str) -> str:
     return f"{rel}/{name}" if rel else name
 
 
-def _list(fd: int, rel: str, linked: Linked) -> tuple[_Frame, int]:
+def _list(fd: int, rel: str) -> tuple[_Frame, int]:
     """Read the directory ``fd`` (which the frame then owns); return its frame and
-    the weight it adds; note multiply-linked files in ``linked``.
+    the weight it adds.
 
     Non-directories become leaf nodes (an entry that vanished is left out); a
     directory that cannot be read becomes a leaf of its own, for its copy to report.
@@ -129,17 +124,13 @@ def _list(fd: int, rel: str, linked: Linked) -> tuple[_Frame, int]:
                         frame.subdirs.append(entry.name)
                         continue
                     size = 0
-                    child = _join(rel, entry.name)
                     if entry.is_file(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
-                        size = st.st_size
-                        if st.st_nlink > 1:
-                            linked.setdefault((st.st_dev, st.st_ino), []).append(child)
+                        size = entry.stat(follow_symlinks=False).st_size
                 except FileNotFoundError:
                     continue
                 except OSError:
                     size = 0  # weighed as an entry; its copy reports the error
-                children.append(_Node(child, 1, size))
+                children.append(_Node(_join(rel, entry.name), 1, size))
                 node.files += 1
                 node.bytes += size
     except OSError as exc:
@@ -163,7 +154,7 @@ def _add(parent: _Node, child: _Node) -> None:
     parent.bytes += child.bytes
 
 
-def _walk(root: str, count: int, linked: Linked) -> _Node:
+def _walk(root: str, count: int) -> _Node:
     """The tree under ``root`` as a node whose heavy subtrees keep their children.
 
     A directory is dropped to a leaf when it finishes no heavier than the *running*
@@ -175,7 +166,7 @@ def _walk(root: str, count: int, linked: Linked) -> _Node:
     except OSError as exc:
         raise UsageError(f"source {root!r}: {exc.strerror}") from exc
     share = math.inf if count == 1 else UNIT_SHARE / count
-    frame, total = _list(root_fd, "", linked)
+    frame, total = _list(root_fd, "")
     stack = [frame]
     try:
         while True:
@@ -194,7 +185,7 @@ def _walk(root: str, count: int, linked: Linked) -> _Node:
                     total += FILE_COST
                     _add(frame.node, _Node(rel, 1, 0))
                     continue
-                child_frame, weight = _list(fd, rel, linked)
+                child_frame, weight = _list(fd, rel)
                 stack.append(child_frame)
                 total += weight
                 continue
@@ -211,29 +202,6 @@ def _walk(root: str, count: int, linked: Linked) -> _Node:
             os.close(frame.fd)
 
 
-def _link_groups(
-    members: list[list[_Node]], linked: Linked
-) -> list[set[tuple[str, ...]]]:
-    """Per shard, the sets of its units that hold names of one multiply-linked file
-    (names in other shards, or in the same unit, need no group)."""
-    shard_of = {u.rel: i for i, group in enumerate(members) for u in group}
-    groups: list[set[tuple[str, ...]]] = [set() for _ in members]
-    for names in linked.values():
-        if len(names) < 2:
-            continue
-        by_shard: dict[int, set[str]] = {}
-        for name in names:
-            unit = name
-            while unit and unit not in shard_of:  # a file is never a parent
-                unit = posixpath.dirname(unit)
-            if unit:
-                by_shard.setdefault(shard_of[unit], set()).add(unit)
-        for i, units in by_shard.items():
-            if len(units) > 1:
-                groups[i].add(tuple(sorted(units)))
-    return groups
-
-
 def plan_shards(root: str | os.PathLike[str], count: int) -> ShardPlan:
     """Split the directory ``root`` into at most ``count`` balanced shards.
 
@@ -248,8 +216,7 @@ def plan_shards(root: str | os.PathLike[str], count: int) -> ShardPlan:
     absolute = os.path.abspath(os.fspath(root))
     if os.path.realpath(absolute) == "/":
         raise UsageError("refusing to shard '/' as a source")
-    linked: Linked = {}
-    tree = _walk(absolute, count, linked)
+    tree = _walk(absolute, count)
     limit = math.inf if count == 1 else UNIT_SHARE * tree.weight / count
     units: list[_Node] = []
     parents = [""]
@@ -269,14 +236,12 @@ def plan_shards(root: str | os.PathLike[str], count: int) -> ShardPlan:
         load, i = heapq.heappop(loads)
         members[i].append(unit)
         heapq.heappush(loads, (load + unit.weight, i))
-    links = _link_groups(members, linked)
     shards = tuple(
         Shard(
             i,
             tuple(sorted(u.rel for u in group)),
             sum(u.files for u in group),
             sum(u.bytes for u in group),
-            tuple(sorted(links[i])),
         )
         for i, group in enumerate(members)
     )

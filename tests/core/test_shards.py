@@ -28,7 +28,6 @@ from rcp_core import (
     UsageError,
     copy,
 )
-from rcp_core.shardcopy import runs
 from rcp_core.shards import (
     FILE_COST,
     MAX_SHARDS,
@@ -341,8 +340,8 @@ GOOD: dict[str, Any] = {
     "root": "/data",
     "parents": ["", "a"],
     "shards": [
-        {"index": 0, "units": ["a/x", "b"], "files": 2, "bytes": 10, "links": []},
-        {"index": 1, "units": ["a/y"], "files": 1, "bytes": 0, "links": []},
+        {"index": 0, "units": ["a/x", "b"], "files": 2, "bytes": 10},
+        {"index": 1, "units": ["a/y"], "files": 1, "bytes": 0},
     ],
 }
 
@@ -385,11 +384,8 @@ def shard(**changes: object) -> list[object]:
         (json.dumps(broken(shards=shard(files=True))).encode(), "'files'"),
         (json.dumps(broken(shards=shard(files=1))).encode(), "impossible"),
         (json.dumps(broken(shards=shard(units=[{"base64": "!"}]))).encode(), "base64"),
-        (json.dumps(broken(shards=shard(links=None))).encode(), "'links'"),
-        (json.dumps(broken(shards=shard(links=["b"]))).encode(), "link group"),
-        (json.dumps(broken(shards=shard(links=[["b"]]))).encode(), "bad link group"),
-        (json.dumps(broken(shards=shard(links=[["b", "b"]]))).encode(), "bad link"),
-        (json.dumps(broken(shards=shard(links=[["b", "c"]]))).encode(), "not its"),
+        (json.dumps(broken(extra=1)).encode(), "unknown key.*'extra'"),
+        (json.dumps(broken(shards=shard(links=[]))).encode(), "a shard has .*'links'"),
     ],
 )
 def test_malformed_manifest_is_refused_naming_the_file(
@@ -478,9 +474,14 @@ def test_empty_shard_returns_zero_summary_and_finalize_sets_the_root(
     assert tree_compare(src, tmp_path / "dst") == []
 
 
-def test_hard_links_are_kept_within_a_unit_only(
-    tmp_path: Path, tree_compare: TreeCompare
+@pytest.mark.parametrize(
+    "settings", [CopySettings(), CopySettings(max_processes=2)], ids=["one", "helpers"]
+)
+def test_hard_links_are_kept_within_a_shard_only(
+    tmp_path: Path, tree_compare: TreeCompare, settings: CopySettings
 ) -> None:
+    """Names of one inode in two units of one shard stay one file (a shard is one
+    engine run); in two shards they are two files with equal content (a known limit)."""
     spec: dict[str, Entry] = {
         "pair/x": b"linked",
         "pair/y": HardLink("pair/x"),
@@ -488,68 +489,63 @@ def test_hard_links_are_kept_within_a_unit_only(
         **{f"heavy/f{i:02}": b"h" * 100_000 for i in range(12)},
     }
     src = make_tree(tmp_path / "src", spec)
-    for count in (1, 3):
-        plan = plan_shards(str(src), count)
-        holding = [s for s in plan.shards if {"pair", "far"} & set(s.units)]
-        if count == 1:  # both units in one shard: recorded as a link group
-            assert holding[0].links == (("far", "pair"),)
-        else:  # in two shards: nothing to record
-            assert len(holding) == 2
-            assert all(s.links == () for s in plan.shards)
-        dst = tmp_path / f"dst{count}"
-        assert copy_all(plan, dst) == 14  # pair/y is a hard link
-        finalize(plan, dst)
-        x, y, far = (os.lstat(dst / p) for p in ("pair/x", "pair/y", "far"))
-        assert x.st_ino == y.st_ino  # within one unit: still one file
-        assert far.st_ino != x.st_ino  # another unit: a separate copy (a known limit)
-        assert (dst / "far").read_bytes() == b"linked"
-        assert tree_compare(src, dst, hardlinks=False) == []
+
+    plan = plan_shards(str(src), 1)
+    assert plan.shards[0].units == ("far", "heavy", "pair")
+    one = tmp_path / "one"
+    summary = copy_shard(plan, 0, one, settings)
+    assert (summary["copied.files"], summary["copied.hardlinks"]) == (13, 2)
+    finalize(plan, one, settings)
+    x, y, far = (os.lstat(one / p) for p in ("pair/x", "pair/y", "far"))
+    assert x.st_ino == y.st_ino == far.st_ino
+    assert x.st_nlink == 3
+    assert tree_compare(src, one) == []  # hard links compared too
+
+    plan = plan_shards(str(src), 3)
+    holding = [s for s in plan.shards if {"pair", "far"} & set(s.units)]
+    assert len(holding) == 2
+    two = tmp_path / "two"
+    assert copy_all(plan, two, settings) == 14  # pair/y is a hard link
+    finalize(plan, two, settings)
+    x, y, far = (os.lstat(two / p) for p in ("pair/x", "pair/y", "far"))
+    assert x.st_ino == y.st_ino  # one shard: still one file
+    assert far.st_ino != x.st_ino  # another shard: a separate copy
+    assert (x.st_nlink, far.st_nlink) == (2, 1)
+    assert (two / "far").read_bytes() == (two / "pair/x").read_bytes() == b"linked"
+    assert tree_compare(src, two, hardlinks=False) == []
 
 
-def test_split_directories_of_linked_files_copy_cleanly(
+def test_split_directories_of_linked_files_stay_linked_within_shards(
     tmp_path: Path, tree_compare: TreeCompare
 ) -> None:
     """Like two backup snapshots: every file of ``a`` has a name in ``b``, and both
-    are split into single-file units that share shards."""
+    are split into single-file units. A pair whose units share a shard is one file at
+    the destination; a pair split over two shards is two equal files."""
     spec: dict[str, Entry] = {
-        f"a/f{i:02}": File(b"%d" % i * 5000, mtime_ns=T) for i in range(16)
+        f"a/f{i:02}": File(b"%d" % i * 5000, mtime_ns=T) for i in range(15)
     }
-    spec |= {f"b/f{i:02}": HardLink(f"a/f{i:02}") for i in range(16)}
+    spec |= {f"b/f{i:02}": HardLink(f"a/f{i:02}") for i in range(15)}
     src = make_tree(tmp_path / "src", spec)
     plan = plan_shards(str(src), 2)
     assert {"a", "b"} <= set(plan.parents)
-    assert all(len(s.links) > 0 for s in plan.shards)
-    for shard in plan.shards:
-        for group in shard.links:
-            assert sorted(p.split("/")[1] for p in group) == [group[0][2:]] * 2
+    shard_of = {u: s.index for s in plan.shards for u in s.units}
+    together = {
+        f"f{i:02}"
+        for i in range(15)
+        if shard_of[f"a/f{i:02}"] == shard_of[f"b/f{i:02}"]
+    }
+    assert 0 < len(together) < 15, "both cases must occur"
     dst = tmp_path / "dst"
-    assert copy_all(plan, dst) == 32
+    summaries = [copy_shard(plan, i, dst) for i in range(len(plan.shards))]
     finalize(plan, dst)
+    assert sum(s["copied.hardlinks"] for s in summaries) == len(together)
+    assert sum(s["copied.files"] for s in summaries) == 30 - len(together)
+    for i in range(15):
+        name = f"f{i:02}"
+        a, b = os.lstat(dst / "a" / name), os.lstat(dst / "b" / name)
+        assert (a.st_ino == b.st_ino) == (name in together), name
+        assert (dst / "a" / name).read_bytes() == (dst / "b" / name).read_bytes()
     assert tree_compare(src, dst, hardlinks=False) == []
-
-
-def test_runs_keep_linked_units_apart() -> None:
-    shard = Shard(
-        0,
-        ("a", "b", "c", "d", "e"),
-        5,
-        0,
-        links=(("a", "b", "c"), ("c", "d")),
-    )
-    assert runs(shard) == [["a", "d", "e"], ["b"], ["c"]]
-    assert runs(Shard(0, ("a", "b"), 2, 0)) == [["a", "b"]]
-    assert runs(Shard(0, (), 0, 0)) == []
-
-
-def test_manifest_keeps_link_groups(tmp_path: Path) -> None:
-    src = make_tree(
-        tmp_path / "src",
-        {f"{BAD}/x": b"x", "y": HardLink(f"{BAD}/x"), "z": b"z"},
-    )
-    plan = plan_shards(str(src), 1)
-    assert plan.shards[0].links == ((BAD, "y"),)
-    write_manifest(plan, tmp_path / "m.json")
-    assert read_manifest(tmp_path / "m.json") == plan
 
 
 def test_existing_unit_is_refused_by_default_before_anything_is_copied(
