@@ -65,7 +65,8 @@ class Sshd:
         ]
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on (for a server started next)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
@@ -85,7 +86,7 @@ def running_sshd(workdir: Path, host: netns.Host | None = None) -> Iterator[Sshd
         )
     authorized = workdir / "authorized_keys"
     authorized.write_text((workdir / "client_key.pub").read_text())
-    port = _free_port() if host is None else 22
+    port = free_port() if host is None else 22
     address = "127.0.0.1" if host is None else host.address
     config = workdir / "sshd_config"
     config.write_text(

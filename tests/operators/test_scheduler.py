@@ -11,7 +11,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.sshd import free_port
 from support.airflow import airflow
 from support.treecmp import TreeCompare
 from support.treespec import File, Spec, make_tree
@@ -41,17 +41,10 @@ TREE: Spec = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @contextlib.contextmanager
 def _components(home: Path) -> Iterator[None]:
     """Scheduler, DAG processor and API server for this test, stopped at the end."""
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
