@@ -58,11 +58,14 @@ PEERS: Final = (
     "airflow",
 )
 RCP_AUTO: Final = "rcp_auto"
+OPERATOR: Final = "rcp_operator"
+"""Airflow's RcpCopyOperator, beside ObjectStoragePath.copy, on the 1 KiB sets."""
 HOOK_TOOLS: Final = ("rcp_hooks", "rcp_nohooks")
 """The engine with and without its plugin layer (:mod:`.bypass`), in a few cells."""
 QUICK_FIXED: Final = (1, 4, 16, 64)
 ALL_TOOLS: Final = (
     *PEERS,
+    OPERATOR,
     RCP_AUTO,
     *(f"rcp_w{n}" for n in RCP_FIXED),
     *HOOK_TOOLS,
@@ -150,14 +153,14 @@ _REFLINKERS = ("cp_r", "cp_a", f"cp_par{PARALLEL_JOBS}", "shutil", RCP_AUTO)
 
 QUICK: Final = Plan(
     name="quick",
-    tools=(*_QUICK_TOOLS, *HOOK_TOOLS, *REMOTE_TOOLS),
+    tools=(*_QUICK_TOOLS, OPERATOR, *HOOK_TOOLS, *REMOTE_TOOLS),
     reps=3,
     budget_s=12 * 60,
     cells=(
-        Cell("ext4", "1k_10k", tools=_QUICK_TOOLS),
+        Cell("ext4", "1k_10k", tools=(*_QUICK_TOOLS, OPERATOR)),
         Cell("ext4", "100m_3", ("warm",), _QUICK_TOOLS),
         Cell("xfs", "100m_3", ("warm",), _QUICK_TOOLS),
-        Cell("fuse", "1k_100", ("warm",), _QUICK_TOOLS, note=_FUSE_NOTE),
+        Cell("fuse", "1k_100", ("warm",), (*_QUICK_TOOLS, OPERATOR), note=_FUSE_NOTE),
         Cell("fuse", "1m_50", ("warm",), _QUICK_TOOLS, note=_FUSE_NOTE),
         Cell("tmpfs", "1k_10k", ("warm",), (*_QUICK_TOOLS, *HOOK_TOOLS)),
         Cell("tmpfs", "empty_10k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
@@ -177,7 +180,7 @@ FULL: Final = Plan(
             "ext4",
             "1k_50k",
             ("warm",),
-            (*_FULL_TOOLS, *HOOK_TOOLS),
+            (*_FULL_TOOLS, OPERATOR, *HOOK_TOOLS),
             note="warm only (the target); cold: 1k_10k",
         ),
         Cell(
@@ -209,7 +212,7 @@ FULL: Final = Plan(
             _REFLINK_NOTE,
         ),
         Cell("xfs", "1k_10k", ("warm",), _FULL_TOOLS),
-        Cell("fuse", "1k_200", ("warm",), _FULL_TOOLS, note=_FUSE_NOTE),
+        Cell("fuse", "1k_200", ("warm",), (*_FULL_TOOLS, OPERATOR), note=_FUSE_NOTE),
         Cell("fuse", "1m_100", ("warm",), _FULL_TOOLS, note=_FUSE_NOTE),
         Cell("tmpfs", "1k_10k", ("warm",), (*_FULL_TOOLS, *HOOK_TOOLS)),
         Cell("tmpfs", "empty_100k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),

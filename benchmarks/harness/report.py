@@ -206,7 +206,7 @@ def _targets_section(results: Results) -> list[str]:
         for r in check(results)
     ]
     lines = [
-        "## Targets of issue 3",
+        "## Targets (issue 3, and the Airflow operator row of issue 5)",
         "",
         *md_table(
             ("target", "scenario", "measured", "status", "margin", "evidence"), rows, 6

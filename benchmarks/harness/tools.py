@@ -53,6 +53,10 @@ AIRFLOW_SNIPPET: Final = (
     "import sys; from airflow.sdk import ObjectStoragePath as P; "
     "P('file://' + sys.argv[1]).copy(P('file://' + sys.argv[2]), recursive=True)"
 )
+OPERATOR_SNIPPET: Final = (
+    "import sys; from rcp_operators.copy import RcpCopyOperator as Op; "
+    "Op(task_id='copy', src=sys.argv[1], dst=sys.argv[2]).execute(context={})"
+)
 REMOTE_TOOLS: Final = ("rsync_ssh", "rsync_daemon", "rcp_remote", "rcp_remote_plain")
 SUMMARY_VAR: Final = "RCP_BENCH_SUMMARY"
 RCP_VAR: Final = "RCP_BENCH_RCP"
@@ -206,6 +210,17 @@ def toolbox(env: ToolEnv) -> dict[str, Tool]:
             env={"AIRFLOW_HOME": str(env.airflow_home)},
             note="local to local is fsspec's LocalFileSystem.copy underneath; "
             "separate venv .venv-bench-airflow",
+        ),
+        Tool(
+            "rcp_operator",
+            "RcpCopyOperator (Airflow)",
+            "rcp",
+            "preserve",
+            "RcpCopyOperator(task_id='copy', src=SRC, dst=DST).execute(context={})",
+            lambda s, d: [py, "-c", OPERATOR_SNIPPET, str(s), str(d)],
+            env={"AIRFLOW_HOME": str(env.airflow_home)},
+            note="the operator as a task runs it, in a fresh process of the project "
+            "venv (Airflow imported); mode and times kept",
         ),
         Tool(
             "rcp_auto",
@@ -382,6 +397,16 @@ def _version_of(tool: Tool, env: ToolEnv) -> tuple[str, str | None]:
                 "'apache-airflow-core', v('apache-airflow-core'), 'fsspec', v('fsspec'))",
             ]
         )
+    if tool.id == "rcp_operator":
+        airflow, problem = _first_line(
+            [
+                env.python,
+                "-c",
+                "from importlib.metadata import version as v; "
+                "print('apache-airflow', v('apache-airflow'))",
+            ]
+        )
+        return f"{rcp_version(env.repo)}; {airflow}", problem
     if env.rcp is None:
         return "", "the rcp entry point is not installed (make bench installs the venv)"
     rcpd = rcpd_of(env.rcp)
