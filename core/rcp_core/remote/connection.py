@@ -14,6 +14,10 @@ Invariants:
   found within about ``keepalive`` seconds;
 - frames from several threads never interleave (:meth:`Connection.send` holds a lock
   for the whole frame); one thread reads;
+- the descriptor is released only when no thread is inside a send or a read
+  (:meth:`Connection.close` shuts the socket down first, which wakes them): a thread
+  must never write to or read from a number the process has since given to another
+  file;
 - an ``ERROR`` frame from the peer becomes :class:`RemoteError` with its reason; a
   frame the state does not allow becomes :class:`ProtocolError` (:meth:`expect`).
 """
@@ -96,7 +100,12 @@ class Connection:
         self.reader = FrameReader(sock, max_frame)
         self.version = PROTOCOL
         self.hello: Hello | None = None
-        self._send_lock = threading.Lock()
+        # Held while a thread uses the socket's descriptor, and by close(): a
+        # descriptor closed under a thread inside a send or read would let that thread
+        # (or OpenSSL, which keeps the number) write to or read from whatever file the
+        # process opens next under the same number.
+        self._send_lock = threading.RLock()
+        self._read_lock = threading.RLock()
         self._timeout = sock.gettimeout()
         self._buffer = bytearray()
 
@@ -198,7 +207,8 @@ class Connection:
     def read(self) -> Frame | None:
         """The next frame (``None``: closed cleanly); a peer's ``ERROR`` raises."""
         try:
-            frame = self.reader.read()
+            with self._read_lock:
+                frame = self.reader.read()
         except ssl.SSLError as exc:
             raise ConnectionLostError(f"{self.peer}: TLS: {exc}") from exc
         except (ConnectionLostError, PeerTimeoutError) as exc:
@@ -259,8 +269,14 @@ class Connection:
         self.reader.idle_timeout = None
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):  # a broken socket has nothing to report
-            self.sock.close()
+        """Shut the connection down (a thread blocked on it wakes with an error), then
+        release the descriptor once no thread is sending or reading on it."""
+        with contextlib.suppress(OSError):  # not connected any more: nothing to wake
+            # The TCP socket's own shutdown: SSLSocket.shutdown would drop its TLS
+            # state under a thread that is using it.
+            socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
+        with self._send_lock, self._read_lock, contextlib.suppress(OSError):
+            self.sock.close()  # a broken socket has nothing to report
 
 
 def dial(
