@@ -4,10 +4,9 @@ A hook stands for one *place* where trees live:
 
 - no connection (``rcp_conn_id=None``), or a connection without a host: the storage
   the worker itself sees. Copies run in the worker's process through the engine.
-- a connection with a host: an ``rcpd serve`` service there (``port``; ``password``
-  is its token; extras: ``fingerprint``, the SHA-256 of the certificate it printed at
-  start, which is pinned; ``no_encryption``; ``timeout``). Paths are the service
-  host's, confined to its roots.
+- a connection with a host: an ``rcpd serve`` service there
+  (:mod:`rcp_provider.endpoint` reads its fields). Paths are the service host's,
+  confined to its roots.
 
 :meth:`RcpHook.copy` copies from this place to another (or within it): locally with
 the engine, as one job of the service when both sides are on the same service (the
@@ -15,8 +14,10 @@ bytes never pass through the worker), or host to host through
 :func:`rcp_core.remote.service_copy.service_copy` otherwise. Jobs of a service are
 submitted under a key the caller chooses (:meth:`RcpHook.find`), which is how a
 retried task finds a copy its earlier try started instead of starting a second one.
+A copy between two places stops with the task's process (the services see their peer
+go); ``cancel`` stops local copies and service jobs.
 
-Connection extras are validated when the hook first needs them; a wrong one is a
+Connection fields are read when the hook first needs them; a wrong one is a
 :class:`rcp_core.errors.UsageError` naming the connection.
 """
 
@@ -27,7 +28,7 @@ import resource
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
@@ -39,34 +40,13 @@ from rcp_core.errors import JobFailedError, VerificationError
 from rcp_core.progress import Progress
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.summary import Resources, merge
+from rcp_provider.endpoint import Endpoint, endpoint_of
 
 Report = Callable[[dict[str, Any]], None]
 """Receives a running copy's ``entries``, ``bytes``, ``errors`` and ``elapsed``."""
 ACTIVE = frozenset({"queued", "running"})
 POLL = 2.0
 """Seconds a blocking wait for a service's job asks the service to hold each answer."""
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """Where an ``rcpd serve`` service listens and how it is trusted."""
-
-    host: str
-    port: int
-    fingerprint: str | None
-    token: str | None
-    encrypt: bool = True
-    timeout: float = 15.0
-
-    def client(self) -> ServiceClient:
-        return ServiceClient(
-            self.host,
-            self.port,
-            fingerprint=self.fingerprint,
-            token=self.token,
-            encrypt=self.encrypt,
-            timeout=self.timeout,
-        )
 
 
 class RcpHook(BaseHook):
@@ -91,30 +71,12 @@ class RcpHook(BaseHook):
         if self.rcp_conn_id is None:
             return None
         conn = self.get_connection(self.rcp_conn_id)
-        if not conn.host:
-            return None
-        extra = conn.extra_dejson
-        name = f"connection {self.rcp_conn_id!r}"
-        if not conn.port:
-            raise UsageError(f"{name}: the rcpd serve port is missing")
-        encrypt = not _flag(extra.get("no_encryption"), f"{name}: no_encryption")
-        fingerprint = extra.get("fingerprint") or None
-        if encrypt and not isinstance(fingerprint, str):
-            raise UsageError(
-                f"{name}: the service's certificate fingerprint (extra "
-                "'fingerprint') is required unless no_encryption is set"
-            )
-        timeout = extra.get("timeout")
-        timeout = 15.0 if timeout is None else timeout
-        if not isinstance(timeout, (int, float)) or timeout < 1:
-            raise UsageError(f"{name}: timeout must be a number of seconds >= 1")
-        return Endpoint(
+        return endpoint_of(
+            f"connection {self.rcp_conn_id!r}",
             conn.host,
-            int(conn.port),
-            fingerprint,
-            conn.password or None,
-            encrypt,
-            float(timeout),
+            conn.port,
+            conn.password,
+            conn.extra_dejson,
         )
 
     @cached_property
@@ -407,15 +369,6 @@ def _kept(preserve: Preserve) -> frozenset[CompareAttr]:
     if preserve.owner:
         attrs |= {CompareAttr.UID, CompareAttr.GID}
     return frozenset(attrs)
-
-
-def _flag(value: Any, what: str) -> bool:
-    """A boolean extra; Airflow's form and URIs may give it as text."""
-    if value is None or isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", ""):
-        return value.lower() in ("true", "1")
-    raise UsageError(f"{what} must be true or false, not {value!r}")
 
 
 def _relay(report: Report | None) -> Callable[[Progress], None] | None:

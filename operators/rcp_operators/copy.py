@@ -219,6 +219,8 @@ class RcpCopyOperator(BaseOperator):
     ) -> dict[str, Any]:
         if self.shard is None:
             raise UsageError("a manifest needs the shard to copy")
+        if verify != "none":
+            raise UsageError("verify a sharded copy in RcpFinalizeOperator")
         if source.endpoint is not None or target.endpoint is not None:
             raise UsageError("sharded copies run on the workers' own storage")
         assert self.manifest is not None
@@ -230,8 +232,7 @@ class RcpCopyOperator(BaseOperator):
             on_progress=ProgressLog(self.log, interval=self.progress_interval),
             cancel=self._cancel,
         )
-        if verify != "none":
-            raise UsageError("verify a sharded copy in RcpFinalizeOperator")
+        self.log.info("rcp: shard %d: %s", self.shard, one_line(summary))
         return summary
 
     def _finish(
