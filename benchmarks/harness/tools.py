@@ -349,9 +349,14 @@ def _rcp_fixed(env: ToolEnv, n: int) -> Callable[[Path, Path], list[str]]:
 
 
 def _bypass(env: ToolEnv, flag: str) -> Callable[[Path, Path], list[str]]:
+    """The bypass script with the python of the measured rcp's own venv (a wheel
+    install, as users have it): the plugin layer's cost includes reading the entry
+    points of the installed distributions, which the dev venv (Airflow's ~150) would
+    inflate."""
     extra = [flag.strip()] if flag else []
+    python = str(Path(env.rcp).with_name("python")) if env.rcp else env.python
     return lambda s, d: [
-        env.python,
+        python,
         "-m",
         "benchmarks.harness.bypass",
         *extra,
