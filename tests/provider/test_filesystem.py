@@ -1,0 +1,265 @@
+"""The fsspec filesystem ``rcp`` on local trees: fsspec's own conformance suites, plus
+what fsspec's local copy does not do (modes and times), registration and options."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pytest
+from fsspec.callbacks import Callback
+from fsspec.tests.abstract import (
+    AbstractCopyTests,
+    AbstractFixtures,
+    AbstractGetTests,
+    AbstractOpenTests,
+    AbstractPipeTests,
+    AbstractPutTests,
+)
+
+from rcp_core.errors import UsageError
+from rcp_core.settings import ExistingPolicy, Preserve
+from rcp_provider.filesystem import RcpFileSystem
+
+
+class RcpFixtures(AbstractFixtures):  # type: ignore[misc]
+    """fsspec's local wiring (``LocalFixtures``), with ``rcp`` as the filesystem."""
+
+    @pytest.fixture
+    def fs(self) -> RcpFileSystem:
+        return RcpFileSystem(auto_mkdir=True, skip_instance_cache=True)
+
+    @pytest.fixture
+    def fs_path(self, tmp_path: Path) -> str:
+        return str(tmp_path)
+
+
+class TestRcpCopy(AbstractCopyTests, RcpFixtures):  # type: ignore[misc]
+    pass
+
+
+class TestRcpGet(AbstractGetTests, RcpFixtures):  # type: ignore[misc]
+    pass
+
+
+class TestRcpPut(AbstractPutTests, RcpFixtures):  # type: ignore[misc]
+    pass
+
+
+class TestRcpOpen(AbstractOpenTests, RcpFixtures):  # type: ignore[misc]
+    pass
+
+
+class TestRcpPipe(AbstractPipeTests, RcpFixtures):  # type: ignore[misc]
+    pass
+
+
+def _tree(root: Path) -> Path:
+    """``root/src``: two files and a subdirectory, unusual modes, old times."""
+    src = root / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.txt").write_bytes(b"alpha")
+    (src / "sub" / "b.bin").write_bytes(os.urandom(70_000))
+    os.chmod(src / "a.txt", 0o640)
+    os.chmod(src / "sub" / "b.bin", 0o751)
+    os.chmod(src / "sub", 0o750)
+    for n, path in enumerate([src / "a.txt", src / "sub" / "b.bin", src / "sub"]):
+        os.utime(path, ns=(1_000_000_000 * (n + 1), 1_500_000_000_123_456_789 + n))
+    return src
+
+
+def _meta(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_mode, st.st_mtime_ns
+
+
+@pytest.mark.parametrize("form", ["bare", "url"])
+def test_recursive_copy_keeps_modes_and_times(tmp_path: Path, form: str) -> None:
+    src = _tree(tmp_path)
+    dst = tmp_path / "dst"
+    fs = RcpFileSystem(skip_instance_cache=True)
+    prefix = "rcp://" if form == "url" else ""
+    fs.copy(f"{prefix}{src}", f"{prefix}{dst}", recursive=True)
+    for rel in ["a.txt", "sub/b.bin"]:
+        assert (dst / rel).read_bytes() == (src / rel).read_bytes()
+    for rel in ["", "a.txt", "sub", "sub/b.bin"]:
+        assert _meta(dst / rel) == _meta(src / rel), rel
+
+
+def test_merge_never_replaces_an_entry_of_another_type(tmp_path: Path) -> None:
+    """fsspec's local copy fails where a file meets a directory; the engine alone
+    would replace it. Nothing is copied then."""
+    src = _tree(tmp_path)
+    fs = RcpFileSystem(skip_instance_cache=True)
+    dst = tmp_path / "dst"
+    (dst / "a.txt").mkdir(parents=True)
+    with pytest.raises(IsADirectoryError):
+        fs.copy(f"{src}/", str(dst), recursive=True)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "sub").write_bytes(b"keep me")
+    with pytest.raises(FileExistsError):
+        fs.copy(f"{src}/", str(other), recursive=True)
+    assert (other / "sub").read_bytes() == b"keep me"
+    assert sorted(p.name for p in other.iterdir()) == ["sub"]
+
+
+def test_fsspec_local_copy_drops_them(tmp_path: Path) -> None:
+    """Why the filesystem exists: fsspec's own local copy loses the modes."""
+    src = _tree(tmp_path)
+    dst = tmp_path / "dst"
+    fsspec.filesystem("file").copy(str(src), str(dst), recursive=True)
+    assert _meta(dst / "a.txt") != _meta(src / "a.txt")
+
+
+def _listing(root: Path) -> list[tuple[str, bytes | None]]:
+    return sorted(
+        (str(p.relative_to(root)), None if p.is_dir() else p.read_bytes())
+        for p in root.rglob("*")
+    )
+
+
+@pytest.mark.parametrize("maxdepth", [None, 1, 2])
+@pytest.mark.parametrize(
+    ("source_slash", "target_slash"), [("", ""), ("/", "/"), ("", "/")]
+)
+def test_same_names_as_fsspec_local(
+    tmp_path: Path, maxdepth: int | None, source_slash: str, target_slash: str
+) -> None:
+    """Differential: what fsspec's local copy creates, rcp creates (and keeps modes)."""
+    src = _tree(tmp_path)
+    rcp = RcpFileSystem(auto_mkdir=True, skip_instance_cache=True)
+    local = fsspec.filesystem("file", auto_mkdir=True, skip_instance_cache=True)
+    outcomes: dict[str, list[str]] = {"rcp": [], "local": []}
+    for fs, out in [(rcp, "rcp"), (local, "local")]:
+        (tmp_path / out / "existing").mkdir(parents=True)
+        for target in ["new", "existing"]:
+            dst = f"{tmp_path / out / target}{target_slash}"
+            try:
+                fs.copy(f"{src}{source_slash}", dst, recursive=True, maxdepth=maxdepth)
+                outcomes[out].append("ok")
+            except OSError as exc:
+                outcomes[out].append(type(exc).__name__)
+    assert outcomes["rcp"] == outcomes["local"]
+    assert _listing(tmp_path / "rcp") == _listing(tmp_path / "local")
+    # Files are told apart by content: a single file may be copied as "new".
+    originals = {p.read_bytes(): _meta(p) for p in src.rglob("*") if p.is_file()}
+    copies = [p for p in (tmp_path / "rcp").rglob("*") if p.is_file()]
+    assert copies
+    for path in copies:
+        assert _meta(path) == originals[path.read_bytes()], path
+
+
+def test_missing_source(tmp_path: Path) -> None:
+    fs = RcpFileSystem(skip_instance_cache=True)
+    missing, dst = str(tmp_path / "nope"), str(tmp_path / "dst")
+    with pytest.raises(FileNotFoundError):
+        fs.copy(missing, dst)
+    fs.copy([missing], [dst], on_error="ignore")
+    with pytest.raises(FileNotFoundError):
+        fs.copy([missing], [dst], on_error="raise")
+    assert not os.path.lexists(dst)
+
+
+class Recorder(Callback):  # type: ignore[misc]
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+
+    def call(self, *args: Any, **kwargs: Any) -> None:
+        self.sizes.append(self.value)
+
+
+def test_put_and_get_report_progress_per_file(tmp_path: Path) -> None:
+    src = _tree(tmp_path)
+    fs = RcpFileSystem(skip_instance_cache=True)
+    for method, dst in [(fs.put, tmp_path / "put"), (fs.get, tmp_path / "get")]:
+        callback = Recorder()
+        method(str(src), str(dst), recursive=True, callback=callback)
+        assert callback.size == 4  # src, src/a.txt, src/sub, src/sub/b.bin
+        assert callback.value == 4
+        assert callback.sizes == sorted(callback.sizes)
+        assert _meta(dst / "sub" / "b.bin") == _meta(src / "sub" / "b.bin")
+
+
+def test_entry_point_and_urls(tmp_path: Path) -> None:
+    src = _tree(tmp_path)
+    assert isinstance(fsspec.filesystem("rcp"), RcpFileSystem)
+    with fsspec.open(f"rcp://{src / 'a.txt'}", "rb") as f:
+        assert f.read() == b"alpha"
+    fs, path = fsspec.url_to_fs(f"rcp://{src}")
+    assert isinstance(fs, RcpFileSystem)
+    assert path == str(src)
+    assert sorted(fs.ls(path, detail=False)) == [str(src / "a.txt"), str(src / "sub")]
+
+
+def test_storage_options_are_coerced_from_strings() -> None:
+    fs = RcpFileSystem(
+        max_workers="3",
+        max_processes="1",
+        preserve="none",
+        existing="update",
+        fail_early="true",
+        auto_mkdir="1",
+        skip_instance_cache=True,
+    )
+    assert fs.settings.max_workers == 3
+    assert fs.settings.max_processes == 1
+    assert fs.settings.preserve == Preserve(frozenset())
+    assert fs.settings.existing is ExistingPolicy.UPDATE
+    assert fs.settings.fail_early is True
+    assert fs.auto_mkdir is True
+    passed_on = RcpFileSystem(
+        max_workers=2, use_listings_cache=False, skip_instance_cache=True
+    )
+    assert passed_on.settings.max_workers == 2
+    assert passed_on.dircache.use_listings_cache is False
+    with pytest.raises(UsageError, match="max_workers"):
+        RcpFileSystem(max_workers="many", skip_instance_cache=True)
+    with pytest.raises(UsageError, match="existing"):
+        RcpFileSystem(existing="clobber", skip_instance_cache=True)
+
+
+def test_options_from_the_environment(tmp_path: Path) -> None:
+    """fsspec's ``FSSPEC_RCP_<OPTION>`` variables arrive as strings."""
+    code = (
+        "import fsspec; fs = fsspec.filesystem('rcp'); "
+        "print(fs.settings.max_workers, fs.settings.preserve.mode)"
+    )
+    env = {**os.environ, "FSSPEC_RCP_MAX_WORKERS": "5", "FSSPEC_RCP_PRESERVE": "times"}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.split() == ["5", "False"]
+
+
+def test_importing_the_filesystem_imports_no_airflow() -> None:
+    code = "import sys, rcp_provider.filesystem; print('airflow' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
+
+
+def test_symlinks_inside_a_copied_directory_stay_links(tmp_path: Path) -> None:
+    """A deliberate difference: fsspec's local copy writes the target's data; the
+    engine keeps the link. A symlink named as the source itself is followed, as
+    fsspec does."""
+    src = _tree(tmp_path)
+    (src / "link").symlink_to("a.txt")
+    (tmp_path / "alias").symlink_to(src)
+    fs = RcpFileSystem(skip_instance_cache=True)
+    fs.copy(str(tmp_path / "alias"), str(tmp_path / "dst"), recursive=True)
+    assert not (tmp_path / "dst").is_symlink()
+    assert os.readlink(tmp_path / "dst" / "link") == "a.txt"
+    assert (tmp_path / "dst" / "sub" / "b.bin").read_bytes() == (
+        src / "sub" / "b.bin"
+    ).read_bytes()
