@@ -49,6 +49,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["rcp_provider.triggers"],
             }
         ],
+        "filesystems": ["rcp_provider.fs"],
         "connection-types": [
             {
                 "connection-type": "rcp",

@@ -56,7 +56,7 @@ def test_every_module_and_class_it_names_imports() -> None:
         for key in ("operators", "hooks", "triggers")
         for group in info[key]
         for module in group["python-modules"]
-    ]
+    ] + info["filesystems"]
     for module in modules:
         importlib.import_module(module)
     (conn_type,) = info["connection-types"]
