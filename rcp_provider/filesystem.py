@@ -293,7 +293,7 @@ class RcpFileSystem(LocalFileSystem):  # type: ignore[misc]  # fsspec is untyped
             path1, recursive=recursive, maxdepth=maxdepth, **kwargs
         )
         if source_is_str and (not recursive or maxdepth is not None):
-            # Non-recursive glob does not copy directories
+            # Without a full recursion, directories themselves are not transferred.
             paths1 = [p for p in paths1 if not (trailing_sep(p) or self.isdir(p))]
             if not paths1:
                 return None
