@@ -306,12 +306,17 @@ class RcpHook(BaseHook):
         self, key: str, *, client: ServiceClient | None = None
     ) -> dict[str, Any] | None:
         """A queued or running job whose key starts with ``key``'s stem (everything up
-        to its last ``:``), so a task's later try finds an earlier try's copy."""
+        to its last ``:``), so a task's later try finds an earlier try's copy.
+
+        :param client: an open client to ask (left open: the caller goes on with it).
+        """
+        if client is None:
+            with self.client() as own:
+                return self.find(key, client=own)
         stem = key.rpartition(":")[0] + ":" if ":" in key else key
-        with client or self.client() as service:
-            for job in service.jobs():
-                if str(job.get("key", "")).startswith(stem) and job["state"] in ACTIVE:
-                    return job
+        for job in client.jobs():
+            if str(job.get("key", "")).startswith(stem) and job["state"] in ACTIVE:
+                return job
         return None
 
     def job(self, job_id: str) -> dict[str, Any]:

@@ -275,7 +275,7 @@ def job_key(context: Context | dict[str, Any]) -> str | None:
     """``airflow:<task instance digest>:<try>``: one key per try of one task
     instance, so a later try finds an earlier try's job still running
     (:meth:`RcpHook.find` matches the part before the try)."""
-    ti = context.get("ti") if hasattr(context, "get") else None
+    ti = context.get("ti")
     if ti is None:
         return None
     name = "\0".join(
