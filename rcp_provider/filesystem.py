@@ -28,9 +28,16 @@ Invariants:
   it is ``FileNotFoundError`` (ignored under ``on_error="ignore"``, the default of a
   recursive ``copy``), any other failure raises the engine's
   :class:`~rcp_core.errors.CopyFailedError` with its partial summary.
-- ``callback=`` (``put``/``get``): ``set_size(number of pairs)``, then updated from
-  the engine's progress observer (one thread) and set to the total at the end. Per-file
-  ``branched`` child callbacks (bytes) are not called.
+- ``callback=`` (``put``/``get``), fsspec's contract: ``set_size`` with the number of
+  pairs fsspec would transfer (directories included, also when a whole directory is one
+  engine job); for each file the engine writes, ``callback.branched(source,
+  destination)`` gives a child that gets ``set_size(size)`` and ``absolute_update(size)``
+  and is closed, then the outer callback gets ``relative_update(1)``. These come from
+  worker threads through the engine's ``rcp_file_copied`` hook, serialised by a lock,
+  so a ``TqdmCallback`` is never updated concurrently; registering that plugin keeps the
+  run in one process. Directories, files left as they are (see below) and names made as
+  hard links get no child; the outer callback is set to the total at the end. A child
+  sees a file's bytes at once, when the file is done, not while it is copied.
 
 Deliberate differences from ``LocalFileSystem``: an existing destination file with the
 same size and mtime (``overwrite_compare``) is left as it is rather than rewritten, and
@@ -44,7 +51,8 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Iterable
 from glob import has_magic
 from typing import Any
 
@@ -58,8 +66,9 @@ from fsspec.utils import check_contained, other_paths
 
 from rcp_core.engine import Engine
 from rcp_core.errors import CopyFailedError, UsageError
+from rcp_core.hookspecs import hookimpl
 from rcp_core.paths import Job
-from rcp_core.progress import Progress
+from rcp_core.plugins import plugin_manager
 from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy, Preserve
 
 Pair = tuple[str, str]
@@ -353,19 +362,17 @@ class RcpFileSystem(LocalFileSystem):  # type: ignore[misc]  # fsspec is untyped
             exists = os.path.lexists(dst)
             jobs.append(Job(src_parent, src_name, parent, name, exists, True))
         if jobs:
-            self._run(jobs, ignore_missing, _observer(callback, len(pairs)))
+            self._run(jobs, ignore_missing, callback)
         if missing and not ignore_missing:
             raise FileNotFoundError(errno.ENOENT, _NOT_FOUND, missing[0])
         callback.absolute_update(len(pairs))
 
-    def _run(
-        self,
-        jobs: list[Job],
-        ignore_missing: bool,
-        observer: Callable[[Progress], None] | None,
-    ) -> None:
+    def _run(self, jobs: list[Job], ignore_missing: bool, callback: Callback) -> None:
+        plugins: list[object] = []
+        if callback is not DEFAULT_CALLBACK:
+            plugins.append(CallbackPlugin(callback))
         try:
-            Engine(jobs, self.settings, on_progress=observer).run()
+            Engine(jobs, self.settings, plugins=plugin_manager(plugins)).run()
         except CopyFailedError as exc:
             keys = [key for key, _, _ in exc.errors]
             if not keys or not all(key.endswith(_NOT_FOUND) for key in keys):
@@ -374,10 +381,22 @@ class RcpFileSystem(LocalFileSystem):  # type: ignore[misc]  # fsspec is untyped
                 raise FileNotFoundError(errno.ENOENT, str(exc)) from exc
 
 
-def _observer(callback: Callback, total: int) -> Callable[[Progress], None] | None:
-    """Progress snapshots to ``callback`` as entries done of ``total``; called from
-    the engine's monitor thread only, so a ``TqdmCallback`` is never updated
-    concurrently."""
-    if callback is DEFAULT_CALLBACK:
-        return None
-    return lambda progress: callback.absolute_update(min(progress.entries, total))
+class CallbackPlugin:
+    """An ``rcp_file_copied`` implementation driving an fsspec callback per file.
+
+    Worker threads call it concurrently; the lock makes the callback's updates one at
+    a time (fsspec callbacks, ``TqdmCallback`` among them, are not thread-safe).
+    """
+
+    def __init__(self, callback: Callback) -> None:
+        self.callback = callback
+        self._lock = threading.Lock()
+
+    @hookimpl
+    def rcp_file_copied(self, source: str, destination: str, size: int) -> None:
+        with self._lock:
+            child = self.callback.branched(source, destination)
+            child.set_size(size)
+            child.absolute_update(size)
+            child.close()
+            self.callback.relative_update(1)

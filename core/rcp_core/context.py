@@ -90,6 +90,7 @@ class Context:
         # Per-file hooks are called only if a site plugin implements them (hot path).
         self.choose_method = site_implemented(hook.rcp_choose_method)
         self.pre_create = site_implemented(hook.rcp_pre_create)
+        self.file_copied = site_implemented(hook.rcp_file_copied)
         self.metadata = Metadata(settings.preserve, umask)
         self.copier = DataCopier()
         self.links = LinkMap()

@@ -241,7 +241,21 @@ def _copy_data(
         tally["method." + method] += 1
     if changed:
         raise SourceChangedError()
+    if ctx.file_copied:
+        src_path, dst_path = _full_paths(node, rel)
+        ctx.hook.rcp_file_copied(source=src_path, destination=dst_path, size=st.st_size)
     return True
+
+
+def _full_paths(node: DirNode, rel: str) -> tuple[str, str]:
+    """The full source and destination paths of ``rel`` in ``node``'s job (inside a
+    copied tree, names are the source's; only a job's root is renamed)."""
+    anchor = node.anchor or node
+    assert anchor.job is not None
+    job = anchor.job
+    if not rel:
+        return job.src, job.dst
+    return os.path.join(job.src, rel), os.path.join(job.dst, rel)
 
 
 def _check_pre_created(fd: int, name: str) -> None:

@@ -5,8 +5,9 @@ implementation returning something other than ``None``; the built-in plugin
 (:mod:`rcp_core.defaults`) is registered ``trylast``, so any site plugin answering first
 wins and the built-in answer is the fallback.
 
-Per-file hooks (:func:`rcp_choose_method`, :func:`rcp_pre_create`) are called only when
-a plugin other than the built-in one implements them, so they cost nothing otherwise.
+Per-file hooks (:func:`rcp_choose_method`, :func:`rcp_pre_create`,
+:func:`rcp_file_copied`) are called only when a plugin other than the built-in one
+implements them, so they cost nothing otherwise.
 """
 
 from __future__ import annotations
@@ -97,6 +98,26 @@ def rcp_classify_error(
     :param source: the storage of the job the error happened in (``None`` if the
         error is not tied to one job), so a site can say "EIO is transient on Lustre".
     :param destination: likewise.
+    """
+
+
+@hookspec
+def rcp_file_copied(source: str, destination: str, size: int) -> None:
+    """Observe one regular file whose data this run wrote (e.g. a per-file progress bar).
+
+    Called in a worker thread, once per file, after its data, mode and times are in
+    place (a replaced file after the rename). Not called for a file found up to date
+    or kept by the existing-file policy, for a name made as a hard link to a file
+    already copied, in a dry run, or for a failed attempt (a retry that succeeds
+    calls it once). Not firstresult: every implementation is called. Implementations
+    must be thread-safe (workers call them concurrently) and cheap (they hold up a
+    worker each time). A plugin registered as an object keeps the run in one process
+    (helper processes cannot load it); an installed plugin may be called in helper
+    processes too, each in its own.
+
+    :param source: the file's full source path (under the job's source operand).
+    :param destination: the full path of its copy.
+    :param size: the file's size in bytes, as the copy holds it.
     """
 
 

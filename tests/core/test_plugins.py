@@ -23,7 +23,7 @@ import threading
 import tomllib
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -45,6 +45,7 @@ from rcp_core.plugins import (
     site_implemented,
 )
 from rcp_core.progress import Progress
+from rcp_core.settings import DryRun
 from rcp_core.storage import StorageInfo
 from rcp_core.summary import Summary
 from rcp_core.tuning import Concurrency
@@ -216,6 +217,26 @@ class Observe:
         self, summary: Summary | None, error: BaseException | None
     ) -> None:
         self.finished.append((summary, error, threading.current_thread().name))
+
+
+@dataclass
+class FileCopied:
+    """Records what ``rcp_file_copied`` receives, and in which thread."""
+
+    calls: list[tuple[str, str, int, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @hookimpl
+    def rcp_file_copied(self, source: str, destination: str, size: int) -> None:
+        with self.lock:
+            thread = threading.current_thread().name
+            self.calls.append((source, destination, size, thread))
+
+    def paths(self) -> dict[tuple[str, str], int]:
+        """``(source, destination)`` to size, checking each file was reported once."""
+        seen = {(src, dst): size for src, dst, size, _ in self.calls}
+        assert len(seen) == len(self.calls)
+        return seen
 
 
 def engine(src: Path, dst: Path, plugins: list[Any], settings: CopySettings) -> Engine:
@@ -523,6 +544,7 @@ def test_per_file_hooks_are_off_unless_a_site_implements_them(tmp_path: Path) ->
     for hook in (
         pm.hook.rcp_choose_method,
         pm.hook.rcp_pre_create,
+        pm.hook.rcp_file_copied,
         pm.hook.rcp_progress,
         pm.hook.rcp_classify_error,
         pm.hook.rcp_choose_concurrency,
@@ -533,14 +555,19 @@ def test_per_file_hooks_are_off_unless_a_site_implements_them(tmp_path: Path) ->
     assert not site_implemented(pm.hook.rcp_pre_create)
     (tmp_path / "src").mkdir()
     plain = engine(tmp_path / "src", tmp_path / "dst", [], SETTINGS)
-    assert (plain.ctx.choose_method, plain.ctx.pre_create) == (False, False)
+    ctx = plain.ctx
+    assert (ctx.choose_method, ctx.pre_create, ctx.file_copied) == (False,) * 3
     both = engine(
         tmp_path / "src",
         tmp_path / "dst",
         [ChooseMethod(None), PreCreate(lambda fd, name: None)],
         SETTINGS,
     )
-    assert (both.ctx.choose_method, both.ctx.pre_create) == (True, True)
+    ctx = both.ctx
+    assert (ctx.choose_method, ctx.pre_create, ctx.file_copied) == (True, True, False)
+    observed = engine(tmp_path / "src", tmp_path / "dst", [FileCopied()], SETTINGS)
+    ctx = observed.ctx
+    assert (ctx.choose_method, ctx.pre_create, ctx.file_copied) == (False, False, True)
 
 
 def test_choose_method_readwrite_is_used_for_every_file(
@@ -762,6 +789,50 @@ def test_run_finished_sees_the_failure(tmp_path: Path) -> None:
     assert summary is not None
     assert summary["errors"] == 1
     assert seen.progress[-1][0].final
+
+
+def test_file_copied_once_per_written_file(tmp_path: Path) -> None:
+    """Full paths and sizes of every file whose data was written, from the workers;
+    one call for two names of one inode (the other is linked), none for a symlink."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    spec = files_tree(src)
+    (src / "link").symlink_to("f0")
+    os.link(src / "f0", src / "sub" / "f0-again")
+    seen = FileCopied()
+    summary = rcp_core.copy(src, dst, SETTINGS, plugins=[seen])
+    plain = {(str(src / r), str(dst / r)): len(d) for r, d in spec.items() if r != "f0"}
+    reported = seen.paths()
+    [linked] = reported.keys() - plain.keys()
+    assert linked in {(str(src / r), str(dst / r)) for r in ("f0", "sub/f0-again")}
+    assert reported == {**plain, linked: len(spec["f0"])}
+    assert summary["copied.files"] == len(reported)
+    assert summary["copied.hardlinks"] == 1
+    assert all(thread.startswith("rcp-worker-") for *_, thread in seen.calls)
+
+
+def test_file_copied_names_a_renamed_root_and_skips_unwritten_files(
+    tmp_path: Path,
+) -> None:
+    """A single-file job reports its own operand and destination name; files found up
+    to date and dry runs report nothing; a changed file alone is reported again."""
+    src = tmp_path / "src"
+    spec = files_tree(src)
+    seen = FileCopied()
+    rcp_core.copy(src / "f2", tmp_path / "renamed", SETTINGS, plugins=[seen])
+    assert seen.paths() == {
+        (str(src / "f2"), str(tmp_path / "renamed")): len(spec["f2"])
+    }
+    dst = tmp_path / "dst"
+    rcp_core.copy(src, dst, SETTINGS)
+    overwrite = replace(SETTINGS, existing=ExistingPolicy.OVERWRITE)
+    (src / "sub" / "f3").write_bytes(b"changed")
+    dry = FileCopied()
+    rcp_core.copy(src, dst, replace(overwrite, dry_run=DryRun.BRIEF), plugins=[dry])
+    assert dry.calls == []
+    again = FileCopied()
+    summary = rcp_core.copy(src, dst, overwrite, plugins=[again])
+    assert again.paths() == {(str(src / "sub/f3"), str(dst / "sub/f3")): 7}
+    assert summary["unchanged.files"] == len(spec) - 1
 
 
 def test_a_crashing_hook_stops_the_run_and_is_reported(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ what fsspec's local copy does not do (modes and times), registration and options
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from typing import Any
 
 import fsspec
 import pytest
-from fsspec.callbacks import Callback
+from fsspec.callbacks import Callback, TqdmCallback
 from fsspec.tests.abstract import (
     AbstractCopyTests,
     AbstractFixtures,
@@ -165,25 +166,97 @@ def test_missing_source(tmp_path: Path) -> None:
     assert not os.path.lexists(dst)
 
 
+class Child(Callback):  # type: ignore[misc]
+    """A per-file callback: what it was given, and whether it was closed."""
+
+    def __init__(self, source: str, destination: str) -> None:
+        super().__init__()
+        self.paths = (source, destination)
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
 class Recorder(Callback):  # type: ignore[misc]
+    """An outer callback: its values as they were set, and the children it gave."""
+
     def __init__(self) -> None:
         super().__init__()
-        self.sizes: list[int] = []
+        self.values: list[int] = []
+        self.children: list[Child] = []
+
+    def branched(self, path_1: str, path_2: str, **kwargs: Any) -> Child:
+        child = Child(path_1, path_2)
+        self.children.append(child)
+        return child
 
     def call(self, *args: Any, **kwargs: Any) -> None:
-        self.sizes.append(self.value)
+        self.values.append(self.value)
+
+    def files(self) -> dict[tuple[str, str], tuple[int | None, int, bool]]:
+        """Each child's (source, destination): its size, value and closing."""
+        return {c.paths: (c.size, c.value, c.closed) for c in self.children}
 
 
-def test_put_and_get_report_progress_per_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", ["put", "get"])
+def test_a_recursive_transfer_gives_a_child_per_file(
+    tmp_path: Path, method: str
+) -> None:
+    """fsspec's contract: the outer callback counts fsspec's pairs (directories too,
+    though the tree is one engine job), each copied file gets a child with its bytes.
+    Directories count when the run ends."""
+    src = _tree(tmp_path)
+    dst = tmp_path / method
+    fs = RcpFileSystem(skip_instance_cache=True)
+    callback = Recorder()
+    getattr(fs, method)(str(src), str(dst), recursive=True, callback=callback)
+    assert callback.size == 4  # src, src/a.txt, src/sub, src/sub/b.bin
+    assert callback.files() == {
+        (str(src / "a.txt"), str(dst / "a.txt")): (5, 5, True),
+        (str(src / "sub/b.bin"), str(dst / "sub/b.bin")): (70_000, 70_000, True),
+    }
+    assert callback.values == [0, 1, 2, 4]  # set_size, each file, the total
+    assert _meta(dst / "sub" / "b.bin") == _meta(src / "sub" / "b.bin")
+    again = Recorder()
+    getattr(fs, method)(f"{src}/", f"{dst}/", recursive=True, callback=again)
+    assert again.children == []  # up to date: nothing written
+    assert again.values == [0, again.size]
+    assert sorted(os.listdir(dst)) == ["a.txt", "sub"]
+
+
+def test_single_files_and_lists_give_a_child_each(tmp_path: Path) -> None:
     src = _tree(tmp_path)
     fs = RcpFileSystem(skip_instance_cache=True)
-    for method, dst in [(fs.put, tmp_path / "put"), (fs.get, tmp_path / "get")]:
-        callback = Recorder()
-        method(str(src), str(dst), recursive=True, callback=callback)
-        assert callback.size == 4  # src, src/a.txt, src/sub, src/sub/b.bin
-        assert callback.value == 4
-        assert callback.sizes == sorted(callback.sizes)
-        assert _meta(dst / "sub" / "b.bin") == _meta(src / "sub" / "b.bin")
+    one = Recorder()
+    fs.put(str(src / "a.txt"), str(tmp_path / "one.txt"), callback=one)
+    assert one.files() == {
+        (str(src / "a.txt"), str(tmp_path / "one.txt")): (5, 5, True)
+    }
+    assert one.values == [0, 1, 1]
+    listed = Recorder()
+    sources = [str(src / "a.txt"), str(src / "sub" / "b.bin")]
+    targets = [str(tmp_path / "x"), str(tmp_path / "y")]
+    fs.get(sources, targets, callback=listed)
+    assert listed.files() == {
+        (sources[0], targets[0]): (5, 5, True),
+        (sources[1], targets[1]): (70_000, 70_000, True),
+    }
+    assert listed.values == [0, 1, 2, 2]
+
+
+def test_a_tqdm_bar_ends_full(tmp_path: Path) -> None:
+    src = _tree(tmp_path)
+    out = io.StringIO()
+    callback = TqdmCallback(tqdm_kwargs={"file": out, "mininterval": 0})
+    fs = RcpFileSystem(skip_instance_cache=True)
+    fs.put(str(src), str(tmp_path / "dst"), recursive=True, callback=callback)
+    assert (callback.tqdm.n, callback.tqdm.total) == (4, 4)
+    callback.close()
+    assert "4/4" in out.getvalue()
+    assert (tmp_path / "dst" / "sub" / "b.bin").read_bytes() == (
+        src / "sub" / "b.bin"
+    ).read_bytes()
 
 
 def test_entry_point_and_urls(tmp_path: Path) -> None:
