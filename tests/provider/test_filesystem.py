@@ -126,7 +126,7 @@ def _listing(root: Path) -> list[tuple[str, bytes | None]]:
 
 @pytest.mark.parametrize("maxdepth", [None, 1, 2])
 @pytest.mark.parametrize(
-    ("source_slash", "target_slash"), [("", ""), ("/", "/"), ("", "/")]
+    ("source_slash", "target_slash"), [("", ""), ("/", "/"), ("", "/"), ("/", "")]
 )
 def test_same_names_as_fsspec_local(
     tmp_path: Path, maxdepth: int | None, source_slash: str, target_slash: str
@@ -153,6 +153,31 @@ def test_same_names_as_fsspec_local(
     assert copies
     for path in copies:
         assert _meta(path) == originals[path.read_bytes()], path
+
+
+class ListingCounter(RcpFileSystem):  # type: ignore[misc]
+    """Counts the directory listings fsspec's planning makes."""
+
+    listings = 0
+
+    def ls(self, path: str, detail: bool = False, **kwargs: Any) -> Any:
+        self.listings += 1
+        return super().ls(path, detail=detail, **kwargs)
+
+
+def test_a_directory_copied_to_a_new_place_is_not_listed_first(tmp_path: Path) -> None:
+    """The engine walks the tree anyway: fsspec's listing (a stat per entry) of a
+    directory going whole to a new destination is skipped; a merge still lists."""
+    src = _tree(tmp_path)
+    fs = ListingCounter(skip_instance_cache=True)
+    fs.copy(str(src), str(tmp_path / "new"), recursive=True)
+    assert fs.listings == 0
+    assert _listing(tmp_path / "new") == _listing(src)
+    fs.copy(str(src), str(tmp_path / "new"), recursive=True)  # into new/src
+    assert fs.listings == 0
+    assert _listing(tmp_path / "new" / "src") == _listing(src)
+    fs.copy(f"{src}/", str(tmp_path / "new"), recursive=True)  # a merge
+    assert fs.listings > 0
 
 
 def test_missing_source(tmp_path: Path) -> None:
