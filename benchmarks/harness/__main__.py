@@ -92,6 +92,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--modes", type=_ids(MODES), help="only these modes (cold, warm)")
     p.add_argument("--reps", type=int, help="repetitions per cell (default 3)")
     p.add_argument(
+        "--confirm-reps",
+        type=int,
+        help="confirmation rounds per cell: rcp automatic, the best fixed setting "
+        "and the targets' references again (default: quick 1, full 4)",
+    )
+    p.add_argument(
         "--budget-min", type=float, help="start no new cell after this many minutes"
     )
     p.add_argument(
@@ -137,6 +143,7 @@ def _plan(args: argparse.Namespace) -> Plan:
         tools=args.tools,
         modes=modes,
         reps=args.reps,
+        confirm_reps=args.confirm_reps,
         budget_s=None if args.budget_min is None else args.budget_min * 60,
     )
 
@@ -152,6 +159,12 @@ def _print_plan(plan: Plan) -> None:
             f"  {c.fs:7} {c.fileset:11} {','.join(c.modes):10} x{plan.reps_of(c)}  "
             f"{len(tools)} tools {c.note}"
         )
+        if plan.confirm_rounds(c):
+            best = " + the best fixed setting" if plan.confirms_best(c) else ""
+            print(
+                f"  {'':7} {'':11} {'':10} +{plan.confirm_rounds(c)} confirmations: "
+                f"{', '.join(plan.confirming(c))}{best}"
+            )
 
 
 def _entry_point(name: str) -> str | None:

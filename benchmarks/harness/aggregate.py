@@ -15,6 +15,9 @@ from benchmarks.harness.results import Mode, Results, Sample
 from benchmarks.harness.stats import Spread, spread
 
 Key = tuple[str, str, Mode, str]  # fs, fileset, mode, tool
+CONFIRMED = "confirmed"
+"""``results.meta[CONFIRMED]["fs/fileset/mode"]``: the fixed setting a scenario's
+confirmation rounds re-ran beside rcp automatic."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,27 +105,45 @@ class AutoVsBest:
         )
 
 
+def best_fixed(
+    results: Results,
+    key: tuple[str, str, Mode],
+    table: dict[Key, Outcome] | None = None,
+) -> str | None:
+    """The fixed ``--max-workers`` tool with the lowest verified median in ``key``.
+
+    Once the runner confirmed a scenario (re-ran rcp automatic beside the best fixed
+    setting, :func:`benchmarks.harness.runner.run`), the confirmed tool stays the best:
+    picking the minimum again after the confirmation would favour whichever setting
+    did not get the extra runs (the winner's curse the confirmation corrects).
+    """
+    confirmed = results.meta.get(CONFIRMED, {}).get("/".join(key))
+    if confirmed is not None:
+        return str(confirmed)
+    table = outcomes(results) if table is None else table
+    candidates = [
+        (o.wall.median, t.id)
+        for t in results.tools
+        if t.family == "rcp" and t.workers
+        if (o := table.get((*key, t.id))) is not None and o.wall is not None
+    ]
+    return min(candidates)[1] if candidates else None
+
+
 def auto_vs_best(results: Results, auto_tool: str = "rcp_auto") -> list[AutoVsBest]:
     """One row per scenario where rcp auto and at least one fixed setting verified."""
     table = outcomes(results)
-    fixed = {t.id: t.workers for t in results.tools if t.family == "rcp" and t.workers}
+    workers = {t.id: t.workers or 0 for t in results.tools}
     rows: list[AutoVsBest] = []
-    for fs, fileset, mode in scenarios(results):
-        auto = table.get((fs, fileset, mode, auto_tool))
-        if auto is None or auto.wall is None:
+    for key in scenarios(results):
+        auto = table.get((*key, auto_tool))
+        best_tool = best_fixed(results, key, table)
+        if auto is None or auto.wall is None or best_tool is None:
             continue
-        candidates = [
-            (o.wall.median, tid, o.wall)
-            for tid in fixed
-            if (o := table.get((fs, fileset, mode, tid))) is not None
-            and o.wall is not None
-        ]
-        if not candidates:
+        best = table.get((*key, best_tool))
+        if best is None or best.wall is None:
             continue
-        _, best_tool, best = min(candidates)
         rows.append(
-            AutoVsBest(
-                fs, fileset, mode, auto.wall, best_tool, fixed[best_tool] or 0, best
-            )
+            AutoVsBest(*key, auto.wall, best_tool, workers[best_tool], best.wall)
         )
     return rows

@@ -32,6 +32,7 @@ HOOKS = (
     "rcp_classify_error",
     "rcp_progress",
     "rcp_run_finished",
+    "rcp_file_copied",
 )
 
 

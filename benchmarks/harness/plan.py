@@ -8,7 +8,7 @@ Two profiles, scaled to this machine (2 cores, 24 GiB, one virtio disk at about
   rcp automatic and rcp at 1, 4, 16 and 64 workers; the engine with and without its
   plugin layer on tmpfs; copies between two hosts of 10,000 x 1 KiB and 3 x 100 MiB
   (about 1 minute).
-- ``full`` (at most about 75 minutes): the issue's target scales (50,000 x 1 KiB and
+- ``full`` (at most about 95 minutes): the issue's target scales (50,000 x 1 KiB and
   the Linux tree on ext4, 4 x 1 GiB on ext4 and reflinked on XFS, 100k -> 1M files
   for memory), rcp at 1..128 workers; then copies between two hosts at the remote
   targets' scales (50,000 x 1 KiB, the Linux tree, 500 x 1 MiB, 4 x 1 GiB on an
@@ -21,8 +21,10 @@ with TLS and with ``--no-encryption``; one repetition measured about 20 s for
 90 s for 2 x 1 GiB at 1 Gbit/s, plus up to 30 s per cell to prepare its source). The
 link-rate cell copies 2 x 1 GiB, not 4: at 1 Gbit/s that is ~17 s of transfer per
 run, enough to see the rate, where 4 GiB would cost ~35 s a run plus the re-read of
-the source after each. So the budget is 75 minutes (it was 60), and remote cells come
-last: a slow local part can only cut them.
+the source after each. Confirmation rounds (:attr:`Plan.confirm_reps`: 4 in ``full``)
+add about 15 minutes, most of it in the 1 KiB and Linux cells whose references are
+slow (fsspec, ObjectStoragePath). So the budget is 95 minutes (it was 75), and remote
+cells come last: a slow local part can only cut them.
 
 Measured costs that set the scales (load ~1-5 from other sessions): a small-file copy
 on ext4 costs its run and a verification (count, bytes, SHA-256); its deletion is a
@@ -45,7 +47,7 @@ from typing import Final
 from benchmarks.harness.filesets import FILESETS, GiB
 from benchmarks.harness.filesystems import FILESYSTEMS, REMOTE, FsOptions
 from benchmarks.harness.results import MODES, Mode
-from benchmarks.harness.tools import PARALLEL_JOBS, RCP_FIXED, REMOTE_TOOLS
+from benchmarks.harness.tools import FSSPEC_RCP, PARALLEL_JOBS, RCP_FIXED, REMOTE_TOOLS
 
 PEERS: Final = (
     "cp_r",
@@ -63,11 +65,13 @@ OPERATOR: Final = "rcp_operator"
 HOOK_TOOLS: Final = ("rcp_hooks", "rcp_nohooks")
 """The engine with and without its plugin layer (:mod:`.bypass`), in a few cells."""
 QUICK_FIXED: Final = (1, 4, 16, 64)
+FIXED_TOOLS: Final = tuple(f"rcp_w{n}" for n in RCP_FIXED)
 ALL_TOOLS: Final = (
     *PEERS,
     OPERATOR,
+    FSSPEC_RCP,
     RCP_AUTO,
-    *(f"rcp_w{n}" for n in RCP_FIXED),
+    *FIXED_TOOLS,
     *HOOK_TOOLS,
     *REMOTE_TOOLS,
 )
@@ -89,6 +93,8 @@ class Cell:
     tools: tuple[str, ...] | None = None
     reps: int | None = None  # None: the plan's
     note: str = ""
+    confirm: tuple[str, ...] = ()
+    """The references of the cell's targets, re-run in its confirmation rounds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +106,13 @@ class Plan:
     tools: tuple[str, ...]
     reps: int
     budget_s: float
+    confirm_reps: int = 0
+    """Confirmation rounds after each cell's repetitions: rcp automatic, the fixed
+    setting with the best median so far and the cell's ``confirm`` tools, side by
+    side again. The best of eight settings by three noisy runs each is partly the
+    luckiest (on this shared 2-core machine one tool's runs spread by 10-30%), so a
+    target judged on it alone would be biased; more runs of exactly the compared
+    tools shrink that bias and the noise in the ratios the targets read."""
 
     def tools_of(self, cell: Cell) -> tuple[str, ...]:
         """The tools ``cell`` runs, in the plan's order (only those that fit its
@@ -111,10 +124,34 @@ class Plan:
         """Repetitions of ``cell``."""
         return self.reps if cell.reps is None else cell.reps
 
+    def confirming(self, cell: Cell) -> tuple[str, ...]:
+        """The tools of ``cell``'s confirmation rounds, besides the best fixed setting
+        (known only once the cell ran: see :meth:`confirms_best`)."""
+        runs = self.tools_of(cell)
+        auto = (RCP_AUTO,) if RCP_AUTO in runs else ()
+        return (*auto, *(t for t in cell.confirm if t in runs))
+
+    def confirms_best(self, cell: Cell) -> bool:
+        """Whether ``cell``'s confirmation rounds include the best fixed setting."""
+        runs = self.tools_of(cell)
+        return RCP_AUTO in runs and any(t in FIXED_TOOLS for t in runs)
+
+    def confirm_rounds(self, cell: Cell) -> int:
+        """Confirmation rounds of ``cell`` per mode: none where fewer than two tools
+        would be compared."""
+        compared = len(self.confirming(cell)) + self.confirms_best(cell)
+        return self.confirm_reps if compared > 1 else 0
+
     def runs(self) -> int:
         """How many timed runs the plan asks for (before anything is skipped)."""
         return sum(
-            len(self.tools_of(c)) * len(c.modes) * self.reps_of(c) for c in self.cells
+            len(c.modes)
+            * (
+                len(self.tools_of(c)) * self.reps_of(c)
+                + (len(self.confirming(c)) + self.confirms_best(c))
+                * self.confirm_rounds(c)
+            )
+            for c in self.cells
         )
 
 
@@ -148,19 +185,29 @@ _REMOTE_LINK_NOTE = (
 )
 _QUICK_FIXED = tuple(f"rcp_w{n}" for n in QUICK_FIXED)
 _QUICK_TOOLS = (*PEERS, RCP_AUTO, *_QUICK_FIXED)
-_FULL_TOOLS = (*PEERS, RCP_AUTO, *(f"rcp_w{n}" for n in RCP_FIXED))
+_FULL_TOOLS = (*PEERS, RCP_AUTO, *FIXED_TOOLS)
+_PYTHON_REFS = ("fsspec", FSSPEC_RCP, "airflow", OPERATOR)
+"""Issue 5's and 6's pairs: the operator against ObjectStoragePath, our fsspec
+filesystem against fsspec's local one."""
 _REFLINKERS = ("cp_r", "cp_a", f"cp_par{PARALLEL_JOBS}", "shutil", RCP_AUTO)
 
 QUICK: Final = Plan(
     name="quick",
-    tools=(*_QUICK_TOOLS, OPERATOR, *HOOK_TOOLS, *REMOTE_TOOLS),
+    tools=(*_QUICK_TOOLS, OPERATOR, FSSPEC_RCP, *HOOK_TOOLS, *REMOTE_TOOLS),
     reps=3,
     budget_s=12 * 60,
+    confirm_reps=1,
     cells=(
-        Cell("ext4", "1k_10k", tools=(*_QUICK_TOOLS, OPERATOR)),
+        Cell("ext4", "1k_10k", tools=(*_QUICK_TOOLS, OPERATOR, FSSPEC_RCP)),
         Cell("ext4", "100m_3", ("warm",), _QUICK_TOOLS),
         Cell("xfs", "100m_3", ("warm",), _QUICK_TOOLS),
-        Cell("fuse", "1k_100", ("warm",), (*_QUICK_TOOLS, OPERATOR), note=_FUSE_NOTE),
+        Cell(
+            "fuse",
+            "1k_100",
+            ("warm",),
+            (*_QUICK_TOOLS, OPERATOR, FSSPEC_RCP),
+            note=_FUSE_NOTE,
+        ),
         Cell("fuse", "1m_50", ("warm",), _QUICK_TOOLS, note=_FUSE_NOTE),
         Cell("tmpfs", "1k_10k", ("warm",), (*_QUICK_TOOLS, *HOOK_TOOLS)),
         Cell("tmpfs", "empty_10k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
@@ -174,24 +221,27 @@ FULL: Final = Plan(
     name="full",
     tools=ALL_TOOLS,
     reps=3,
-    budget_s=75 * 60,
+    budget_s=95 * 60,
+    confirm_reps=4,
     cells=(
         Cell(
             "ext4",
             "1k_50k",
             ("warm",),
-            (*_FULL_TOOLS, OPERATOR, *HOOK_TOOLS),
+            (*_FULL_TOOLS, OPERATOR, FSSPEC_RCP, *HOOK_TOOLS),
             note="warm only (the target); cold: 1k_10k",
+            confirm=("cp_r", *_PYTHON_REFS, *HOOK_TOOLS),
         ),
         Cell(
             "ext4",
             "linux",
             ("warm",),
-            (*PEERS, RCP_AUTO, *_QUICK_FIXED),
+            (*PEERS, RCP_AUTO, FSSPEC_RCP, *_QUICK_FIXED),
             None,
             _LINUX_NOTE,
+            confirm=("cp_a", "fsspec", FSSPEC_RCP),
         ),
-        Cell("ext4", "100m_3", tools=_FULL_TOOLS),
+        Cell("ext4", "100m_3", tools=_FULL_TOOLS, confirm=("cp_r",)),
         Cell(
             "ext4",
             "1g_4",
@@ -199,6 +249,7 @@ FULL: Final = Plan(
             ("cp_r", "cp_a", "rsync_a", "shutil", RCP_AUTO, "rcp_w1", "rcp_w4"),
             None,
             _EXT4_LARGE_NOTE,
+            confirm=("cp_r",),
         ),
         Cell("ext4", "1k_10k", ("cold",), _FULL_TOOLS),
         Cell("ext4", "mixed", ("warm",), _FULL_TOOLS),
@@ -207,14 +258,34 @@ FULL: Final = Plan(
             "xfs",
             "1g_4",
             ("warm",),
-            (*_REFLINKERS, *(f"rcp_w{n}" for n in RCP_FIXED)),
+            (*_REFLINKERS, *FIXED_TOOLS),
             None,
             _REFLINK_NOTE,
         ),
         Cell("xfs", "1k_10k", ("warm",), _FULL_TOOLS),
-        Cell("fuse", "1k_200", ("warm",), (*_FULL_TOOLS, OPERATOR), note=_FUSE_NOTE),
-        Cell("fuse", "1m_100", ("warm",), _FULL_TOOLS, note=_FUSE_NOTE),
-        Cell("tmpfs", "1k_10k", ("warm",), (*_FULL_TOOLS, *HOOK_TOOLS)),
+        Cell(
+            "fuse",
+            "1k_200",
+            ("warm",),
+            (*_FULL_TOOLS, OPERATOR, FSSPEC_RCP),
+            note=_FUSE_NOTE,
+            confirm=("cp_r", f"cp_par{PARALLEL_JOBS}", *_PYTHON_REFS),
+        ),
+        Cell(
+            "fuse",
+            "1m_100",
+            ("warm",),
+            _FULL_TOOLS,
+            note=_FUSE_NOTE,
+            confirm=("cp_r", f"cp_par{PARALLEL_JOBS}"),
+        ),
+        Cell(
+            "tmpfs",
+            "1k_10k",
+            ("warm",),
+            (*_FULL_TOOLS, *HOOK_TOOLS),
+            confirm=HOOK_TOOLS,
+        ),
         Cell("tmpfs", "empty_100k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
         Cell("tmpfs", "empty_1m", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
         Cell("netns", "1k_50k", ("warm",), REMOTE_TOOLS, note=_REMOTE_NOTE),
@@ -266,6 +337,7 @@ def restrict(
     modes: tuple[Mode, ...] | None = None,
     reps: int | None = None,
     budget_s: float | None = None,
+    confirm_reps: int | None = None,
 ) -> Plan:
     """Narrow ``plan`` to the given ids (``None`` keeps what the plan has).
 
@@ -290,6 +362,7 @@ def restrict(
         tools=plan.tools if tools is None else tools,
         reps=plan.reps if reps is None else reps,
         budget_s=plan.budget_s if budget_s is None else budget_s,
+        confirm_reps=plan.confirm_reps if confirm_reps is None else confirm_reps,
         cells=cells,
     )
     if tools is not None:

@@ -173,6 +173,14 @@ def _method_section(results: Results) -> list[str]:
         "its end, then `sync` and `echo 3 > /proc/sys/vm/drop_caches`. (Where a "
         "round's copies would not fit or hold much data, each is deleted after its "
         "run, with the same sync and drop, and a warm source is read again.)",
+        "- *Confirmation rounds*: after its repetitions a cell runs "
+        f"{results.meta.get('confirm_reps', 0)} more rounds of only the tools its "
+        "targets compare: rcp automatic, the fixed `--max-workers` setting with the "
+        "best median so far, and the targets' references (cp, fsspec, "
+        "ObjectStoragePath, the engine without hooks). The best of eight settings by "
+        "three noisy runs each is partly the luckiest; its fresh runs measure it "
+        "again, and the comparison keeps the setting so confirmed (a tool's "
+        "median is then over all its runs).",
         "- ext4 copies of many files go to a *fresh* ext4, made like the work disk "
         "(no journal), that is re-made empty where other filesystems delete copies. "
         "ext4 without a journal does not reuse an inode freed in the last 60 s (360 s "
@@ -206,7 +214,7 @@ def _targets_section(results: Results) -> list[str]:
         for r in check(results)
     ]
     lines = [
-        "## Targets (issue 3, and the Airflow operator row of issue 5)",
+        "## Targets (issue 3; the Airflow operator (issue 5) and fsspec (issue 6) rows)",
         "",
         *md_table(
             ("target", "scenario", "measured", "status", "margin", "evidence"), rows, 6

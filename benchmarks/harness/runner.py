@@ -20,11 +20,12 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.harness import airflow_env, machine
+from benchmarks.harness.aggregate import CONFIRMED, best_fixed
 from benchmarks.harness.cache import CacheControl
 from benchmarks.harness.filesets import FILESETS, FilesetError, materialize
 from benchmarks.harness.filesystems import (
@@ -91,6 +92,7 @@ def run(
         {
             "profile": plan.name,
             "reps": plan.reps,
+            "confirm_reps": plan.confirm_reps,
             "budget_s": plan.budget_s,
             "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "machine": machine.describe(settings.work),
@@ -269,20 +271,50 @@ def _run_cell(
     source = Source(fileset, mounted.src / fileset.id, direct, expected)
     batch = _batch(mounted, source, len(runnable), settings)
     reps = plan.reps_of(cell)
-    for rep in range(reps):
-        shift = rep * len(runnable) // reps
-        order = runnable[shift:] + runnable[:shift]
-        for mode in modes if rep % 2 == 0 else modes[::-1]:
+    total = reps + plan.confirm_rounds(cell)
+
+    def rounds() -> Iterator[tuple[int, list[Mode], list[Tool]]]:
+        for rep in range(reps):
+            yield rep, modes, runnable
+        for rep in range(reps, total):  # after the repetitions: they pick the best
+            for mode in modes:
+                confirming = _confirming(plan, cell, mode, runnable, results)
+                if len(confirming) > 1:
+                    yield rep, [mode], confirming
+
+    for rep, round_modes, round_tools in rounds():
+        shift = rep * len(round_tools) // total
+        order = round_tools[shift:] + round_tools[:shift]
+        for mode in round_modes if rep % 2 == 0 else round_modes[::-1]:
             with Round(bench, mounted, source, mode, batch=batch) as round_:
                 for position, tool in enumerate(order):
                     done += 1
                     sample = round_.run(tool, rep=rep, position=position, seq=done)
                     results.samples.append(sample)
                     status = "ok" if sample.ok else f"FAILED: {sample.problem}"
+                    kind = "rep" if rep < reps else "confirmation"
                     say(
-                        f"[{done}/{plan.runs()}] {label} {mode} rep {rep + 1}/{reps} "
-                        f"{tool.id}: {sample.wall_s:.3f} s {status}"
+                        f"[{done}/{plan.runs()}] {label} {mode} {kind} {rep + 1}/"
+                        f"{total} {tool.id}: {sample.wall_s:.3f} s {status}"
                     )
         save(results, settings.out / "results.json")
     say(f"{label}: done in {time.monotonic() - cell_started:.0f} s")
     return done
+
+
+def _confirming(
+    plan: Plan, cell: Cell, mode: Mode, runnable: list[Tool], results: Results
+) -> list[Tool]:
+    """The tools of one confirmation round (:attr:`Plan.confirm_reps`): rcp
+    automatic, the fixed setting with the best median so far (recorded in
+    ``results.meta`` the first time, so every round and the report use the same one)
+    and the cell's target references."""
+    by_id = {t.id: t for t in runnable}
+    ids = [t for t in plan.confirming(cell) if t in by_id]
+    if plan.confirms_best(cell):
+        key = (cell.fs, cell.fileset, mode)
+        best = best_fixed(results, key)
+        if best is not None and best in by_id:
+            results.meta.setdefault(CONFIRMED, {})["/".join(key)] = best
+            ids.insert(1, best)
+    return [by_id[t] for t in ids]

@@ -49,6 +49,10 @@ FSSPEC_SNIPPET: Final = (
     "import sys, fsspec; "
     "fsspec.filesystem('file').copy(sys.argv[1], sys.argv[2], recursive=True)"
 )
+FSSPEC_RCP_SNIPPET: Final = (
+    "import sys, fsspec; "
+    "fsspec.filesystem('rcp').copy(sys.argv[1], sys.argv[2], recursive=True)"
+)
 AIRFLOW_SNIPPET: Final = (
     "import sys; from airflow.sdk import ObjectStoragePath as P; "
     "P('file://' + sys.argv[1]).copy(P('file://' + sys.argv[2]), recursive=True)"
@@ -57,6 +61,7 @@ OPERATOR_SNIPPET: Final = (
     "import sys; from rcp_operators.copy import RcpCopyOperator as Op; "
     "Op(task_id='copy', src=sys.argv[1], dst=sys.argv[2]).execute(context={})"
 )
+FSSPEC_RCP: Final = "fsspec_rcp"
 REMOTE_TOOLS: Final = ("rsync_ssh", "rsync_daemon", "rcp_remote", "rcp_remote_plain")
 SUMMARY_VAR: Final = "RCP_BENCH_SUMMARY"
 RCP_VAR: Final = "RCP_BENCH_RCP"
@@ -221,6 +226,16 @@ def toolbox(env: ToolEnv) -> dict[str, Tool]:
             env={"AIRFLOW_HOME": str(env.airflow_home)},
             note="the operator as a task runs it, in a fresh process of the project "
             "venv (Airflow imported); mode and times kept",
+        ),
+        Tool(
+            FSSPEC_RCP,
+            "fsspec rcp copy",
+            "rcp",
+            "preserve",
+            "python -c 'fsspec.filesystem(\"rcp\").copy(SRC, DST, recursive=True)'",
+            lambda s, d: [py, "-c", FSSPEC_RCP_SNIPPET, str(s), str(d)],
+            note="our fsspec filesystem (issue 6), same venv and call as fsspec copy; "
+            "mode and times kept, symlinks stay symlinks",
         ),
         Tool(
             "rcp_auto",
