@@ -17,7 +17,9 @@ Invariants:
   subtree, so when every listed descendant maps to the same relative path under the
   directory's destination, the directory is one engine job. Otherwise (the list form,
   ``maxdepth``, flattening) each file is its own job and directories are only created,
-  in listing order, as ``LocalFileSystem.cp_file`` does.
+  in listing order, as ``LocalFileSystem.cp_file`` does. One directory going whole to
+  a destination that does not exist yet is not even listed: its one pair follows from
+  ``other_paths``' rule alone (unless a callback counts the pairs).
 - Parents are created as ``LocalFileSystem`` creates them: for directories always,
   for files only with ``auto_mkdir=True``; a missing parent is a missing file.
 - Nothing changes an entry's type: a file where a directory is (or the reverse) is
