@@ -395,7 +395,10 @@ def test_report_from_a_synthetic_results_json(tmp_path: Path) -> None:
     for name in names:
         assert (tmp_path / name).read_bytes().startswith(PNG_MAGIC)
     text = report.write(results, tmp_path, names).read_text()
-    assert "## Targets (issue 3; the Airflow operator (issue 5) and fsspec (issue 6) rows)" in text
+    assert (
+        "## Targets (issue 3; the Airflow operator (issue 5) and fsspec (issue 6) rows)"
+        in text
+    )
     assert "### ext4 / 1k_50k (50,000 x 1 KiB)" in text
     # median [min-max], and the ratio vs cp -r (1.9 / 2.1).
     assert "| rcp (auto) | - | 1.90 [1.80-2.00] |" in text
