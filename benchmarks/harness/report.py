@@ -57,9 +57,11 @@ def _run_section(results: Results) -> list[str]:
     failed = sum(1 for s in samples if not s.ok)
     duration = meta.get("duration_s")
     took = f" ({float(duration) / 60:.1f} min)" if duration is not None else ""
+    rounds = meta.get("confirm_reps")
+    confirmed = f" then {rounds} confirmation rounds (Method)" if rounds else ""
     lines = [
         f"Profile `{meta.get('profile', '?')}`, {meta.get('reps', '?')} repetitions "
-        f"per cell, started {meta.get('started', '?')}, "
+        f"per cell{confirmed}, started {meta.get('started', '?')}, "
         f"finished {meta.get('finished', 'not finished')}{took}.",
         f"Runs: {len(samples)} measured of {meta.get('planned_runs', '?')} planned; "
         f"{failed} failed (wrong copy, error or timeout: shown as FAILED, never as a "

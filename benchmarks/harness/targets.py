@@ -17,7 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
-from benchmarks.harness.aggregate import Key, Outcome, auto_vs_best, outcomes
+from benchmarks.harness.aggregate import (
+    AutoVsBest,
+    Key,
+    Outcome,
+    auto_vs_best,
+    outcomes,
+)
 from benchmarks.harness.filesets import FILESETS, GiB
 from benchmarks.harness.results import MODES, Mode, Results
 from benchmarks.harness.stats import Spread
@@ -351,7 +357,23 @@ def _auto(results: Results, table: Table) -> list[TargetResult]:
     missed = ", ".join(f"{r.fs} {r.fileset} {r.mode} ({r.ratio:.2f}x)" for r in misses)
     margin = f"missed in: {missed}" if misses else "all within"
     status: Status = "missed" if misses else "met"
-    return [TargetResult(target, "all measured", measured, status, margin)]
+    evidence = "; ".join(_cpu_pair(table, r) for r in misses)
+    return [TargetResult(target, "all measured", measured, status, margin, evidence)]
+
+
+def _cpu_pair(table: Table, row: AutoVsBest) -> str:
+    """CPU seconds of auto and of the best fixed setting in a missed scenario: equal
+    CPU with more wall time means auto waited (too few in flight); more CPU means it
+    did work the fixed setting did not (threads or helper processes started)."""
+    key = (row.fs, row.fileset, row.mode)
+    cpu = []
+    for tool in (AUTO, row.best_tool):
+        o = table.get((*key, tool))
+        cpu.append(f"{o.cpu.median:.3g}" if o and o.cpu else "?")
+    return (
+        f"{row.fs} {row.fileset} {row.mode}: CPU {cpu[0]} s auto vs {cpu[1]} s "
+        f"--max-workers {row.best_workers}"
+    )
 
 
 def _memory(results: Results, table: Table) -> list[TargetResult]:

@@ -302,6 +302,8 @@ def test_targets_say_met_or_missed_with_the_margin() -> None:
     ]
     assert auto.status == "missed"  # 1.9 / 1.7 = 1.12
     assert "ext4 1k_50k warm (1.12x)" in auto.margin
+    assert auto.evidence.startswith("ext4 1k_50k warm: CPU ")
+    assert auto.evidence.endswith("s --max-workers 4")
     linux = rows[("Linux source tree, ext4, warm: <= 1.0x cp -a", "ext4 linux warm")]
     assert linux.status == "not measured"
 
