@@ -6,7 +6,8 @@ job's storage (the plugins' ``rcp_detect_storage``), the concurrency
 helper processes -- then runs the work items of :mod:`rcp_core.walk` on a
 :class:`~rcp_core.pool.WorkPool` while the monitor (:mod:`rcp_core.monitor`) adapts
 the number in flight with :class:`~rcp_core.tuning.Controller` and reports progress.
-Helper processes (:mod:`rcp_core.team`) take file batches off the same pool.
+Helper processes (:mod:`rcp_core.team`, started on demand by :mod:`rcp_core.crew`)
+take file batches off the same pool.
 
 The run ends with a :class:`~rcp_core.summary.Summary`, or
 :class:`~rcp_core.errors.CopyFailedError` carrying it when anything was not copied;
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 from rcp_core.capacity import choose_concurrency, open_files_budget, storage_of
 from rcp_core.context import Context, log
+from rcp_core.crew import Crew
 from rcp_core.entries import copy_file, copy_other, copy_symlink
 from rcp_core.errors import CopyFailedError
 from rcp_core.filters import GitIgnores
@@ -101,7 +103,7 @@ class Engine:
         self.walker = Walker(self.ctx, self.pool)
         if self.concurrency.aside:
             self.ctx.aside = self.walker.step_aside
-        self.team = self._team(umask, storage)
+        self.crew = self._crew(umask, storage)
         self.observers: list[Observer] = [on_progress] if on_progress else []
         if site_implemented(self.hook.rcp_progress):
             self.observers.append(lambda p: self.hook.rcp_progress(progress=p))
@@ -110,10 +112,11 @@ class Engine:
         self.limits: list[int] = []
         """The limits the controller chose, one per tick (for tests and reports)."""
 
-    def _team(
+    def _crew(
         self, umask: int, storage: Mapping[Job, tuple[StorageInfo, StorageInfo]]
-    ) -> Team | None:
-        """Helper processes, where the concurrency asks for them and they can help.
+    ) -> Crew | None:
+        """Helper processes, where the concurrency asks for them and they can help
+        (built when they start: :mod:`rcp_core.crew`).
 
         Not for a run without a directory to walk, nor under ``--ops-throttle`` (one
         bucket per process would multiply the rate), nor with plugins a helper cannot
@@ -129,26 +132,26 @@ class Engine:
             if name != BUILTIN and id(plugin) not in installed:
                 log.debug("plugin %s is not installed: copying in one process", name)
                 return None
-        # Imported here: a run without helpers (shared storage, one file) does not
-        # pay for sockets, pickle and subprocess at start-up.
-        from rcp_core.channel import Setup
-        from rcp_core.team import Team
+        eager = self.settings.max_processes is not None
 
-        setup = Setup(
-            settings=self.settings,
-            umask=umask,
-            jobs=list(self.jobs),
-            storage=[storage[job] for job in self.jobs],
-            concurrency=self.concurrency,
-            entry_points=bool(installed),
-            log_level=logging.getLogger("rcp_core").getEffectiveLevel(),
-        )
-        return Team(
-            self.walker,
-            setup,
-            helpers,
-            eager=self.settings.max_processes is not None,
-        )
+        def build(eager: bool) -> Team:
+            # Imported here: a run whose helpers never start (a small tree, a few
+            # large files) does not pay for sockets, pickle and subprocess.
+            from rcp_core.channel import Setup
+            from rcp_core.team import Team
+
+            setup = Setup(
+                settings=self.settings,
+                umask=umask,
+                jobs=list(self.jobs),
+                storage=[storage[job] for job in self.jobs],
+                concurrency=self.concurrency,
+                entry_points=bool(installed),
+                log_level=logging.getLogger("rcp_core").getEffectiveLevel(),
+            )
+            return Team(self.walker, setup, helpers, eager=eager)
+
+        return Crew(build, eager=eager)
 
     def _start_job(self, tally: Tally, job: Job) -> None:
         src_fd = os.open(job.src_parent, DIR_FLAGS)
@@ -199,7 +202,7 @@ class Engine:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         controller = Controller(self.concurrency) if self.concurrency.adaptive else None
-        team = self.team
+        crew = self.crew
         monitor = Monitor(
             self.pool,
             controller,
@@ -207,8 +210,8 @@ class Engine:
             self.progress_interval,
             self.cancel,
             on_cancel=lambda: self.ctx.stop("cancelled"),
-            elsewhere=team.tallies if team else (),
-            on_backlog=team.start if team else None,
+            elsewhere=crew.tallies if crew else (),
+            on_backlog=crew.start if crew else None,
         )
         setup = Tally()
         self.pool.tallies.append(setup)
@@ -220,24 +223,24 @@ class Engine:
                 self.ctx.errors.add(self.ctx.error("start", job.src_name, exc))
         monitor.start()
         try:
-            if team is not None and team.eager:
-                team.start()
+            if crew is not None and crew.eager:
+                crew.start()
             self.pool.run()
         except BaseException as exc:
             self.hook.rcp_run_finished(summary=None, error=exc)
             raise
         finally:
-            if team is not None:
-                team.close()
+            if crew is not None:
+                crew.close()
             monitor.stop()
             self.limits = monitor.limits
             log.debug(
                 "concurrency %s: limits %s; helper batches %d",
                 self.concurrency,
                 ",".join(map(str, self.limits)),
-                team.batches if team else 0,
+                crew.batches if crew else 0,
             )
-        counts = merge([*self.pool.tallies, *(team.tallies if team else ())])
+        counts = merge([*self.pool.tallies, *(crew.tallies if crew else ())])
         summary = Summary(
             counts=counts,
             resources=Resources.since(monitor.started, usage, children),

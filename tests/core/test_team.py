@@ -1,7 +1,7 @@
 """Helper processes (rcp_core.team / rcp_core.helper): real spawned helpers, real trees.
 
 Most copies here run with ``max_processes`` set, so the run waits until its helpers
-can take work and they do take some (asserted through ``Engine.team.batches``);
+can take work and they do take some (asserted through ``Engine.crew.batches``);
 ``lazy_engine`` makes the automatic kind, started when work first queues up.
 """
 
@@ -35,7 +35,7 @@ from rcp_core.plugins import plugin_manager
 from rcp_core.pool import WorkPool
 from rcp_core.progress import Progress
 from rcp_core.summary import Summary
-from rcp_core.team import FINAL_TIMEOUT
+from rcp_core.team import FINAL_TIMEOUT, Team
 from rcp_core.tuning import Concurrency
 from support.treecmp import TreeCompare
 from support.treespec import Dir, Entry, Fifo, File, HardLink, Symlink, make_tree
@@ -57,6 +57,13 @@ def wide_tree(root: Path, dirs: int = 12, files: int = 100) -> Path:
     return make_tree(root, spec)
 
 
+def team_of(engine: Engine) -> Team:
+    """The engine's team of helpers, once it was built."""
+    assert engine.crew is not None
+    assert engine.crew.team is not None
+    return engine.crew.team
+
+
 def run(src: Path, dst: Path, settings: CopySettings) -> tuple[Engine, Summary]:
     jobs = plan_jobs([str(src), str(dst)], settings)
     engine = Engine(jobs, settings)
@@ -68,8 +75,8 @@ def test_helpers_copy_a_tree_exactly_and_count_like_one_process(
 ) -> None:
     src = wide_tree(tmp_path / "src")
     engine, summary = run(src, tmp_path / "many", CopySettings(max_processes=3))
-    assert engine.team is not None
-    assert engine.team.batches > 0
+    assert engine.crew is not None
+    assert engine.crew.batches > 0
     assert tree_compare(src, tmp_path / "many") == []
     _, alone = run(src, tmp_path / "one", CopySettings(max_processes=1))
     counts = {k: v for k, v in summary.counts.items() if not k.startswith("method.")}
@@ -87,8 +94,8 @@ def test_directory_metadata_comes_after_files_copied_by_helpers(
     """Each directory's mtime is the source's although helpers created its files."""
     src = wide_tree(tmp_path / "src", dirs=6, files=300)
     engine, _ = run(src, tmp_path / "dst", CopySettings(max_processes=2))
-    assert engine.team is not None
-    assert engine.team.batches > 0
+    assert engine.crew is not None
+    assert engine.crew.batches > 0
     for d in range(6):
         for rel in (f"d{d}", f"d{d}/sub"):
             got, want = (tmp_path / "dst" / rel).stat(), (src / rel).stat()
@@ -110,8 +117,8 @@ def test_hard_links_across_directories_stay_linked(
         spec[f"d{d}/pair-b"] = HardLink(f"d{d}/pair-a")
     src = make_tree(tmp_path / "src", spec)
     engine, summary = run(src, tmp_path / "dst", CopySettings(max_processes=3))
-    assert engine.team is not None
-    assert engine.team.batches > 0
+    assert engine.crew is not None
+    assert engine.crew.batches > 0
     assert tree_compare(src, tmp_path / "dst", hardlinks=True) == []
     inodes = {(tmp_path / "dst" / f"d{d}" / "shared").stat().st_ino for d in range(8)}
     assert len(inodes) == 1
@@ -133,8 +140,8 @@ def test_mirroring_with_helpers_replaces_stale_files_and_deletes_extras(
         existing=ExistingPolicy.OVERWRITE, delete=True, max_processes=2
     )
     engine, summary = run(src, tmp_path / "dst", settings)
-    assert engine.team is not None
-    assert engine.team.batches > 0
+    assert engine.crew is not None
+    assert engine.crew.batches > 0
     assert tree_compare(src, tmp_path / "dst") == []
     assert summary["removed.files"] >= 6 * 2
     assert summary["removed.dirs"] >= 6
@@ -147,8 +154,8 @@ def test_dry_run_lines_from_helpers_reach_the_callers_log(
     caplog.set_level(logging.INFO, logger="rcp_core")
     settings = CopySettings(max_processes=2, dry_run=DryRun.ALL)
     engine, summary = run(src, tmp_path / "dst", settings)
-    assert engine.team is not None
-    assert engine.team.batches > 0
+    assert engine.crew is not None
+    assert engine.crew.batches > 0
     assert not (tmp_path / "dst").exists()
     lines = [
         r.getMessage() for r in caplog.records if "would copy file" in r.getMessage()
@@ -204,12 +211,12 @@ def signalling_a_helper(
     taken work; the event is set when the signal was sent."""
     settings = CopySettings(max_processes=2)
     engine = Engine(plan_jobs([str(src), str(dst)], settings), settings)
-    assert engine.team is not None
+    assert engine.crew is not None
     sent = threading.Event()
 
     def signal_helper(progress: Progress) -> None:
-        assert engine.team is not None
-        helper = engine.team.helpers[0]
+        assert engine.crew is not None
+        helper = team_of(engine).helpers[0]
         if not sent.is_set() and helper.sent and helper.proc is not None:
             helper.proc.send_signal(sig)
             sent.set()
@@ -230,8 +237,8 @@ def test_a_killed_helper_fails_the_run_in_bounded_time(tmp_path: Path) -> None:
     assert killed.is_set()
     assert info.value.stopped
     assert any("helper process exited" in key for key, _, _ in info.value.errors)
-    assert engine.team.helpers[0].proc is not None
-    assert engine.team.helpers[0].proc.returncode == -signal.SIGKILL
+    assert team_of(engine).helpers[0].proc is not None
+    assert team_of(engine).helpers[0].proc.returncode == -signal.SIGKILL
 
 
 def test_helpers_do_not_import_from_the_callers_working_directory(
@@ -245,8 +252,8 @@ def test_helpers_do_not_import_from_the_callers_working_directory(
     src = wide_tree(tmp_path / "src", dirs=3, files=40)
     monkeypatch.chdir(tmp_path / "cwd")
     engine, summary = run(src, tmp_path / "dst", CopySettings(max_processes=2))
-    assert engine.team is not None
-    assert engine.team.batches > 0
+    assert engine.crew is not None
+    assert engine.crew.batches > 0
     assert summary["copied.files"] == 3 * 41
     assert not marker.exists()
 
@@ -256,8 +263,8 @@ def lazy_engine(src: Path, dst: Path) -> Engine:
     first queues up), whatever this machine's CPU count."""
     settings = CopySettings(max_processes=2)
     engine = Engine(plan_jobs([str(src), str(dst)], settings), settings)
-    assert engine.team is not None
-    engine.team.eager = False
+    assert engine.crew is not None
+    engine.crew.eager = False
     return engine
 
 
@@ -271,11 +278,41 @@ def test_a_tree_done_before_work_queues_up_spawns_no_helper(
     engine = lazy_engine(tmp_path / "src", tmp_path / "dst")
     with caplog.at_level(logging.DEBUG, logger="rcp_core"):
         assert engine.run()["copied.files"] == 1
-    assert engine.team is not None
-    assert [helper.proc for helper in engine.team.helpers] == [None]
+    assert engine.crew is not None
+    assert engine.crew.team is None  # not even built: its modules are not imported
     assert [
         r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
     ] == []
+
+
+def test_a_run_whose_helpers_never_start_does_not_import_their_machinery(
+    tmp_path: Path,
+) -> None:
+    """Sockets, pickle, subprocess and the channel's messages cost a command-line run
+    about 17 ms: a run that may use helpers but never starts one does not pay it."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "one").write_bytes(b"1")
+    code = (
+        "import sys; from rcp_core import CopySettings, copy; "
+        "copy(sys.argv[1], sys.argv[2], CopySettings(max_processes=2)).counts; "
+        "print(*(m in sys.modules for m in ('rcp_core.channel', 'rcp_core.team')))"
+    )
+    asked = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "src"), str(tmp_path / "dst")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert asked.stdout.split() == ["True", "True"]  # asked for: started before the walk
+    code = code.replace("CopySettings(max_processes=2)", "CopySettings()")
+    auto = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "src"), str(tmp_path / "dst2")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert auto.stdout.split() == ["False", "False"]
+    assert (tmp_path / "dst2" / "one").read_bytes() == b"1"
 
 
 def test_automatic_helpers_start_once_work_queues_up(
@@ -286,8 +323,8 @@ def test_automatic_helpers_start_once_work_queues_up(
     summary = engine.run()
     assert summary["errors"] == 0
     assert summary["copied.files"] == 30 * 301
-    assert engine.team is not None
-    proc = engine.team.helpers[0].proc
+    assert engine.crew is not None
+    proc = team_of(engine).helpers[0].proc
     assert proc is not None
     assert proc.returncode is not None  # reaped
     assert tree_compare(src, tmp_path / "dst") == []
@@ -295,10 +332,10 @@ def test_automatic_helpers_start_once_work_queues_up(
 
 def test_a_team_closed_before_it_started_never_starts(tmp_path: Path) -> None:
     engine = lazy_engine(wide_tree(tmp_path / "src", 1, 1), tmp_path / "dst")
-    assert engine.team is not None
-    engine.team.close()
-    engine.team.start()
-    assert [helper.proc for helper in engine.team.helpers] == [None]
+    assert engine.crew is not None
+    engine.crew.close()
+    engine.crew.start()
+    assert engine.crew.team is None
 
 
 def test_helpers_leave_ctrl_c_to_their_caller(tmp_path: Path) -> None:
@@ -309,8 +346,8 @@ def test_helpers_leave_ctrl_c_to_their_caller(tmp_path: Path) -> None:
     assert interrupted.is_set()
     assert summary["errors"] == 0
     assert summary["copied.files"] == 30 * 301
-    assert engine.team.helpers[0].proc is not None
-    assert engine.team.helpers[0].proc.returncode == 0
+    assert team_of(engine).helpers[0].proc is not None
+    assert team_of(engine).helpers[0].proc.returncode == 0
 
 
 class _Unsent:
@@ -336,7 +373,7 @@ def test_no_helpers_where_they_cannot_help_or_serve(
     src = wide_tree(tmp_path / "src", dirs=2, files=5)
     jobs = plan_jobs([str(src), str(tmp_path / "dst")], settings)
     engine = Engine(jobs, settings, plugins=plugin_manager(plugins))
-    assert engine.team is None
+    assert engine.crew is None
     assert engine.run()["copied.files"] == 2 * 6
 
 
@@ -346,7 +383,7 @@ def test_no_helpers_for_a_single_file(tmp_path: Path) -> None:
     engine = Engine(
         plan_jobs([str(tmp_path / "one"), str(tmp_path / "two")], settings), settings
     )
-    assert engine.team is None
+    assert engine.crew is None
 
 
 def test_builtin_concurrency_asks_for_a_process_per_cpu_on_local_disks(
@@ -358,7 +395,7 @@ def test_builtin_concurrency_asks_for_a_process_per_cpu_on_local_disks(
     engine = Engine(jobs, CopySettings())
     cpus = len(os.sched_getaffinity(0))
     assert engine.concurrency.processes == cpus
-    assert (engine.team is not None) == (cpus > 1)
+    assert (engine.crew is not None) == (cpus > 1)
     forced = Engine(jobs, CopySettings(max_processes=5))
     assert forced.concurrency.processes == 5
 
