@@ -1,8 +1,9 @@
 """The run's monitor thread: adapts concurrency, reports progress, watches for cancel.
 
-Every ``SAMPLE`` seconds it samples how many items run; every ``TICK`` seconds it feeds
-the controller one :class:`~rcp_core.tuning.Tick` (mean busy workers, work finished)
-and applies the new limit to the pool; every ``progress_interval`` seconds it hands a
+Every ``SAMPLE`` seconds it samples how many items run; every ``TICK`` seconds (the
+first time after ``FIRST_TICK``) it feeds the controller one
+:class:`~rcp_core.tuning.Tick` (mean busy workers, work finished, the process's CPU
+time) and applies the new limit to the pool; every ``progress_interval`` seconds it hands a
 :class:`~rcp_core.progress.Progress` snapshot to the observers. All of it reads only
 samples, so a slow observer delays reports, never the copy.
 """
@@ -23,6 +24,9 @@ log = logging.getLogger("rcp_core")
 
 SAMPLE = 0.05
 TICK = 0.5
+FIRST_TICK = 0.25
+"""The first tick is shorter: the controller's first decision (to grow where the
+workers wait) must come early enough to matter in a run of about a second."""
 MIB = 1 << 20
 
 Observer = Callable[[Progress], None]
@@ -103,6 +107,7 @@ class Monitor:
 
     def _run(self) -> None:
         tick_start = last_report = time.monotonic()
+        cpu_before = time.process_time()
         busy_sum = 0.0
         samples = 0
         done_before = 0.0
@@ -117,14 +122,22 @@ class Monitor:
             busy_sum += self.pool.running
             samples += 1
             now = time.monotonic()
-            if self.controller is not None and now - tick_start >= TICK:
+            length = TICK if self.limits[1:] else FIRST_TICK
+            if self.controller is not None and now - tick_start >= length:
                 done = work_units(merge(list(self.pool.tallies)))
-                tick = Tick(now - tick_start, busy_sum / samples, done - done_before)
+                cpu = time.process_time()
+                tick = Tick(
+                    now - tick_start,
+                    busy_sum / samples,
+                    done - done_before,
+                    cpu - cpu_before,
+                )
                 limit = self.controller.update(tick)
                 if limit != self.pool.limit:  # setting it wakes every waiting worker
                     self.pool.limit = limit
                 self.limits.append(limit)
                 done_before, busy_sum, samples, tick_start = done, 0.0, 0, now
+                cpu_before = cpu
             if self.observers and now - last_report >= self.progress_interval:
                 last_report = now
                 self._report(self.snapshot())

@@ -16,7 +16,14 @@ saturates, extra workers only queue, and the latency grows with them. So:
   slowed down or is saturated;
 - in between: hold.
 
-The first tick only sets the baseline (it includes start-up). A growth that is followed
+The first tick only sets the baseline (it includes start-up) -- unless the process's
+own CPU time says its workers wait: every worker busy while the whole process used
+less than ``wait_share`` of one core means each item mostly waits for the storage (a
+cold cache: ext4, 10k x 1 KiB cold used 0.4-0.66 of a core with one worker, the
+helpers' feeder threads included; warm 1.0 or more), so
+a second one in flight hides that wait; that is evidence to grow at once, without a
+baseline. CPU-bound work (a warm local copy, however many threads hold the GIL) uses
+a core or more and stays where the plugin started it. A growth that is followed
 by a shrink failed: the next growth waits a cooldown that
 doubles with each failure (and resets when a growth holds), so where the best setting is
 the lowest one (a CPU- or create-bound local disk) the limit stays there instead of
@@ -98,11 +105,14 @@ class Tick:
     :param seconds: the tick's length.
     :param busy: workers running an item, averaged over the tick.
     :param units: work finished: entries plus MiB of data.
+    :param cpu: CPU seconds the process used during the tick (all its threads);
+        ``None`` when not measured.
     """
 
     seconds: float
     busy: float
     units: float
+    cpu: float | None = None
 
 
 class Controller:
@@ -112,6 +122,7 @@ class Controller:
     :param alpha: grow below this latency ratio.
     :param beta: shrink above this latency ratio.
     :param probe_every: the most ticks between two baseline probes.
+    :param wait_share: below this much of one core, fully busy workers are waiting.
     """
 
     def __init__(
@@ -121,11 +132,13 @@ class Controller:
         alpha: float = 1.25,
         beta: float = 1.6,
         probe_every: int = 20,
+        wait_share: float = 0.75,
     ) -> None:
         self.bounds = bounds
         self.alpha = alpha
         self.beta = beta
         self.probe_every = probe_every
+        self.wait_share = wait_share
         self.limit = bounds.initial
         self._baseline = math.inf
         self._restore: int | None = None
@@ -153,8 +166,11 @@ class Controller:
         first = self._baseline == math.inf
         self._baseline = min(self._baseline, latency)
         if first:
-            # One tick is a measurement, not evidence: it includes start-up, and a
-            # copy that ends within a second should run as the plugin chose.
+            # Its latency is a measurement, not evidence: it includes start-up, and a
+            # copy that ends within a second should run as the plugin chose -- unless
+            # the workers were waiting, which more in flight hides.
+            if self._waiting(tick):
+                self._grow()
             return self.limit
         ratio = latency / self._baseline
         grew, self._grew = self._grew, False
@@ -169,9 +185,7 @@ class Controller:
             if grew:
                 self._cooldown = 1  # the last growth paid off
             if not self._wait:
-                grown = min(self.bounds.maximum, self.limit + max(1, self.limit // 4))
-                self._grew = grown > self.limit
-                self.limit = grown
+                self._grow()
         elif grew:
             self._cooldown = 1
         self._until_probe -= 1
@@ -181,3 +195,19 @@ class Controller:
             self._restore = self.limit
             self.limit = max(self.bounds.minimum, self.limit // 2)
         return self.limit
+
+    def _grow(self) -> None:
+        """By a quarter, at least one, within the bounds (remembered: a shrink next
+        tick means it failed)."""
+        grown = min(self.bounds.maximum, self.limit + max(1, self.limit // 4))
+        self._grew = grown > self.limit
+        self.limit = grown
+
+    def _waiting(self, tick: Tick) -> bool:
+        """Every worker was busy while the process used less than ``wait_share`` of
+        a core: the items mostly waited for the storage."""
+        return (
+            tick.cpu is not None
+            and tick.busy >= 0.75 * self.limit
+            and tick.cpu < self.wait_share * tick.seconds
+        )

@@ -165,3 +165,25 @@ def test_the_first_tick_only_measures() -> None:
     assert not controller.probing
     busy, units = servers(8, 0.001)(1, 1)
     assert controller.update(Tick(TICK, busy, units)) == 2  # now there is evidence
+
+
+@pytest.mark.parametrize(
+    ("busy", "cpu", "limit"),
+    [
+        (1.0, 0.2 * TICK, 2),  # a cold cache: the one worker waited for the disk
+        (1.0, 1.0 * TICK, 1),  # a warm local copy: the worker was on the CPU
+        (4.0, 1.0 * TICK, 4),  # four threads taking turns on one GIL: CPU-bound
+        (0.4, 0.1 * TICK, 1),  # workers idle for want of work: nothing to hide
+        (1.0, None, 1),  # CPU not measured: no evidence
+    ],
+)
+def test_the_first_tick_grows_only_where_busy_workers_wait(
+    busy: float, cpu: float | None, limit: int
+) -> None:
+    """The process's CPU time is the first tick's evidence: every worker busy while
+    the process used under ``wait_share`` of a core means the items wait on storage."""
+    start = max(1, int(busy))
+    controller = Controller(Concurrency(start, 1, 8))
+    assert controller.update(Tick(TICK, busy, 1000.0, cpu)) == limit
+    if limit > start:  # a growth that makes the next tick much slower is undone
+        assert controller.update(Tick(TICK, 2.0, 1000.0 / 2, 0.3 * TICK)) == start
