@@ -132,7 +132,7 @@ class Engine:
             if name != BUILTIN and id(plugin) not in installed:
                 log.debug("plugin %s is not installed: copying in one process", name)
                 return None
-        eager = self.settings.max_processes is not None
+        asked = self.settings.max_processes is not None
 
         def build(eager: bool) -> Team:
             # Imported here: a run whose helpers never start (a small tree, a few
@@ -151,7 +151,7 @@ class Engine:
             )
             return Team(self.walker, setup, helpers, eager=eager)
 
-        return Crew(build, eager=eager)
+        return Crew(build, eager=asked)
 
     def _start_job(self, tally: Tally, job: Job) -> None:
         src_fd = os.open(job.src_parent, DIR_FLAGS)
