@@ -20,7 +20,14 @@
         │   (ConnectionError)          transient
         ├── PeerTimeoutError           no answer within the bound (ETIMEDOUT): transient
         │   (TimeoutError)
-        └── JobFailedError             a service's copy job ended failed or cancelled
+        ├── JobFailedError             a service's copy job ended failed or cancelled
+        └── RemoteFileError (OSError)  a service's file request failed: classified by
+            │                          the service's errno, as a local error would be
+            ├── RemoteFileNotFoundError     (FileNotFoundError)   ENOENT
+            ├── RemoteFileExistsError       (FileExistsError)     EEXIST
+            ├── RemoteIsADirectoryError     (IsADirectoryError)   EISDIR
+            ├── RemoteNotADirectoryError    (NotADirectoryError)  ENOTDIR
+            └── RemotePermissionError       (PermissionError)     EACCES, EPERM
 
 Classification is decided in one place: :func:`classify` holds the errno table, and a
 run asks it through the ``rcp_classify_error`` hook (whose built-in implementation is
@@ -173,6 +180,63 @@ class JobFailedError(RemoteError):
         reason = job.get("error") or "no reason given"
         super().__init__(f"job {job.get('job')} {job.get('state')}: {reason}")
         self.job = job
+
+
+class RemoteFileError(RemoteError, OSError):
+    """A file request to a service (``stat``, ``read``, ``mkdir``, ...) failed there
+    with an OS error; build one with :func:`remote_file_error`.
+
+    It carries the service's ``errno``, so :func:`classify` decides about it like
+    about a local failure (ENOENT permanent, ESTALE transient, ENOSPC fatal), and the
+    subclass for that errno refines the builtin a local call would raise, so
+    ``except FileNotFoundError`` works for a remote path as for a local one.
+
+    :param code: the errno, as this host numbers it.
+    :param message: what failed, with the service's reason.
+    :param path: the client's path.
+    """
+
+    def __init__(self, code: int, message: str, path: str | None = None) -> None:
+        if path is None:
+            super().__init__(code, message)
+        else:
+            super().__init__(code, message, path)
+
+
+class RemoteFileNotFoundError(RemoteFileError, FileNotFoundError):
+    """The path (or a directory on the way) does not exist on the service's host."""
+
+
+class RemoteFileExistsError(RemoteFileError, FileExistsError):
+    """The path exists where a request needed it not to (``mkdir``, exclusive write)."""
+
+
+class RemoteIsADirectoryError(RemoteFileError, IsADirectoryError):
+    """A file request named a directory (``read``, a write's final name)."""
+
+
+class RemoteNotADirectoryError(RemoteFileError, NotADirectoryError):
+    """A directory request named something else (``listdir``)."""
+
+
+class RemotePermissionError(RemoteFileError, PermissionError):
+    """The service's user may not do that to the path (EACCES, EPERM)."""
+
+
+_REMOTE_FILE_ERRORS: dict[int, type[RemoteFileError]] = {
+    errno.ENOENT: RemoteFileNotFoundError,
+    errno.EEXIST: RemoteFileExistsError,
+    errno.EISDIR: RemoteIsADirectoryError,
+    errno.ENOTDIR: RemoteNotADirectoryError,
+    errno.EACCES: RemotePermissionError,
+    errno.EPERM: RemotePermissionError,
+}
+
+
+def remote_file_error(code: int, message: str, path: str | None) -> RemoteFileError:
+    """The :class:`RemoteFileError` subclass for ``code`` (the base class for an errno
+    without a builtin of its own)."""
+    return _REMOTE_FILE_ERRORS.get(code, RemoteFileError)(code, message, path)
 
 
 class Kind(enum.Enum):

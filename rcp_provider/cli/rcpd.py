@@ -6,7 +6,7 @@ Two ways to run it:
   SSH; it speaks to its master on stdin/stdout (:mod:`rcp_core.remote.daemon`) and its
   own messages go to stderr, which SSH passes back (not for direct use);
 - ``rcpd serve --listen ADDR --root DIR [--root DIR...]``: a long-running service
-  that runs copy jobs beneath its roots for authenticated clients
+  that runs copy jobs and file requests beneath its roots for authenticated clients
   (:mod:`rcp_core.remote.service`), the shape an Airflow connection points at. Once
   listening it prints one JSON line on stdout: its address and its certificate's
   fingerprint, which clients pin. SIGTERM or SIGINT stop it: running jobs are
@@ -71,8 +71,8 @@ def role_parser() -> argparse.ArgumentParser:
 def service_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="rcpd serve",
-        description="run copy jobs beneath --root directories for authenticated "
-        "clients (the Airflow hook, RcpFileSystem)",
+        description="run copy jobs, and serve files, beneath --root directories for "
+        "authenticated clients (the Airflow hook, RcpFileSystem)",
     )
     parser.add_argument(
         "--listen",

@@ -16,6 +16,14 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``roles``       both roles wired to their connections
 ``daemon``      ``rcpd``: a role started over SSH, talking to its master
 ``master``      starts the roles (SSH or in-process), hands out jobs, merges results
+``service``     ``rcpd serve``: copy jobs and file requests for clients
+``roots``       a service's paths confined beneath its roots
+``client``      a service's client: jobs, and entries to look at, read and write
+``files``       a service's file requests: stat, list, read, write, mkdir, remove
+``filewire``    file requests on the wire: limits, entries, failures
+``listing``     a directory listed in pages
+``writes``      a file written through a temporary renamed into place (service)
+``writer``      a file written through a service (client)
 ==============  ==================================================================
 
 Nothing here is imported by a local copy (the ``rcp`` command imports the master only

@@ -1,11 +1,16 @@
-"""A client of an ``rcpd serve`` service: submit copy jobs, watch them, cancel them.
+"""A client of an ``rcpd serve`` service: submit copy jobs, watch them, cancel them;
+look at, read and write single entries beneath its roots (file requests, 1.7).
 
-What the Airflow hook and trigger use. One connection, opened on first use and
-reopened once if the service dropped it (it closes idle connections): the request is
-then sent again, which is safe because every request is idempotent -- a submit
-carries a key of its own, and the service answers a repeated key with the job it
-already started. Every request and answer is bounded by ``timeout``, a ``wait`` by
-its own timeout plus that.
+What the Airflow hook and trigger use, and the ``rcp://host/path`` filesystem. One
+connection, opened on first use and reopened once if the service dropped it (it closes
+idle connections): the request is then sent again, which is safe because every request
+sent again is idempotent -- a submit, and a change of an entry (``mkdir``,
+``remove``, ``rename``), carries a key of its own, and the service answers a repeated
+key as it answered it first. A request about what a connection holds (a file being
+written, the next page of a listing) is never sent on another connection: it fails
+with :class:`ConnectionLostError`, and the service dropped what that connection held.
+Every request and answer is bounded by ``timeout``, a ``wait`` by its own timeout
+plus that; a connection that failed (lost, silent, out of step) is dropped.
 
 A job is a dict as the service shows it (``docs/remote_protocol.md``): ``job`` (its
 id), ``state`` (``queued``, ``running``, ``succeeded``, ``failed``, ``cancelled``),
@@ -14,6 +19,7 @@ id), ``state`` (``queued``, ``running``, ``succeeded``, ``failed``, ``cancelled`
 
 from __future__ import annotations
 
+import functools
 import secrets
 import ssl
 import threading
@@ -25,14 +31,23 @@ from rcp_core.errors import (
     ConnectionLostError,
     ProtocolError,
     RemoteError,
+    RemoteFileError,
     UsageError,
 )
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, dial
-from rcp_core.remote.hello import Role
+from rcp_core.remote.filewire import (
+    MAX_READ,
+    REQUESTS,
+    Entry,
+    entry_from_wire,
+    failure,
+)
+from rcp_core.remote.hello import FILE_REQUESTS, Role
 from rcp_core.remote.job import settings_to_wire
 from rcp_core.remote.roles import SOFTWARE
-from rcp_core.remote.wire import FrameKind
+from rcp_core.remote.wire import Frame, FrameKind
+from rcp_core.remote.writer import FileWriter
 from rcp_core.settings import CopySettings
 
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})
@@ -201,6 +216,123 @@ class ServiceClient:
                 self._conn.close()
                 self._conn = None
 
+    # -- file requests (protocol 1.7) ---------------------------------------------
+
+    def stat(self, path: str, *, follow: bool = False) -> Entry:
+        """``lstat`` of ``path`` on the service's host; ``stat`` with ``follow``, which
+        follows a symlink only to a target beneath the roots.
+
+        :raises RemoteFileNotFoundError: it does not exist (nor, with ``follow``, what
+            it points at); other :class:`RemoteFileError` subclasses for other errnos.
+        :raises UsageError: the path (or the target followed) is not beneath the
+            service's roots, or has a symlink on the way.
+        """
+        with self._lock:
+            answer = self._answer("stat", {"path": path, "follow": follow})
+        return entry_from_wire(answer.get("entry"))
+
+    def listdir(self, path: str) -> list[Entry]:
+        """The entries of the directory ``path`` (``lstat`` each, no ``.`` or ``..``),
+        in the directory's order. A symlink to a directory is not followed (it is not
+        a directory: list its target instead).
+
+        The service answers in pages of at most 1000 entries; they are fetched in
+        turn on one connection.
+
+        :raises RemoteNotADirectoryError: ``path`` is not a directory.
+        """
+        with self._lock:
+            answer = self._answer("listdir", {"path": path})
+            conn = self._conn
+            assert conn is not None  # it just answered
+            entries = _entries(answer)
+            while (cursor := answer.get("cursor")) is not None:
+                answer = self._on(conn, "listdir", {"cursor": cursor}).header
+                entries.extend(_entries(answer))
+        return entries
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        """``length`` bytes of the regular file ``path`` from ``offset``; fewer only
+        where the file ends.
+
+        A range longer than the service's bound (4 MiB) is read in several requests:
+        a file that changes meanwhile may give some bytes from before and some from
+        after the change.
+
+        :raises RemoteIsADirectoryError: ``path`` is a directory.
+        :raises UsageError: it is a symlink or not a regular file, or not beneath the
+            roots.
+        """
+        if offset < 0 or length < 0:
+            raise UsageError("read_range: offset and length must not be negative")
+        pieces: list[bytes] = []
+        got = 0
+        while got < length:
+            want = min(MAX_READ, length - got)
+            fields = {"path": path, "offset": offset + got, "length": want}
+            with self._lock:
+                frame = self._frame("read", fields, expect=FrameKind.CHUNK)
+                piece = bytes(frame.data)  # the frame's data lives until the next read
+            if frame.header.get("offset") != offset + got or len(piece) > want:
+                raise ProtocolError(f"{self.address[0]}: a read answered another range")
+            pieces.append(piece)
+            got += len(piece)
+            if len(piece) < want:
+                break
+        return b"".join(pieces)
+
+    def open_write(
+        self, path: str, *, mode: int | None = None, exclusive: bool = False
+    ) -> FileWriter:
+        """Start writing the file ``path``: a :class:`FileWriter`, whose
+        :meth:`FileWriter.commit` puts it under its name in one step.
+
+        :param mode: its permission bits (at most ``0o777``); by default those of the
+            file it replaces, else ``0o644``.
+        :param exclusive: fail if ``path`` exists (now, or at the commit).
+        :raises RemoteFileNotFoundError: the directory of ``path`` does not exist.
+        :raises RemoteIsADirectoryError: ``path`` is a directory.
+        :raises RemoteFileExistsError: ``exclusive`` and ``path`` exists.
+        :raises UsageError: not beneath the roots, or this connection already writes
+            16 files.
+        """
+        fields: dict[str, Any] = {"path": path, "exclusive": exclusive}
+        if mode is not None:
+            fields["mode"] = mode
+        with self._lock:
+            handle = self._answer("create", fields).get("handle")
+            conn = self._conn
+        if not isinstance(handle, int) or conn is None:
+            raise ProtocolError(f"{self.address[0]}: a create answer without a handle")
+        return FileWriter(functools.partial(self._held, conn), handle, path)
+
+    def mkdir(
+        self, path: str, *, parents: bool = False, exist_ok: bool = False
+    ) -> None:
+        """Make the directory ``path`` (``0o777`` less the service's umask).
+
+        :param parents: make missing directories on the way too (``mkdir -p``).
+        :param exist_ok: a directory already there is no error.
+        :raises RemoteFileExistsError: it exists (and ``exist_ok`` is false, or it is
+            not a directory).
+        :raises RemoteFileNotFoundError: its parent is missing (without ``parents``).
+        """
+        self._change("mkdir", path=path, parents=parents, exist_ok=exist_ok)
+
+    def remove(self, path: str) -> None:
+        """Remove the file, symlink or empty directory ``path`` (never a tree).
+
+        :raises RemoteFileError: with ``ENOTEMPTY`` for a directory that is not empty.
+        """
+        self._change("remove", path=path)
+
+    def rename(self, path: str, to: str) -> None:
+        """Rename ``path`` to ``to`` (both beneath the roots), replacing a file there
+        as ``rename(2)`` does."""
+        self._change("rename", path=path, to=to)
+
+    # -- the connection -----------------------------------------------------------
+
     def _connect(self) -> Connection:
         conn = dial(
             self.address,
@@ -224,28 +356,109 @@ class ServiceClient:
             raise ProtocolError(f"{self.address[0]}: an answer without its job")
         return job
 
+    def _change(self, kind: str, **fields: Any) -> None:
+        """A change of one entry, with a key of its own: the service remembers its
+        answer, so sending it again after a lost answer changes nothing twice."""
+        with self._lock:
+            self._answer(kind, {"key": secrets.token_hex(16), **fields})
+
+    def _held(
+        self,
+        conn: Connection,
+        kind: str,
+        fields: dict[str, Any],
+        data: bytes | memoryview = b"",
+    ) -> dict[str, Any]:
+        """The answer to a request about what ``conn`` holds (see :meth:`_on`)."""
+        with self._lock:
+            return self._on(conn, kind, fields, data).header
+
     def _answer(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
-        """The service's answer to one request (called with the lock held)."""
+        """The header of the service's ``CONTROL`` answer (called with the lock
+        held)."""
+        return self._frame(kind, fields).header
+
+    def _frame(
+        self,
+        kind: str,
+        fields: dict[str, Any],
+        *,
+        expect: FrameKind = FrameKind.CONTROL,
+    ) -> Frame:
+        """The service's answer to one request (called with the lock held), sent
+        again once on a new connection if the old one turned out dropped."""
         fresh = self._conn is None
         if self._conn is None:
             self._conn = self._connect()
         try:
-            return self._exchange(self._conn, kind, fields)
+            return self._on(self._conn, kind, fields, expect=expect)
         except ConnectionLostError:
-            self._conn.close()
-            self._conn = None
             if fresh:
                 raise
         self._conn = self._connect()
-        return self._exchange(self._conn, kind, fields)
+        return self._on(self._conn, kind, fields, expect=expect)
+
+    def _on(
+        self,
+        conn: Connection,
+        kind: str,
+        fields: dict[str, Any],
+        data: bytes | memoryview = b"",
+        *,
+        expect: FrameKind = FrameKind.CONTROL,
+    ) -> Frame:
+        """One request on ``conn``, never sent again elsewhere: a request that names
+        what ``conn`` holds (a file being written, a listing) goes there or nowhere.
+        A connection that fails is dropped (called with the lock held).
+
+        :raises ConnectionLostError: ``conn`` is no longer this client's connection.
+        """
+        if conn is not self._conn:
+            raise ConnectionLostError(
+                f"{conn.peer}: the connection of this {kind} was lost "
+                "(the service dropped what it held)"
+            )
+        try:
+            return self._exchange(conn, kind, fields, data, expect)
+        except (UsageError, RemoteFileError):
+            raise  # an answer: the connection is fine
+        except RemoteError:
+            conn.close()
+            self._conn = None
+            raise
 
     def _exchange(
-        self, conn: Connection, kind: str, fields: dict[str, Any]
-    ) -> dict[str, Any]:
+        self,
+        conn: Connection,
+        kind: str,
+        fields: dict[str, Any],
+        data: bytes | memoryview,
+        expect: FrameKind,
+    ) -> Frame:
+        if kind in REQUESTS and conn.version < FILE_REQUESTS:
+            raise RemoteError(
+                f"{conn.peer} speaks rcp protocol {conn.version[0]}.{conn.version[1]}; "
+                "file requests need 1.7: upgrade the service"
+            )
         wait = fields.get("timeout", 0.0) if kind == "wait" else 0.0
         conn.settimeout(self.timeout + wait)
-        conn.send_control(kind, **fields)
-        answer = conn.expect(FrameKind.CONTROL).header
-        if answer.get("type") == "refused":
-            raise UsageError(f"{conn.peer} refused: {answer.get('reason')}")
+        frame_kind = FrameKind.CHUNK if kind == "write" else FrameKind.CONTROL
+        conn.send(frame_kind, {"type": kind, **fields}, data)
+        answer = conn.read()
+        if answer is None:
+            raise ConnectionLostError(f"{conn.peer} closed the connection")
+        type_ = answer.header.get("type")
+        if type_ == "refused":
+            raise UsageError(f"{conn.peer} refused: {answer.header.get('reason')}")
+        if type_ == "failed":
+            raise failure(answer.header, conn.peer, fields.get("path"))
+        if answer.kind is not expect:
+            raise ProtocolError(f"{conn.peer} answered {kind} with {answer.kind.name}")
         return answer
+
+
+def _entries(answer: dict[str, Any]) -> list[Entry]:
+    entries = answer.get("entries")
+    if not isinstance(entries, list):
+        raise ProtocolError("a listdir answer without its entries")
+    return [entry_from_wire(entry) for entry in entries]

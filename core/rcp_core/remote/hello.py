@@ -14,14 +14,16 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 6)
+PROTOCOL = (1, 7)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
 ``--delete`` (``traverse`` on ``dir``, ``dir_excluded``); 1.4 special files
 (entries of kind ``special``, ``rdev`` in their metadata); 1.5 extended attributes
 and ACLs (``xattrs`` in a file's metadata and a directory's ``dir_end``); 1.6 dry runs
-(no file data, ``dry`` lines from a destination daemon to its master)."""
+(no file data, ``dry`` lines from a destination daemon to its master); 1.7 a service's
+file requests (``stat``, ``listdir``, ``read``, ``create``/``write``/``commit``/
+``abort``, ``mkdir``, ``remove``, ``rename``)."""
 HARD_LINKS = (1, 1)
 """The first version whose destinations understand hard links."""
 MANIFESTS = (1, 2)
@@ -34,6 +36,9 @@ XATTRS = (1, 5)
 """The first version whose destinations set extended attributes and ACLs."""
 DRY_RUN = (1, 6)
 """The first version whose daemons do dry runs (an older one would copy)."""
+FILE_REQUESTS = (1, 7)
+"""The first version whose services answer file requests (an older one would end the
+connection at the unknown request)."""
 
 
 class Role(enum.Enum):

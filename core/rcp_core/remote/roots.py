@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -123,6 +124,16 @@ class Roots:
             )
         return self._parent(parts, root_fd, depth, path)
 
+    def parents_made(self, path: str, mode: int) -> Confined:
+        """A destination entry's name in its directory, as :meth:`destination` gives
+        it, after making the directories on the way that are missing (``mode``, less
+        the umask), as ``mkdir -p`` would; the walk still follows no symlink."""
+        parts, root_fd, depth = self._locate(path)
+        if len(parts) == depth:
+            raise PathRefusedError(f"{path} is a root")
+        fd = self._walk(root_fd, parts[depth:-1], path, make=mode)
+        return Confined(fd, parts[-1], path)
+
     def close(self) -> None:
         for _, fd in self._roots:
             os.close(fd)
@@ -151,11 +162,17 @@ class Roots:
         return Confined(fd, parts[-1], path)
 
     @staticmethod
-    def _walk(root_fd: int, parts: Sequence[str], path: str) -> int:
-        """Open ``parts`` below ``root_fd`` one by one, following no symlink."""
+    def _walk(
+        root_fd: int, parts: Sequence[str], path: str, make: int | None = None
+    ) -> int:
+        """Open ``parts`` below ``root_fd`` one by one, following no symlink; with
+        ``make``, a missing one is made first with that mode."""
         fd = os.dup(root_fd)
         for part in parts:
             try:
+                if make is not None:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, make, dir_fd=fd)
                 child = os.open(part, _WALK, dir_fd=fd)
             except OSError as exc:
                 os.close(fd)

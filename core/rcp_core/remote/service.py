@@ -2,7 +2,9 @@
 
 It is what an Airflow connection points at: clients submit copies between paths
 beneath the service's roots, poll their status and progress, and cancel them
-(``docs/remote_protocol.md``, "The service").
+(``docs/remote_protocol.md``, "The service"). Clients may also look at, read and
+write single entries beneath the roots (:mod:`rcp_core.remote.files`, "File
+requests"), what the ``rcp://host/path`` filesystem stands on.
 
 Security, for every connection:
 
@@ -15,7 +17,9 @@ Security, for every connection:
   would follow symlinks out of them are refused;
 - bounds: at most ``max_clients`` connections at once (more are turned away), the
   handshake and every frame within ``timeout``, an idle connection closed after
-  ``idle`` seconds, at most ``max_running`` jobs copying at once.
+  ``idle`` seconds, at most ``max_running`` jobs copying at once; file requests are
+  bounded per request and per connection (:mod:`rcp_core.remote.filewire`), and what
+  a connection left unfinished (a file being written) is removed when it ends.
 
 A client's request that cannot be served (a path outside the roots, an unknown job)
 is answered ``refused`` and the connection stays usable; a frame that breaks the
@@ -44,6 +48,8 @@ from rcp_core.errors import (
 )
 from rcp_core.remote import tls
 from rcp_core.remote.connection import accept
+from rcp_core.remote.files import Answers, FileSession
+from rcp_core.remote.filewire import REQUESTS
 from rcp_core.remote.hello import Role
 from rcp_core.remote.job import settings_from_wire
 from rcp_core.remote.jobs import (
@@ -112,6 +118,7 @@ class Service:
         self.listener = listener
         self.roots = Roots(config.roots)
         self.jobs = JobTable(self._run, config.max_running)
+        self._answers = Answers()
         self._ctx: ssl.SSLContext | None = None
         if config.encrypt:
             assert config.identity is not None
@@ -180,6 +187,7 @@ class Service:
             log.warning("%s refused: %s", peer, exc)
             self._forget(sock)
             return
+        files = FileSession(self.roots, self._answers)
         try:
             if conn.hello is None or conn.hello.role is not Role.CLIENT:
                 raise ProtocolError(f"{peer} is not a client")
@@ -188,6 +196,11 @@ class Service:
                 frame = conn.read()
                 if frame is None:
                     break
+                type_ = frame.header.get("type")
+                if isinstance(type_, str) and type_ in REQUESTS:
+                    reply = files.answer(frame.kind, frame.header, frame.data)
+                    conn.send(reply.kind, reply.header, reply.data)
+                    continue
                 if frame.kind is not FrameKind.CONTROL:
                     raise ProtocolError(f"{peer} sent {frame.kind.name} to a service")
                 conn.send(FrameKind.CONTROL, self._answer(frame.header))
@@ -197,8 +210,11 @@ class Service:
         except (RemoteError, OSError) as exc:
             log.info("%s gone: %s", peer, exc)
         finally:
-            conn.close()
-            self._forget(sock)
+            try:
+                files.close()  # a file still being written is removed
+            finally:
+                conn.close()
+                self._forget(sock)
 
     def _forget(self, sock: socket.socket) -> None:
         with self._lock:

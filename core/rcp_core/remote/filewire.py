@@ -1,0 +1,130 @@
+"""A service's file requests on the wire: their limits, entries and failures.
+
+Shared by the service (:mod:`rcp_core.remote.files`) and its client
+(:mod:`rcp_core.remote.client`); the requests are documented in
+``docs/remote_protocol.md`` ("File requests", version 1.7).
+
+Limits, which the service enforces and the client keeps to by splitting its work:
+
+- ``read`` answers at most :data:`MAX_READ` bytes, and a ``write`` carries at most
+  :data:`MAX_WRITE`;
+- a ``listdir`` answer holds at most :data:`MAX_ENTRIES` entries whose JSON is at most
+  :data:`MAX_LIST_BYTES` (a name escapes to at most 1.5 KB and a link target to 25 KB,
+  so an answer stays far below the frame limit of :mod:`rcp_core.remote.wire`); the
+  rest of a directory follows a ``cursor``;
+- a connection has at most :data:`MAX_WRITERS` files open for writing and
+  :data:`MAX_LISTINGS` listings in progress;
+- a path is at most :data:`MAX_PATH` bytes.
+
+An entry is the metadata of :mod:`rcp_core.remote.meta` (``lstat``: the type is in
+``mode``) with its ``name`` and, for a symlink, its ``target``. A request that fails
+with an OS error is answered ``failed`` with the errno's *name* (hosts number errnos
+differently) and the client raises the matching :class:`RemoteFileError` subclass.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from rcp_core.errors import ProtocolError, RemoteFileError, remote_file_error
+from rcp_core.remote.meta import meta_of, stat_of
+
+MAX_READ = 4 << 20
+MAX_WRITE = 4 << 20
+MAX_ENTRIES = 1000
+MAX_LIST_BYTES = 1 << 20
+MAX_WRITERS = 16
+MAX_LISTINGS = 8
+MAX_PATH = 4096
+
+REQUESTS = frozenset(
+    {
+        "stat",
+        "listdir",
+        "read",
+        "create",
+        "write",
+        "commit",
+        "abort",
+        "mkdir",
+        "remove",
+        "rename",
+    }
+)
+"""The file requests (version 1.7); ``write`` is a ``CHUNK`` frame, the rest
+``CONTROL``."""
+
+EntryKind = Literal["file", "directory", "symlink", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One entry as a service saw it.
+
+    :param name: its name: the last component of the path asked about, or a name in
+        the directory listed.
+    :param stat: its ``lstat`` (its ``stat`` when a symlink was followed), rebuilt by
+        :func:`rcp_core.remote.meta.stat_of`: inode and device are zero, and ``ctime``
+        is the ``mtime``.
+    :param target: a symlink's target as ``readlink`` gives it; ``None`` otherwise.
+    """
+
+    name: str
+    stat: os.stat_result
+    target: str | None = None
+
+    @property
+    def kind(self) -> EntryKind:
+        mode = self.stat.st_mode
+        if stat.S_ISREG(mode):
+            return "file"
+        if stat.S_ISDIR(mode):
+            return "directory"
+        if stat.S_ISLNK(mode):
+            return "symlink"
+        return "other"
+
+
+def entry_to_wire(name: str, st: os.stat_result, target: str | None) -> dict[str, Any]:
+    """The wire form of an entry (``target`` only for a symlink)."""
+    entry: dict[str, Any] = {"name": name, "meta": meta_of(st)}
+    if target is not None:
+        entry["target"] = target
+    return entry
+
+
+def entry_from_wire(value: Any) -> Entry:
+    """An :class:`Entry` from its wire form; :class:`ProtocolError` if malformed."""
+    if not isinstance(value, dict):
+        raise ProtocolError(f"an entry is a {type(value).__name__}, not an object")
+    name, target = value.get("name"), value.get("target")
+    if not isinstance(name, str) or not name or "/" in name or "\0" in name:
+        raise ProtocolError(f"bad entry name {name!r}")
+    st = stat_of(value.get("meta"))
+    if stat.S_ISLNK(st.st_mode) != isinstance(target, str):
+        raise ProtocolError(f"entry {name!r}: a target belongs to symlinks only")
+    return Entry(name, st, target)
+
+
+def failed(exc: OSError) -> dict[str, Any]:
+    """The ``failed`` answer to a request that ``exc`` ended."""
+    code = exc.errno if exc.errno is not None else errno.EIO
+    return {
+        "type": "failed",
+        "errno": errno.errorcode.get(code, "EIO"),
+        "reason": exc.strerror or os.strerror(code),
+    }
+
+
+def failure(answer: dict[str, Any], peer: str, path: str | None) -> RemoteFileError:
+    """The error a ``failed`` answer stands for, with this host's errno of that name
+    (``EIO`` for a name this host does not know)."""
+    name, reason = answer.get("errno"), answer.get("reason")
+    code = getattr(errno, name, errno.EIO) if isinstance(name, str) else errno.EIO
+    if not isinstance(code, int):
+        code = errno.EIO
+    return remote_file_error(code, f"{reason or os.strerror(code)} (on {peer})", path)
