@@ -303,7 +303,10 @@ def test_a_run_whose_helpers_never_start_does_not_import_their_machinery(
         text=True,
         check=True,
     )
-    assert asked.stdout.split() == ["True", "True"]  # asked for: started before the walk
+    assert asked.stdout.split() == [
+        "True",
+        "True",
+    ]  # asked for: started before the walk
     code = code.replace("CopySettings(max_processes=2)", "CopySettings()")
     auto = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path / "src"), str(tmp_path / "dst2")],
