@@ -139,8 +139,11 @@ class Plan:
     def confirm_rounds(self, cell: Cell) -> int:
         """Confirmation rounds of ``cell`` per mode: none where fewer than two tools
         would be compared."""
-        compared = len(self.confirming(cell)) + self.confirms_best(cell)
-        return self.confirm_reps if compared > 1 else 0
+        return self.confirm_reps if self._compared(cell) > 1 else 0
+
+    def _compared(self, cell: Cell) -> int:
+        """Tools in each of ``cell``'s confirmation rounds."""
+        return len(self.confirming(cell)) + self.confirms_best(cell)
 
     def runs(self) -> int:
         """How many timed runs the plan asks for (before anything is skipped)."""
@@ -148,8 +151,7 @@ class Plan:
             len(c.modes)
             * (
                 len(self.tools_of(c)) * self.reps_of(c)
-                + (len(self.confirming(c)) + self.confirms_best(c))
-                * self.confirm_rounds(c)
+                + self._compared(c) * self.confirm_rounds(c)
             )
             for c in self.cells
         )

@@ -122,7 +122,7 @@ class Monitor:
             busy_sum += self.pool.running
             samples += 1
             now = time.monotonic()
-            length = TICK if self.limits[1:] else FIRST_TICK
+            length = TICK if len(self.limits) > 1 else FIRST_TICK
             if self.controller is not None and now - tick_start >= length:
                 done = work_units(merge(list(self.pool.tallies)))
                 cpu = time.process_time()

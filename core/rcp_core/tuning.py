@@ -181,7 +181,7 @@ class Controller:
                 self._wait = self._cooldown
             shrunk = min(self.limit - 1, int(self.limit * 0.8))
             self.limit = max(self.bounds.minimum, shrunk)
-        elif ratio < self.alpha and tick.busy >= 0.75 * self.limit:
+        elif ratio < self.alpha and self._held_back(tick):
             if grew:
                 self._cooldown = 1  # the last growth paid off
             if not self._wait:
@@ -208,6 +208,11 @@ class Controller:
         a core: the items mostly waited for the storage."""
         return (
             tick.cpu is not None
-            and tick.busy >= 0.75 * self.limit
+            and self._held_back(tick)
             and tick.cpu < self.wait_share * tick.seconds
         )
+
+    def _held_back(self, tick: Tick) -> bool:
+        """The limit is what held workers back (nearly all busy), not a tree with
+        too little parallel work to fill it."""
+        return tick.busy >= 0.75 * self.limit
