@@ -16,6 +16,7 @@ Flow (the caller is on the left)::
            <- Failure         one entry's error (the caller logs and counts it)
            <- Counts          the helper's counters so far (about twice a second)
            <- Done            the batch is finished
+    Limit  ->                 the caller's controller moved its limit: follow it
     Stop   ->                 stop as soon as possible (fail-early, cancel, fatal error)
     Finish ->                 no more tasks: finish, then answer Final and exit
            <- Final           the helper's last counters
@@ -118,6 +119,13 @@ class Done:
     task: int
     failed: bool
     has_content: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """Run ``workers`` of the helper's batches at once, as the caller now does."""
+
+    workers: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,8 @@ Invariants:
 - :attr:`Crew.tallies` is one list for the whole run; the helpers' counters join it
   (``list.extend``, atomic under the GIL) when the team is built, so a reader that
   copied it earlier (the monitor's progress) sees a consistent, shorter list;
+- the helpers follow the caller's limit: :meth:`Crew.set_limit` before the team
+  exists is remembered and given to it when it is built;
 - a crew closed before it started never builds a team; :meth:`Crew.start` and
   :meth:`Crew.close` may race (the monitor thread starts the crew while the run ends),
   and the team's own start/close rule decides the rest.
@@ -37,8 +39,12 @@ class Crew:
         the crew before the walk instead of at the first backlog.
     """
 
-    def __init__(self, build: Callable[[bool], Team], *, eager: bool) -> None:
+    def __init__(
+        self, build: Callable[[bool], Team], *, eager: bool, limit: int
+    ) -> None:
         self.eager = eager
+        self.limit = limit
+        """Batches each helper runs at once: the caller's workers' limit."""
         self.tallies: list[Tally] = []
         """Every helper's counters, once the team exists (for progress and the summary)."""
         self._build = build
@@ -53,9 +59,18 @@ class Crew:
                 return
             if self._team is None:
                 self._team = self._build(self.eager)
+                self._team.set_limit(self.limit)
                 self.tallies.extend(self._team.tallies)
             team = self._team
         team.start()
+
+    def set_limit(self, workers: int) -> None:
+        """The caller's controller moved its limit: the helpers follow."""
+        with self._lock:
+            self.limit = workers
+            team = self._team
+        if team is not None:
+            team.set_limit(workers)
 
     def close(self) -> None:
         """After the pool ended: let the helpers finish and reap them, if any."""

@@ -151,7 +151,7 @@ class Engine:
             )
             return Team(self.walker, setup, helpers, eager=eager)
 
-        return Crew(build, eager=asked)
+        return Crew(build, eager=asked, limit=self.concurrency.initial)
 
     def _start_job(self, tally: Tally, job: Job) -> None:
         src_fd = os.open(job.src_parent, DIR_FLAGS)
@@ -212,6 +212,7 @@ class Engine:
             on_cancel=lambda: self.ctx.stop("cancelled"),
             elsewhere=crew.tallies if crew else (),
             on_backlog=crew.start if crew else None,
+            on_limit=crew.set_limit if crew else None,
         )
         setup = Tally()
         self.pool.tallies.append(setup)

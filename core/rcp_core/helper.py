@@ -4,8 +4,10 @@ It copies the batches the caller sends, with the caller's settings, storage view
 plugins (the built-in one and the installed site plugins), through the same
 :class:`~rcp_core.walk.Walker` items. What only the caller can do goes back to it:
 hard-linked files (``Deferred``), errors (``Failure``, logged and counted there) and
-log records. Each batch's directory is a parentless stand-in node holding the
-descriptors that came with the task; releasing it answers ``Done``.
+log records. It runs as many batches at once as the caller runs workers: the caller's
+controller moves that limit, and ``Limit`` brings each move here. Each batch's
+directory is a parentless stand-in node holding the descriptors that came with the
+task; releasing it answers ``Done``.
 
 The helper lives until ``Finish`` (then answers ``Final`` and exits 0), or until its
 socket closes (the caller is gone: it stops at once). A bug stops it with ``Crash``
@@ -32,6 +34,7 @@ from rcp_core.channel import (
     Failure,
     Final,
     Finish,
+    Limit,
     Ready,
     Record,
     Setup,
@@ -45,6 +48,8 @@ from rcp_core.pool import WorkPool
 from rcp_core.summary import merge
 from rcp_core.tree import DirNode
 from rcp_core.walk import OPS, Walker, chunking
+
+log = logging.getLogger("rcp_core")
 
 COUNTS_EVERY = 0.5
 
@@ -89,7 +94,7 @@ class Helper:
         self.ctx.errors = _ForwardedErrors(chan)
         self.ctx.defer = self._defer
         concurrency = setup.concurrency
-        self.pool = WorkPool(concurrency.initial, concurrency.initial, self._crashed)
+        self.pool = WorkPool(concurrency.maximum, concurrency.initial, self._crashed)
         if concurrency.chunk_size:
             self.ctx.chunking = chunking(self.pool, concurrency.chunk_size)
         self.walker = Walker(self.ctx, self.pool, on_root_done=self._done)
@@ -126,6 +131,9 @@ class Helper:
             message, fds = got
             if isinstance(message, Task):
                 self._start(message, fds)
+            elif isinstance(message, Limit):
+                self.pool.limit = message.workers
+                log.debug("helper: %d batches at once", message.workers)
             elif isinstance(message, Stop):
                 self.ctx.stop(message.reason)
             elif isinstance(message, Finish):

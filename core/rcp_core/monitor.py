@@ -24,7 +24,7 @@ log = logging.getLogger("rcp_core")
 
 SAMPLE = 0.05
 TICK = 0.5
-FIRST_TICK = 0.25
+FIRST_TICK = 0.1
 """The first tick is shorter: the controller's first decision (to grow where the
 workers wait) must come early enough to matter in a run of about a second."""
 MIB = 1 << 20
@@ -49,6 +49,8 @@ class Monitor:
     :param on_backlog: called once, from the monitor thread, at the first sample
         that finds work queued for the pool's workers (a run over before the first
         sample never calls it).
+    :param on_limit: called from the monitor thread with each limit the controller
+        sets that differs from the last (after the pool has it).
     """
 
     def __init__(
@@ -61,6 +63,7 @@ class Monitor:
         on_cancel: Callable[[], None],
         elsewhere: Sequence[Mapping[str, int]] = (),
         on_backlog: Callable[[], None] | None = None,
+        on_limit: Callable[[int], None] | None = None,
     ) -> None:
         self.pool = pool
         self.controller = controller
@@ -70,6 +73,7 @@ class Monitor:
         self.on_cancel = on_cancel
         self.elsewhere = elsewhere
         self.on_backlog = on_backlog
+        self.on_limit = on_limit
         self.started = time.monotonic()
         self.limits: list[int] = [pool.limit]
         self._stop = threading.Event()
@@ -133,8 +137,19 @@ class Monitor:
                     cpu - cpu_before,
                 )
                 limit = self.controller.update(tick)
+                log.debug(
+                    "tick of %.2f s: %.1f busy, %.0f units, %.2f CPU s; limit %d -> %d",
+                    tick.seconds,
+                    tick.busy,
+                    tick.units,
+                    tick.cpu,
+                    self.pool.limit,
+                    limit,
+                )
                 if limit != self.pool.limit:  # setting it wakes every waiting worker
                     self.pool.limit = limit
+                    if self.on_limit is not None:
+                        self.on_limit(limit)
                 self.limits.append(limit)
                 done_before, busy_sum, samples, tick_start = done, 0.0, 0, now
                 cpu_before = cpu

@@ -12,7 +12,11 @@ as an Airflow worker is safe) that copy *file batches*:
 - a helper :meth:`~rcp_core.pool.WorkPool.steal`\\ s the *oldest* queued batch (the
   entries of one directory grouped by the scan), the one furthest from the caller's
   own depth-first path, so processes mostly work in different directories; the batch
-  travels with its directory's two descriptors, at most ``IN_FLIGHT`` per helper;
+  travels with its directory's two descriptors;
+- a helper runs as many batches at once as the caller's pool runs workers, and holds
+  one task more than that (:class:`_Slots`): when the controller moves the limit,
+  :meth:`Team.set_limit` moves every helper's (a cold tree whose single worker waits
+  for the disk grows to two in the helpers too);
 - a stolen batch holds its directory node until the helper's ``Done``, so a directory
   is finished after every entry wherever it was copied;
 - hard-linked files go back to the caller, which owns the link map (links across
@@ -50,6 +54,7 @@ from rcp_core.channel import (
     Failure,
     Final,
     Finish,
+    Limit,
     Ready,
     Record,
     Setup,
@@ -66,8 +71,6 @@ from rcp_core.walk import OP_NAMES, Batch, Walker
 
 log = logging.getLogger("rcp_core")
 
-IN_FLIGHT = 2
-"""Tasks sent to a helper before it answers: one to work on, one to start next."""
 TASK_ENTRIES = 256
 """A task joins consecutive batches of one directory up to this many entries: one
 message pair per 256 small files instead of per 32."""
@@ -123,6 +126,12 @@ class Team:
                     if time.monotonic() > deadline:
                         break
 
+    def set_limit(self, workers: int) -> None:
+        """Have every helper run ``workers`` batches at once, as the caller now does
+        (before :meth:`start`: from their start)."""
+        for helper in self.helpers:
+            helper.set_limit(workers)
+
     def _stop(self, reason: str) -> None:
         for helper in self.helpers:
             helper.send_quietly(Stop(reason))
@@ -167,7 +176,9 @@ class _Helper:
         self.own = _Own(self.pool, team.walker.batch)
         self.ready = threading.Event()
         self.final = threading.Event()
-        self.slots = threading.Semaphore(IN_FLIGHT)
+        self.limit = team.setup.concurrency.initial
+        """Batches the helper runs at once (what its process was last told)."""
+        self.slots = _Slots(self.limit + 1)
         self.tasks: dict[int, tuple[DirNode, int]] = {}
         """Task id -> its directory and how many batches (references) it joined."""
         self.lock = threading.Lock()
@@ -205,13 +216,23 @@ class _Helper:
             return
         finally:
             theirs.close()
-        self.chan = chan
+        with self.lock:  # a limit set meanwhile is sent after the setup, not lost
+            self.chan = chan
+            if self.limit != self.team.setup.concurrency.initial:
+                self.send_quietly(Limit(self.limit))
         for target, role in ((self._read, "reader"), (self._feed, "feeder")):
             thread = threading.Thread(
                 target=target, name=f"rcp-helper-{self.number}-{role}", daemon=True
             )
             thread.start()
             self.threads.append(thread)
+
+    def set_limit(self, workers: int) -> None:
+        """Run ``workers`` batches at once there, with one task more sent ahead."""
+        self.slots.resize(workers + 1)
+        with self.lock:
+            self.limit = workers
+            self.send_quietly(Limit(workers))  # before start: sent by start
 
     # -- feeding ----------------------------------------------------------------
 
@@ -433,6 +454,37 @@ class _Helper:
         self.dead = True
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
+
+
+class _Slots:
+    """A semaphore whose size can change: the tasks a helper may hold at once.
+
+    A smaller size takes effect as tasks come back; a release beyond the size (to
+    wake a waiting feeder at the end) only lets it through sooner.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._held = 0
+        self._cond = threading.Condition()
+
+    def resize(self, size: int) -> None:
+        with self._cond:
+            self._size = size
+            self._cond.notify_all()
+
+    def acquire(self, timeout: float) -> bool:
+        """Take a slot within ``timeout`` seconds; whether one was taken."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._held < self._size, timeout):
+                return False
+            self._held += 1
+            return True
+
+    def release(self) -> None:
+        with self._cond:
+            self._held -= 1
+            self._cond.notify()
 
 
 class _Own:

@@ -18,16 +18,16 @@ saturates, extra workers only queue, and the latency grows with them. So:
 
 The first tick only sets the baseline (it includes start-up) -- unless the process's
 own CPU time says its workers wait: every worker busy while the whole process used
-less than ``wait_share`` of one core means each item mostly waits for the storage (a
-cold cache: ext4, 10k x 1 KiB cold used 0.4-0.66 of a core with one worker, the
-helpers' feeder threads included; warm 1.0 or more), so
-a second one in flight hides that wait; that is evidence to grow at once, without a
-baseline. CPU-bound work (a warm local copy, however many threads hold the GIL) uses
-a core or more and stays where the plugin started it. A growth that is followed
-by a shrink failed: the next growth waits a cooldown that
-doubles with each failure (and resets when a growth holds), so where the best setting is
-the lowest one (a CPU- or create-bound local disk) the limit stays there instead of
-oscillating between it and the next step up.
+less than ``wait_share`` of one core means each item partly waits for the storage (a
+cold cache: ext4, 10k x 1 KiB cold used 0.67-0.79 of a core over the first tick with
+one worker, the kernel's work of reading inodes and the helpers' feeder threads
+included; warm exactly 1.0 in every run), so a second one in flight hides that wait;
+that is evidence to grow at once, without a baseline. CPU-bound work (a warm local
+copy, however many threads hold the GIL) uses a core or more and stays where the
+plugin started it. A growth that is followed by a shrink failed: the next growth waits
+a cooldown that doubles with each failure (and resets when a growth holds), so where
+the best setting is the lowest one (a CPU- or create-bound local disk) the limit stays
+there instead of oscillating between it and the next step up.
 
 The baseline is the lowest latency seen since the last *probe*: now and then (after 2,
 4, 8, ... ticks, then every ``probe_every``) the controller halves the limit for one
@@ -132,7 +132,7 @@ class Controller:
         alpha: float = 1.25,
         beta: float = 1.6,
         probe_every: int = 20,
-        wait_share: float = 0.75,
+        wait_share: float = 0.9,
     ) -> None:
         self.bounds = bounds
         self.alpha = alpha

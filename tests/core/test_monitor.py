@@ -1,11 +1,15 @@
-"""The monitor's backlog signal: once, when work first waits for a worker."""
+"""The monitor's signals: a backlog once, when work first waits for a worker; each
+limit the controller sets."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 from rcp_core.monitor import SAMPLE, Monitor
 from rcp_core.pool import WorkPool
+from rcp_core.summary import Tally
+from rcp_core.tuning import Concurrency, Controller
 
 
 class Backlog:
@@ -63,3 +67,32 @@ def test_a_pool_that_keeps_up_signals_nothing() -> None:
     runner.join(10)
     monitor.stop()
     assert backlog.calls == 0
+
+
+def test_a_new_limit_reaches_the_pool_and_the_limit_callback() -> None:
+    """One worker busy on items that only wait (no CPU): the first tick grows the
+    limit, and ``on_limit`` hears of it after the pool has it."""
+    pool = WorkPool(4, 1, on_crash=lambda exc: None)
+    heard: list[tuple[int, int]] = []
+
+    def waiting_item(tally: Tally) -> None:
+        time.sleep(0.01)
+        tally["copied.files"] += 1
+
+    for _ in range(100):
+        pool.push(waiting_item)
+    monitor = Monitor(
+        pool,
+        Controller(Concurrency(1, 1, 4)),
+        [],
+        60.0,
+        threading.Event(),
+        lambda: None,
+        on_limit=lambda limit: heard.append((limit, pool.limit)),
+    )
+    monitor.start()
+    pool.run()
+    monitor.stop()
+    assert heard
+    assert heard[0] == (2, 2)
+    assert monitor.limits[:2] == [1, 2]

@@ -24,9 +24,12 @@ from rcp_core.channel import (
     MAX_MESSAGE,
     Channel,
     ChannelError,
+    Counts,
     Final,
     Finish,
+    Limit,
     Ready,
+    Record,
     Setup,
 )
 from rcp_core.engine import Engine
@@ -333,6 +336,24 @@ def test_automatic_helpers_start_once_work_queues_up(
     assert tree_compare(src, tmp_path / "dst") == []
 
 
+def test_helpers_follow_the_callers_limit_from_their_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, tree_compare: TreeCompare
+) -> None:
+    """A limit set before the helpers started reaches them with their setup: each
+    runs that many batches at once (it says so in the caller's log). The run's own
+    limit is fixed at 1, so nothing else sets 3."""
+    src = wide_tree(tmp_path / "src", dirs=30, files=300)
+    settings = CopySettings(max_workers=1, max_processes=2)
+    engine = Engine(plan_jobs([str(src), str(tmp_path / "dst")], settings), settings)
+    assert engine.crew is not None
+    engine.crew.set_limit(3)
+    with caplog.at_level(logging.DEBUG, logger="rcp_core"):
+        assert engine.run()["errors"] == 0
+    assert team_of(engine).helpers[0].limit == 3
+    assert "helper: 3 batches at once" in [r.getMessage() for r in caplog.records]
+    assert tree_compare(src, tmp_path / "dst") == []
+
+
 def test_a_team_closed_before_it_started_never_starts(tmp_path: Path) -> None:
     engine = lazy_engine(wide_tree(tmp_path / "src", 1, 1), tmp_path / "dst")
     assert engine.crew is not None
@@ -440,6 +461,37 @@ def test_a_helper_serves_until_finish_then_reports_final_counts() -> None:
         assert got is not None
         assert isinstance(got[0], Final)
         assert got[0].counts["copied.files"] == 0
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        chan.close()
+
+
+def test_a_helper_runs_as_many_batches_at_once_as_it_is_told() -> None:
+    chan, proc = spawn_helper()
+    try:
+        setup = setup_message()
+        chan.send(
+            Setup(
+                settings=setup.settings,
+                umask=setup.umask,
+                jobs=[],
+                storage=[],
+                concurrency=Concurrency(1, 1, 8),
+                entry_points=False,
+                log_level=logging.DEBUG,
+            )
+        )
+        got = chan.recv()
+        assert got is not None
+        assert isinstance(got[0], Ready)
+        chan.send(Limit(4))
+        got = chan.recv()
+        while got is not None and isinstance(got[0], Counts):
+            got = chan.recv()
+        assert got is not None
+        assert got[0] == Record("rcp_core", logging.DEBUG, "helper: 4 batches at once")
+        chan.send(Finish())
         assert proc.wait(timeout=30) == 0
     finally:
         proc.kill()
