@@ -11,7 +11,8 @@ Invariants:
 - **fsspec decides what is copied where.** Sources are expanded and destinations named
   by the same steps as ``AbstractFileSystem.copy``/``put``/``get`` (``expand_path``,
   the non-recursive directory filter, ``other_paths``, ``check_contained`` for
-  ``get``); the engine only receives the resulting ``(source, destination)`` pairs.
+  ``get``: :mod:`rcp_provider.fsplan`); the engine only receives the resulting
+  ``(source, destination)`` pairs.
 - **A directory goes to the engine whole only where fsspec copies it whole**: in a
   recursive expansion without ``maxdepth`` every listed directory comes with its whole
   subtree, so when every listed descendant maps to the same relative path under the
@@ -54,7 +55,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from glob import has_magic
 from typing import Any
 
@@ -64,131 +65,23 @@ from fsspec.implementations.local import (
     make_path_posix,
     trailing_sep,
 )
-from fsspec.utils import check_contained, other_paths
+from fsspec.spec import _Cached  # the metaclass of every fsspec filesystem
 
 from rcp_core.engine import Engine
 from rcp_core.errors import CopyFailedError, UsageError
 from rcp_core.hookspecs import hookimpl
 from rcp_core.paths import Job
 from rcp_core.plugins import plugin_manager
-from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy, Preserve
-
-Pair = tuple[str, str]
+from rcp_provider.fsoptions import (
+    ENGINE_OPTIONS,
+    bool_option,
+    service_path,
+    service_url_options,
+    settings_from_options,
+)
+from rcp_provider.fsplan import Pair, Plan, inside, plan_transfer, whole_roots
 
 _NOT_FOUND = os.strerror(errno.ENOENT)
-
-
-def _int(name: str, value: object) -> int | None:
-    if value is None or isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise UsageError(f"storage option {name}={value!r} is not an integer")
-
-
-_BOOLEANS = {
-    "1": True,
-    "true": True,
-    "yes": True,
-    "0": False,
-    "false": False,
-    "no": False,
-}
-
-
-def _bool(name: str, value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in _BOOLEANS:
-        return _BOOLEANS[value.strip().lower()]
-    raise UsageError(f"storage option {name}={value!r} is not a boolean")
-
-
-ENGINE_OPTIONS = frozenset(
-    {
-        "max_workers",
-        "max_processes",
-        "max_open_files",
-        "preserve",
-        "existing",
-        "overwrite_compare",
-        "retries",
-        "fail_early",
-    }
-)
-"""The storage options :func:`settings_from_options` takes; others go to fsspec."""
-
-
-def settings_from_options(
-    *,
-    max_workers: object = None,
-    max_processes: object = None,
-    max_open_files: object = None,
-    preserve: object = "default",
-    existing: object = "overwrite",
-    overwrite_compare: object = None,
-    retries: object = None,
-    fail_early: object = False,
-) -> CopySettings:
-    """Engine settings from storage options, strings coerced (fsspec config and
-    ``FSSPEC_RCP_*`` variables deliver strings).
-
-    :raises UsageError: a value that does not parse, or settings the engine refuses.
-    """
-    if not isinstance(preserve, Preserve):
-        preserve = Preserve.parse(str(preserve))
-    compare = CopySettings().overwrite_compare
-    if overwrite_compare is not None:
-        compare = CompareAttr.parse(str(overwrite_compare))
-    try:
-        policy = ExistingPolicy(existing)
-    except ValueError as exc:
-        known = ", ".join(p.value for p in ExistingPolicy)
-        raise UsageError(f"storage option existing={existing!r} (use {known})") from exc
-    tries = _int("retries", retries)
-    return CopySettings(
-        existing=policy,
-        overwrite_compare=compare,
-        preserve=preserve,
-        fail_early=_bool("fail_early", fail_early),
-        max_workers=_int("max_workers", max_workers),
-        max_processes=_int("max_processes", max_processes),
-        max_open_files=_int("max_open_files", max_open_files),
-        retries=CopySettings().retries if tries is None else tries,
-    )
-
-
-def _whole_roots(pairs: Iterable[Pair]) -> list[Pair] | None:
-    """The pairs not inside another pair's source, if every pair inside one maps to
-    the same relative path under that pair's destination; ``None`` if any does not.
-
-    Sorting by path components puts a directory's descendants right after it (a plain
-    string sort would put ``a.txt`` between ``a`` and ``a/b``).
-    """
-    tops: list[Pair] = []
-    for src, dst in sorted(pairs, key=lambda pair: pair[0].split("/")):
-        if tops:
-            top_src, top_dst = tops[-1]
-            prefix = top_src.rstrip("/") + "/"
-            if src.startswith(prefix):
-                if dst != os.path.join(top_dst, src[len(prefix) :]):
-                    return None
-                continue
-        tops.append((src, dst))
-    return tops
-
-
-def _inside(pairs: Iterable[Pair], tops: list[Pair]) -> Iterable[Pair]:
-    """The pairs whose source is one of ``tops``' sources or inside one."""
-    if not tops:
-        return
-    roots = tuple(src.rstrip("/") + "/" for src, _ in tops)
-    for src, dst in pairs:
-        if (src + "/").startswith(roots):
-            yield src, dst
 
 
 def _check_types(pairs: Iterable[Pair]) -> None:
@@ -203,8 +96,46 @@ def _check_types(pairs: Iterable[Pair]) -> None:
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), dst)
 
 
-class RcpFileSystem(LocalFileSystem):  # type: ignore[misc]  # fsspec is untyped
+class _OneProtocol(_Cached):  # type: ignore[misc]  # fsspec is untyped
+    """``rcp``'s two forms behind one protocol: a ``host`` (given, or from a
+    ``rcp://host/...`` URL by ``_get_kwargs_from_urls``) makes the service form,
+    :class:`rcp_provider.servicefs.RcpServiceFileSystem` (imported only then)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is RcpFileSystem and kwargs.get("host"):
+            from rcp_provider.servicefs import RcpServiceFileSystem
+
+            return RcpServiceFileSystem(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+class _StripProtocol:
+    """``RcpFileSystem._strip_protocol``: ``LocalFileSystem``'s, except for a service's
+    URL. Asked on the class (fsspec's URL chaining does, before it knows which form
+    the URL makes), that gives the path on the service; asked by a local instance it
+    is refused, never read as a local path (``rcp://host/x`` would be ``./host/x``)."""
+
+    def __get__(
+        self, instance: object, owner: type[RcpFileSystem]
+    ) -> Callable[[Any], Any]:
+        def strip(path: Any) -> Any:
+            if isinstance(path, str) and service_url_options(path):
+                if instance is not None:
+                    raise UsageError(
+                        f"{path} is on an rcpd service: open it with fsspec.open or "
+                        "fsspec.url_to_fs, or make the filesystem with host="
+                    )
+                return service_path(path)
+            return super(RcpFileSystem, owner)._strip_protocol(path)
+
+        return strip
+
+
+class RcpFileSystem(LocalFileSystem, metaclass=_OneProtocol):  # type: ignore[misc]
     """fsspec's local filesystem whose ``copy``/``put``/``get`` run the rcp engine.
+
+    Constructed with a ``host`` (as ``fsspec.open("rcp://host:port/path", ...)``
+    does), it is the service form instead (:mod:`rcp_provider.servicefs`).
 
     :param auto_mkdir: as for ``LocalFileSystem``: create a file's parent directories
         when writing or copying it.
@@ -221,8 +152,16 @@ class RcpFileSystem(LocalFileSystem):  # type: ignore[misc]  # fsspec is untyped
         engine = {
             k: storage_options.pop(k) for k in ENGINE_OPTIONS & storage_options.keys()
         }
-        super().__init__(auto_mkdir=_bool("auto_mkdir", auto_mkdir), **storage_options)
+        super().__init__(
+            auto_mkdir=bool_option("auto_mkdir", auto_mkdir), **storage_options
+        )
         self.settings = settings_from_options(**engine)
+
+    _strip_protocol = _StripProtocol()
+
+    @staticmethod
+    def _get_kwargs_from_urls(path: str) -> dict[str, Any]:
+        return service_url_options(path)
 
     def copy(
         self,
@@ -242,7 +181,7 @@ class RcpFileSystem(LocalFileSystem):  # type: ignore[misc]  # fsspec is untyped
             on_error = "ignore" if recursive else "raise"
         plan = self._plan(path1, path2, recursive, maxdepth, counted=False, **kwargs)
         if plan is not None:
-            self._transfer(*plan, ignore_missing=on_error == "ignore")
+            self._transfer(plan, ignore_missing=on_error == "ignore")
 
     def put(
         self,
@@ -259,7 +198,7 @@ class RcpFileSystem(LocalFileSystem):  # type: ignore[misc]  # fsspec is untyped
         counted = callback is not DEFAULT_CALLBACK
         plan = self._plan(lpath, rpath, recursive, maxdepth, counted=counted, **kwargs)
         if plan is not None:
-            self._transfer(*plan, ignore_missing=False, callback=callback)
+            self._transfer(plan, ignore_missing=False, callback=callback)
 
     def get(
         self,
@@ -279,7 +218,7 @@ class RcpFileSystem(LocalFileSystem):  # type: ignore[misc]  # fsspec is untyped
             rpath, lpath, recursive, maxdepth, counted=counted, contained=True, **kwargs
         )
         if plan is not None:
-            self._transfer(*plan, ignore_missing=False, callback=callback)
+            self._transfer(plan, ignore_missing=False, callback=callback)
 
     def _plan(
         self,
@@ -291,50 +230,19 @@ class RcpFileSystem(LocalFileSystem):  # type: ignore[misc]  # fsspec is untyped
         counted: bool,
         contained: bool = False,
         **kwargs: Any,
-    ) -> tuple[list[Pair], bool] | None:
-        """fsspec's ``(source, destination)`` pairs, stripped, and whether they come
-        from a recursive expansion without ``maxdepth`` (every listed directory with
-        its whole subtree); ``None`` when nothing is to be copied.
-
-        The steps are ``AbstractFileSystem.copy``'s (``get``/``put`` differ only in
-        which side is local, and both sides are local here). When fsspec would list
-        one directory only to copy it whole to a new place, the listing is skipped
-        (:meth:`_new_tree`) unless the caller counts pairs (a callback's size).
-        """
+    ) -> Plan | None:
+        """fsspec's plan (:func:`rcp_provider.fsplan.plan_transfer`; ``get``/``put`` differ
+        from ``copy`` only in which side is local, and both sides are local here).
+        When fsspec would list one directory only to copy it whole to a new place,
+        the listing is skipped (:meth:`_new_tree`) unless the caller counts pairs (a
+        callback's size)."""
         if not counted and not kwargs:
             tree = self._new_tree(path1, path2, recursive, maxdepth)
             if tree is not None:
-                return [tree], True
-        if isinstance(path1, list) and isinstance(path2, list):
-            pairs = zip(path1, path2, strict=True)
-            return [
-                (self._strip_protocol(a), self._strip_protocol(b)) for a, b in pairs
-            ], False
-        source_is_str = isinstance(path1, str)
-        paths1 = self.expand_path(
-            path1, recursive=recursive, maxdepth=maxdepth, **kwargs
+                return Plan([tree], True)
+        return plan_transfer(
+            self, self, path1, path2, recursive, maxdepth, contained=contained, **kwargs
         )
-        if source_is_str and (not recursive or maxdepth is not None):
-            # Without a full recursion, directories themselves are not transferred.
-            paths1 = [p for p in paths1 if not (trailing_sep(p) or self.isdir(p))]
-            if not paths1:
-                return None
-        source_is_file = len(paths1) == 1
-        dest_is_dir = isinstance(path2, str) and (
-            trailing_sep(path2) or self.isdir(path2)
-        )
-        exists = isinstance(path1, str) and (
-            (has_magic(path1) and source_is_file)
-            or (not has_magic(path1) and dest_is_dir and not trailing_sep(path1))
-        )
-        paths2 = other_paths(paths1, path2, exists=exists, flatten=not source_is_str)
-        if contained and isinstance(path2, str):
-            check_contained(path2, paths2)
-        pairs = zip(paths1, paths2, strict=True)
-        stripped = [
-            (self._strip_protocol(a), self._strip_protocol(b)) for a, b in pairs
-        ]
-        return stripped, recursive and maxdepth is None
 
     def _new_tree(
         self,
@@ -368,8 +276,7 @@ class RcpFileSystem(LocalFileSystem):  # type: ignore[misc]  # fsspec is untyped
 
     def _transfer(
         self,
-        pairs: list[Pair],
-        whole: bool,
+        plan: Plan,
         *,
         ignore_missing: bool,
         callback: Callback = DEFAULT_CALLBACK,
@@ -380,11 +287,12 @@ class RcpFileSystem(LocalFileSystem):  # type: ignore[misc]  # fsspec is untyped
         :raises IsADirectoryError: a file would replace a directory.
         :raises FileExistsError: a directory would replace a non-directory.
         """
+        pairs = plan.pairs
         callback.set_size(len(pairs))
-        tops = _whole_roots(pairs) if whole else None
+        tops = whole_roots(pairs) if plan.whole else None
         if tops is not None:
             merged = [top for top in tops if os.path.lexists(top[1])]
-            _check_types(_inside(pairs, merged))
+            _check_types(inside(pairs, merged))
         jobs: list[Job] = []
         missing: list[str] = []
         for src, dst in pairs if tops is None else tops:

@@ -28,11 +28,11 @@ from pathlib import Path
 from types import FrameType
 
 from rcp_core.errors import RcpError, UsageError
+from rcp_core.remote.client import SERVICE_PORT
 from rcp_core.remote.daemon import serve
 from rcp_core.remote.hello import Role
 from rcp_provider.cli.common import OneLineErrorParser
 
-DEFAULT_PORT = 7450
 TOKEN_ENV = "RCPD_TOKEN"
 
 
@@ -76,7 +76,7 @@ def service_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--listen",
-        default=f"127.0.0.1:{DEFAULT_PORT}",
+        default=f"127.0.0.1:{SERVICE_PORT}",
         help="address and port (default %(default)s; [::] for IPv6)",
     )
     parser.add_argument(
@@ -134,7 +134,7 @@ def run_service(args: argparse.Namespace) -> int:
     from rcp_core.remote.operands import parse_address
     from rcp_core.remote.service import Service, ServiceConfig
 
-    host, port = parse_address(args.listen, DEFAULT_PORT)
+    host, port = parse_address(args.listen, SERVICE_PORT)
     if args.max_jobs < 1:
         raise UsageError("--max-jobs must be at least 1")
     token = _token(args.token_file)

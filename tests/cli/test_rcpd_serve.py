@@ -2,55 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import signal
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from rcp_core.remote.client import ServiceClient
+from support.services import RCPD, RcpdServe
 
-RCPD = [sys.executable, "-m", "rcp_provider.cli.rcpd"]
 TOKEN = "a-token-for-this-test"
 TIMEOUT = 30.0
-
-
-class Running:
-    """An ``rcpd serve`` process and what it announced."""
-
-    def __init__(self, args: list[str]) -> None:
-        self.stderr = ""
-        self.proc = subprocess.Popen(
-            [*RCPD, "serve", "--listen", "127.0.0.1:0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            self.stop()
-            raise AssertionError(f"rcpd serve did not start: {self.stderr}")
-        self.announce: dict[str, Any] = json.loads(line)
-        host, _, port = self.announce["listening"].rpartition(":")
-        self.address = (host, int(port))
-
-    def client(self) -> ServiceClient:
-        return ServiceClient(
-            *self.address,
-            fingerprint=self.announce["fingerprint"],
-            token=TOKEN,
-            timeout=TIMEOUT,
-        )
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        _, self.stderr = self.proc.communicate(timeout=TIMEOUT)
-        return self.proc.returncode
 
 
 @pytest.fixture
@@ -62,8 +22,8 @@ def paths(tmp_path: Path) -> dict[str, Path]:
     return found
 
 
-def serve(paths: dict[str, Path]) -> Running:
-    return Running(
+def serve(paths: dict[str, Path]) -> RcpdServe:
+    return RcpdServe(
         [
             "--root",
             str(paths["data"]),
@@ -73,7 +33,8 @@ def serve(paths: dict[str, Path]) -> Running:
             str(paths["token"]),
             "--identity",
             str(paths["identity"]),
-        ]
+        ],
+        token=TOKEN,
     )
 
 

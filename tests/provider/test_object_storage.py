@@ -3,11 +3,13 @@ provider's ``filesystems`` module, and its copies run the engine."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from support.airflow import connection_env
+from support.services import TOKEN, RcpdServe
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, make_tree
 
@@ -48,16 +50,61 @@ def test_copy_between_rcp_and_file_paths_copies_the_tree(
     assert tree_compare(src, tmp_path / "dst", mode=False, times=False) == []
 
 
-def test_a_connection_gives_its_max_workers_and_a_service_is_refused(
+def test_a_connection_gives_its_max_workers_or_its_service(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from rcp_core.errors import UsageError
     from rcp_provider.fs import get_fs
+    from rcp_provider.servicefs import RcpServiceFileSystem
 
     monkeypatch.setenv(*connection_env("local_rcp", extra={"max_workers": 3}))
     assert get_fs("local_rcp").settings.max_workers == 3
     monkeypatch.setenv(
-        *connection_env("svc", host="h", port=1, extra={"fingerprint": "ab" * 32})
+        *connection_env(
+            "svc",
+            host="h",
+            port=1,
+            password="t",
+            extra={"fingerprint": "ab" * 32, "timeout": 5},
+        )
     )
-    with pytest.raises(UsageError, match="service"):
-        get_fs("svc")
+    fs = get_fs("svc", {"max_workers": 2})
+    assert isinstance(fs, RcpServiceFileSystem)
+    assert (fs.host, fs.port, fs.timeout, fs.client.token) == ("h", 1, 5.0, "t")
+    assert fs.settings.max_workers == 2
+
+
+@pytest.fixture
+def service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[str, Path]]:
+    """A real ``rcpd serve`` with one root, named by the connection ``svc``."""
+    root = tmp_path / "served"
+    root.mkdir()
+    (tmp_path / "token").write_text(TOKEN)
+    rcpd = RcpdServe(["--root", str(root), "--token-file", str(tmp_path / "token")])
+    try:
+        host, port = rcpd.address
+        extra = {"fingerprint": rcpd.announce["fingerprint"]}
+        conn = connection_env("svc", host=host, port=port, password=TOKEN, extra=extra)
+        monkeypatch.setenv(*conn)
+        yield "svc", root
+    finally:
+        assert rcpd.stop() == 0, rcpd.stderr
+
+
+def test_object_storage_paths_on_a_service_copy_there_and_to_files(
+    tmp_path: Path, service: tuple[str, Path], tree_compare: TreeCompare
+) -> None:
+    """``rcp://`` paths with a service's connection: a copy between two of them is
+    the service's own job (modes and times kept), and one to ``file://`` gets it."""
+    from airflow.sdk import ObjectStoragePath
+
+    conn_id, root = service
+    src = make_tree(root / "src", TREE)
+    source = ObjectStoragePath(f"rcp://{src}", conn_id=conn_id)
+    assert source.is_dir()
+    assert sorted(p.name for p in source.iterdir()) == ["a", "b"]
+    source.copy(ObjectStoragePath(f"rcp://{root}/dst", conn_id=conn_id), recursive=True)
+    assert tree_compare(src, root / "dst") == []
+    source.copy(ObjectStoragePath(f"file://{tmp_path}/here"), recursive=True)
+    assert tree_compare(src, tmp_path / "here", mode=False, times=False) == []

@@ -3,15 +3,21 @@
 :func:`start` makes a service whose roots are ``data`` and ``backup`` under a
 directory, with an ``outside`` beside them holding a secret and ``data/escape``
 pointing at it, serves it in a thread, and stops it (bounded) on exit.
+:class:`RcpdServe` is the real thing: an ``rcpd serve`` process.
 """
 
 from __future__ import annotations
 
+import json
+import signal
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rcp_core.remote import tls
 from rcp_core.remote.client import ServiceClient
@@ -19,6 +25,7 @@ from rcp_core.remote.service import Service, ServiceConfig
 
 TOKEN = "s3cret-token-for-tests"
 TIMEOUT = 10.0
+RCPD = [sys.executable, "-m", "rcp_provider.cli.rcpd"]
 
 
 @dataclass
@@ -61,3 +68,42 @@ def start(tmp_path: Path, **config: object) -> Iterator[Served]:
         service.close(TIMEOUT)
         thread.join(TIMEOUT)
         assert not thread.is_alive()
+
+
+class RcpdServe:
+    """An ``rcpd serve`` process on loopback, and what it announced.
+
+    :param args: its options after ``serve --listen 127.0.0.1:0``.
+    """
+
+    def __init__(self, args: list[str], token: str = TOKEN) -> None:
+        self.stderr = ""
+        self.token = token
+        self.proc = subprocess.Popen(
+            [*RCPD, "serve", "--listen", "127.0.0.1:0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.stop()
+            raise AssertionError(f"rcpd serve did not start: {self.stderr}")
+        self.announce: dict[str, Any] = json.loads(line)
+        host, _, port = self.announce["listening"].rpartition(":")
+        self.address = (host, int(port))
+
+    def client(self) -> ServiceClient:
+        return ServiceClient(
+            *self.address,
+            fingerprint=self.announce["fingerprint"],
+            token=self.token,
+            timeout=3 * TIMEOUT,
+        )
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        _, self.stderr = self.proc.communicate(timeout=3 * TIMEOUT)
+        return self.proc.returncode

@@ -52,6 +52,8 @@ from rcp_core.settings import CopySettings
 
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})
 """The states a job never leaves."""
+SERVICE_PORT = 7450
+"""The port ``rcpd serve`` listens on unless told another."""
 
 
 class ServiceClient:
