@@ -28,7 +28,7 @@ from rcp_core import (
 )
 from rcp_core.errors import RemoteError
 from rcp_core.progress import BarProgress, Progress, TextProgress
-from rcp_provider.cli import remote
+from rcp_provider.cli import remote, stores
 from rcp_provider.cli.common import OneLineErrorParser, configure_logging
 
 
@@ -217,6 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         configure_logging(args.verbose, args.quiet)
         settings = settings_from(args)
+        if stores.names_a_store(args.paths):
+            summary = stores.run(args.paths, settings, progress_renderer(args))
+            report(args, summary)
+            return 0
         if remote.is_remote(args.paths):
             try:
                 summary, ok, source, destination = remote.run(

@@ -127,3 +127,25 @@ def test_progress_bar_on_a_terminal(src: Path, tmp_path: Path) -> None:
     assert "entries" in text
     assert "====" not in text  # not the text-block renderer
     assert "\r" in text  # a bar redraws in place
+
+
+def test_a_url_operand_copies_through_fsspec(src: Path, tmp_path: Path) -> None:
+    """``file://`` is an fsspec store to the command: the generic backend copies it,
+    with the same summary; what that backend cannot do is refused, nothing written."""
+    out = tmp_path / "summary.json"
+    done = rcp(str(src), f"file://{tmp_path}/dst", "--summary-json", str(out))
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(out.read_text())
+    assert summary["copied"]["files"] == sum(1 for p in src.rglob("*") if p.is_file())
+    assert (tmp_path / "dst" / "big").read_bytes() == (src / "big").read_bytes()
+    for args, message in (
+        (["--delete"], "--delete: not supported to or from a URL"),
+        (["--exclude", "*.txt"], "--include/--exclude: not supported"),
+    ):
+        refused = rcp(str(src), f"file://{tmp_path}/other", *args)
+        assert refused.returncode == 2
+        assert message in refused.stderr
+    unknown = rcp(str(src), "nosuch://bucket/x")
+    assert unknown.returncode == 2
+    assert "Protocol not known" in unknown.stderr
+    assert not (tmp_path / "other").exists()

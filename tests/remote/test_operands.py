@@ -27,9 +27,12 @@ def test_remote_operands(operand: str, expected: RemotePath) -> None:
 
 @pytest.mark.parametrize(
     "operand",
-    ["/abs/host:/x", "./host:/x", "../a:/b", "rel/dir", "a:b", "host:rel", "c:\\x", ""],
+    [
+        *("/abs/host:/x", "./host:/x", "../a:/b", "rel/dir", "a:b", "host:rel"),
+        *("c:\\x", "", "s3://bucket/key", "memory://x", "file:///tmp/x"),
+    ],
 )
-def test_local_paths_stay_local(operand: str) -> None:
+def test_local_paths_and_urls_are_not_hosts(operand: str) -> None:
     assert parse_operand(operand) is None
 
 

@@ -2,7 +2,8 @@
 
 Only an absolute path after the colon makes an operand remote, so a local name that
 contains a colon (``./a:b``, ``a:b`` without a slash after the colon) stays local, as
-with scp's ``./`` escape. A leading ``/`` or ``./`` is always local.
+with scp's ``./`` escape. A leading ``/`` or ``./`` is always local, and a URL
+(``scheme://...``, such as ``s3://bucket/key``) is never a host.
 
 Examples::
 
@@ -34,6 +35,11 @@ def _pattern() -> re.Pattern[str]:
     return re.compile(_REMOTE, re.VERBOSE | re.DOTALL)
 
 
+@functools.cache
+def _url() -> re.Pattern[str]:
+    return re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
 @dataclass(frozen=True, slots=True)
 class RemotePath:
     """A path on another host.
@@ -63,6 +69,8 @@ def parse_operand(operand: str) -> RemotePath | None:
     """
     if operand.startswith(("/", "./", "../")) or ":/" not in operand:
         return None
+    if _url().match(operand):
+        return None  # scheme://..., a URL (fsspec's), not host:/path
     match = _pattern().match(operand)
     if match is None:
         return None

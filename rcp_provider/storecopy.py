@@ -1,0 +1,433 @@
+"""Trees to and from any fsspec filesystem: the engine's generic backend.
+
+The engine's fast path copies POSIX trees (:mod:`rcp_core.engine`) and trees on
+``rcpd`` hosts; everything else fsspec reaches -- ``memory://``, an object store whose
+fsspec package is installed, a local directory seen through fsspec -- is copied here:
+slower, generic, with the engine's rules where they apply:
+
+- **operands** as ``rcp``'s: the source is copied to exactly ``destination``, or into
+  it under its own name when ``into`` (a trailing ``/``); a missing source, an
+  existing destination under ``ExistingPolicy.ERROR`` and a destination inside its
+  source are :class:`~rcp_core.errors.UsageError` before anything is written;
+- **bounded parallelism**: the source is listed first, directories are made (parents
+  first), then at most ``max_workers`` files (default 16) are copied at once, each by
+  one thread; the rest wait in a bounded queue;
+- **existing files**: ``ERROR`` refuses an existing destination, ``IGNORE_EXISTING``
+  keeps every existing file, ``OVERWRITE`` replaces those that differ and ``UPDATE``
+  those older than the source; "differ" is the size, and the mtime where both sides
+  have one (an object store's time is its upload's, so most stores compare by size);
+- **nothing half-written under its name**: a POSIX destination file is written to a
+  temporary beside it and renamed into place when complete; a store publishes an
+  object when its upload ends (the store's own ``put_file``/``open``);
+- **metadata**: a POSIX destination gets the source's mtime and permission bits where
+  the source has them (``preserve``), directories after their files;
+- **errors**: transient ones (the errno table) are retried with backoff
+  (:func:`rcp_core.errors.retrying`); others are collected and deduplicated, and the
+  run raises :class:`~rcp_core.errors.CopyFailedError` with its partial summary
+  (``fail_early``: at the first, the files not started are not copied);
+- **symlinks** of a POSIX source: a store has none, so a link to a file is copied as
+  the file it points to, and a link to a directory is not followed (counted
+  ``skipped.symlinks``, never looped through).
+
+The result is the engine's :class:`~rcp_core.summary.Summary`; ``on_progress`` gets
+:class:`~rcp_core.progress.Progress` snapshots from a ticker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import posixpath
+import resource
+import secrets
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+from rcp_core.context import ErrorLog
+from rcp_core.errors import (
+    CopyFailedError,
+    EntryError,
+    UsageError,
+    classify,
+    entry_error,
+    retrying,
+)
+from rcp_core.progress import Progress
+from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_core.summary import Resources, Summary, Tally, merge
+
+DEFAULT_WORKERS = 16
+"""Files in flight when the settings do not say (stores answer slowly, in parallel)."""
+CHUNK = 4 << 20
+"""Bytes read and written at a time between two stores."""
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A path on an fsspec filesystem (its protocol stripped)."""
+
+    fs: Any
+    path: str
+
+    @classmethod
+    def of(cls, url: str, **storage_options: Any) -> Place:
+        """The place a URL (``memory://x``, ``s3://bucket/key``, a local path) names."""
+        fs, path = fsspec.url_to_fs(url, **storage_options)
+        return cls(fs, path)
+
+    @property
+    def posix(self) -> bool:
+        """A directory of this host, where files can be written through a rename."""
+        return isinstance(self.fs, LocalFileSystem)
+
+    def join(self, rel: str) -> str:
+        return posixpath.join(self.path, rel) if rel else self.path
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One entry of the source tree: its path relative to the root, and fsspec's info
+    (``type``, ``size``, maybe ``mtime`` and ``mode``)."""
+
+    rel: str
+    info: dict[str, Any]
+
+    @property
+    def is_dir(self) -> bool:
+        return bool(self.info.get("type") == "directory")
+
+
+def copy_tree(
+    source: Place,
+    destination: Place,
+    settings: CopySettings | None = None,
+    *,
+    into: bool = False,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_interval: float = 1.0,
+) -> Summary:
+    """Copy ``source`` to ``destination`` (into it under the source's name with
+    ``into``); the summary.
+
+    :raises UsageError: a missing source, an existing destination the policy does not
+        allow, or a destination inside its source; nothing was written.
+    :raises CopyFailedError: some entries were not copied (the partial summary).
+    """
+    settings = settings or CopySettings()
+    started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
+    run = _Run(source, _target(source, destination, into, settings), settings)
+    ticker = _Ticker(run, on_progress, progress_interval, started)
+    ticker.start()
+    try:
+        run.copy()
+    finally:
+        ticker.stop()
+    counts = merge(run.tallies)
+    summary = Summary(
+        counts, Resources.since(started, usage), tuple(run.errors.report())
+    )
+    if counts["errors"]:
+        raise CopyFailedError(summary, list(summary.errors), run.stopped.is_set())
+    return summary
+
+
+def _target(
+    source: Place, destination: Place, into: bool, settings: CopySettings
+) -> Place:
+    """Where the source goes, checked by ``rcp``'s operand rules."""
+    if not source.fs.exists(source.path):
+        raise UsageError(f"{source.path}: the source does not exist")
+    path = destination.path
+    if into:
+        path = posixpath.join(path, posixpath.basename(source.path.rstrip("/")))
+    target = Place(destination.fs, path)
+    if destination.posix and not os.path.isdir(os.path.dirname(path) or "/"):
+        raise UsageError(f"{path}: its parent directory does not exist")
+    if settings.existing is ExistingPolicy.ERROR and target.fs.exists(path):
+        raise UsageError(f"{path} exists (choose a policy that allows changing it)")
+    if type(source.fs) is type(target.fs) and (
+        path == source.path or path.startswith(source.path.rstrip("/") + "/")
+    ):
+        raise UsageError(f"{path} is inside its source {source.path}")
+    return target
+
+
+class _Run:
+    """One copy's state: its tallies (one per thread), errors and stop flag."""
+
+    def __init__(self, source: Place, target: Place, settings: CopySettings) -> None:
+        self.source, self.target, self.settings = source, target, settings
+        self.errors = ErrorLog()
+        self.stopped = threading.Event()
+        self.tallies: list[Tally] = []
+        self.pending = 0
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._retry = retrying(settings.retries + 1, settings.retry_delay)
+        self._room = threading.BoundedSemaphore(1)
+
+    def tally(self) -> Tally:
+        """This thread's counters (each thread writes only its own)."""
+        tally: Tally | None = getattr(self._local, "tally", None)
+        if tally is None:
+            tally = self._local.tally = Tally()
+            with self._lock:
+                self.tallies.append(tally)
+        return tally
+
+    def copy(self) -> None:
+        items = list(_listing(self.source, self.tally()))
+        existing = _existing(self.target)
+        dirs = [item for item in items if item.is_dir]
+        for item in sorted(dirs, key=lambda item: item.rel.count("/")):
+            self._attempt("create directory", item, self._make_dir, existing)
+        files = [item for item in items if not item.is_dir]
+        self._parallel(files, existing)
+        for item in sorted(dirs, key=lambda item: -item.rel.count("/")):
+            if self.target.posix:
+                self._attempt("set metadata", item, self._set_meta, existing)
+
+    def _parallel(self, files: list[Item], existing: dict[str, dict[str, Any]]) -> None:
+        """Copy ``files``, ``max_workers`` at once; at most twice that many wait."""
+        workers = self.settings.max_workers or DEFAULT_WORKERS
+        self._room = threading.BoundedSemaphore(2 * workers)
+        with ThreadPoolExecutor(workers, thread_name_prefix="rcp-store") as pool:
+            for item in files:
+                if self.stopped.is_set():
+                    break
+                self._room.acquire()
+                with self._lock:
+                    self.pending += 1
+                future = pool.submit(
+                    self._attempt, "copy", item, self._copy_file, existing
+                )
+                future.add_done_callback(self._done)
+
+    def _done(self, _: Future[None]) -> None:
+        with self._lock:
+            self.pending -= 1
+        self._room.release()
+
+    def _attempt(
+        self,
+        op: str,
+        item: Item,
+        action: Callable[[Item, dict[str, Any] | None, Tally], None],
+        existing: dict[str, dict[str, Any]],
+    ) -> None:
+        """Run ``action`` for ``item`` (transient errors retried); count a failure."""
+        tally = self.tally()
+        if self.stopped.is_set():
+            return
+        try:
+            self._retry(lambda: action(item, existing.get(item.rel), tally), classify)
+        except OSError as exc:
+            tally["errors"] += 1
+            error = entry_error(op, item.rel or ".", exc)
+            self.errors.add(error)
+            if self.settings.fail_early or type(error) is not EntryError:
+                self.stopped.set()
+
+    def _make_dir(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
+        if there is not None and there.get("type") == "directory":
+            tally["unchanged.dirs"] += 1
+            return
+        self.target.fs.makedirs(self.target.join(item.rel), exist_ok=True)
+        tally["copied.dirs"] += 1
+
+    def _copy_file(
+        self, item: Item, there: dict[str, Any] | None, tally: Tally
+    ) -> None:
+        if there is not None and self._keep(item.info, there):
+            tally["unchanged.files"] += 1
+            return
+        src, dst = self.source.join(item.rel), self.target.join(item.rel)
+        if self.target.posix:
+            self._to_posix(src, dst, tally)
+            self._set_meta(item, there, tally)
+        elif self.source.posix:
+            self.target.fs.put_file(src, dst)
+            tally.moved(int(item.info.get("size") or 0))
+        elif self.source.fs is self.target.fs:
+            self.target.fs.cp_file(src, dst)
+            tally.moved(int(item.info.get("size") or 0))
+        else:
+            with (
+                self.source.fs.open(src, "rb") as reader,
+                self.target.fs.open(dst, "wb") as writer,
+            ):
+                _pump(reader, writer, tally)
+        tally["copied.files"] += 1
+        tally["copied.bytes"] += int(item.info.get("size") or 0)
+
+    def _keep(self, info: dict[str, Any], there: dict[str, Any]) -> bool:
+        """Whether the existing destination file stays, by the policy."""
+        policy = self.settings.existing
+        if policy is ExistingPolicy.IGNORE_EXISTING:
+            return True
+        same_size = info.get("size") == there.get("size")
+        mtimes = _mtime(info), _mtime(there)
+        if mtimes[0] is None or mtimes[1] is None:
+            return same_size
+        if policy is ExistingPolicy.UPDATE and mtimes[0] <= mtimes[1]:
+            return True
+        return same_size and int(mtimes[0]) == int(mtimes[1])
+
+    def _to_posix(self, src: str, dst: str, tally: Tally) -> None:
+        """Write ``dst`` through a temporary beside it, renamed into place."""
+        directory, name = os.path.split(dst)
+        temporary = os.path.join(directory, f".rcp-{secrets.token_hex(6)}-{name}")
+        try:
+            with self.source.fs.open(src, "rb") as reader, open(temporary, "xb") as out:
+                _pump(reader, out, tally)
+            os.replace(temporary, dst)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+            raise
+
+    def _set_meta(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
+        """The source's permission bits and mtime, where it has them, on a POSIX
+        destination."""
+        path = self.target.join(item.rel)
+        mode, mtime = item.info.get("mode"), _mtime(item.info)
+        if self.settings.preserve.mode and isinstance(mode, int):
+            os.chmod(path, stat.S_IMODE(mode))
+        if self.settings.preserve.times and mtime is not None:
+            os.utime(path, (mtime, mtime))
+
+
+def _pump(reader: Any, writer: Any, tally: Tally) -> None:
+    """All of ``reader`` into ``writer``, counted as it moves."""
+    while data := reader.read(CHUNK):
+        writer.write(data)
+        tally.moved(len(data))
+
+
+def _listing(place: Place, tally: Tally) -> Iterator[Item]:
+    """Every entry below ``place`` (``place`` itself as ``""``), parents before
+    children. A POSIX tree is walked without following symlinked directories."""
+    info = place.fs.info(place.path)
+    yield Item("", info)
+    if info.get("type") != "directory":
+        return
+    if not place.posix:
+        found = place.fs.find(place.path, withdirs=True, detail=True)
+        for path, entry in sorted(found.items()):
+            rel = _relative(path, str(info["name"]))
+            if rel:
+                yield Item(rel, entry)
+        return
+    for top, dirs, files in os.walk(place.path):  # never into a symlinked directory
+        rel_top = os.path.relpath(top, place.path)
+        for name in sorted(dirs + files):
+            path = os.path.join(top, name)
+            rel = name if rel_top == "." else os.path.join(rel_top, name)
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                try:
+                    st = os.stat(path)
+                except FileNotFoundError:
+                    tally["skipped.symlinks"] += 1  # dangling: nothing to copy
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    tally["skipped.symlinks"] += 1
+                    continue
+            kind = "directory" if stat.S_ISDIR(st.st_mode) else "file"
+            if kind == "file" and not stat.S_ISREG(st.st_mode):
+                tally["skipped.specials"] += 1
+                continue
+            yield Item(rel, _posix_info(path, st, kind))
+
+
+def _posix_info(path: str, st: os.stat_result, kind: str) -> dict[str, Any]:
+    return {
+        "name": path,
+        "type": kind,
+        "size": st.st_size,
+        "mode": st.st_mode,
+        "mtime": st.st_mtime,
+    }
+
+
+def _existing(target: Place) -> dict[str, dict[str, Any]]:
+    """What is already at the destination, by relative path ({} if nothing)."""
+    if not target.fs.exists(target.path):
+        return {}
+    info = target.fs.info(target.path)
+    found: dict[str, dict[str, Any]] = {"": info}
+    if info.get("type") == "directory":
+        listing = target.fs.find(target.path, withdirs=True, detail=True)
+        for path, entry in listing.items():
+            rel = _relative(path, str(info["name"]))
+            if rel:
+                found[rel] = entry
+    return found
+
+
+def _relative(path: str, root: str) -> str | None:
+    """``path`` relative to ``root``, as the filesystem names both (a store's root may
+    be ``""``); ``None`` outside it."""
+    root = root.rstrip("/")
+    if not root:
+        return path.lstrip("/")
+    if path.rstrip("/") == root:
+        return ""
+    return path[len(root) + 1 :] if path.startswith(root + "/") else None
+
+
+def _mtime(info: dict[str, Any]) -> float | None:
+    """An entry's modification time in seconds, if its filesystem gives one."""
+    for key in ("mtime", "LastModified", "last_modified", "updated"):
+        value = info.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, datetime.datetime):
+            return value.timestamp()
+    return None
+
+
+class _Ticker:
+    """Hands ``on_progress`` a snapshot every ``interval`` seconds, and a final one."""
+
+    def __init__(
+        self,
+        run: _Run,
+        on_progress: Callable[[Progress], None] | None,
+        interval: float,
+        started: float,
+    ) -> None:
+        self.run, self.on_progress, self.interval = run, on_progress, interval
+        self.started = started
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, daemon=True)
+
+    def start(self) -> None:
+        if self.on_progress is not None:
+            self._thread.start()
+
+    def stop(self) -> None:
+        if self.on_progress is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self.on_progress(self._snapshot(final=True))
+
+    def _tick(self) -> None:
+        assert self.on_progress is not None
+        while not self._stop.wait(self.interval):
+            self.on_progress(self._snapshot())
+
+    def _snapshot(self, final: bool = False) -> Progress:
+        counts = merge(list(self.run.tallies))
+        elapsed = time.monotonic() - self.started
+        return Progress(counts, elapsed, self.run.pending, final)

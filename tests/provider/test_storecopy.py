@@ -1,0 +1,205 @@
+"""Trees between POSIX and any fsspec store (``memory://``, a local directory seen only
+through fsspec): operands, existing files, metadata, errors, bounds, progress."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pytest
+from fsspec.implementations.dirfs import DirFileSystem
+from fsspec.implementations.local import LocalFileSystem
+from fsspec.implementations.memory import MemoryFileSystem
+
+from rcp_core.errors import CopyFailedError, UsageError
+from rcp_core.progress import Progress
+from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_provider.storecopy import Place, copy_tree
+from support.treecmp import TreeCompare
+from support.treespec import Dir, File, Spec, Symlink, make_tree
+
+T0 = 1_600_000_000 * 10**9
+TREE: Spec = {
+    ".": Dir(0o755, T0),
+    "a.txt": File(b"alpha", 0o640, T0 + 1_000_000_000),
+    "sub": Dir(0o750, T0 + 2_000_000_000),
+    "sub/b.bin": File(os.urandom(300_000), 0o604, T0 + 3_000_000_000),
+    "many": Dir(0o700, T0 + 4_000_000_000),
+    **{f"many/f{i}": File(b"%d" % i, 0o600, T0 + i * 10**9) for i in range(50)},
+}
+"""Whole seconds: fsspec's infos carry times as floats, exact for these."""
+
+
+@pytest.fixture
+def memory() -> Place:
+    """A fresh directory of the process's ``memory://`` store."""
+    return Place.of(f"memory://t{uuid.uuid4().hex}")
+
+
+def local(path: Path) -> Place:
+    return Place(LocalFileSystem(), str(path))
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_tree_goes_to_memory_and_back_exactly(tmp_path: Path, memory: Place) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    summary = copy_tree(local(src), memory)
+    assert summary["copied.files"] == 52
+    assert summary["copied.dirs"] == 3
+    assert summary["copied.bytes"] == sum(len(b) for b in files_of(src).values())
+    assert (
+        memory.fs.cat_file(f"{memory.path}/sub/b.bin")
+        == (src / "sub/b.bin").read_bytes()
+    )
+    back = copy_tree(memory, local(tmp_path / "back"))
+    assert back["copied.files"] == 52
+    assert files_of(tmp_path / "back") == files_of(src)
+    assert not list((tmp_path / "back").rglob(".rcp-*"))  # no temporaries
+
+
+def test_a_generic_store_keeps_modes_and_times_where_it_has_them(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    """A local directory seen only through fsspec (DirFileSystem) is a generic
+    store whose infos carry mode and mtime: a POSIX copy of it gets both."""
+    src = make_tree(tmp_path / "src", TREE)
+    store = Place(DirFileSystem(path=str(src), fs=LocalFileSystem()), "/")
+    assert not store.posix
+    copy_tree(store, local(tmp_path / "dst"))
+    assert tree_compare(src, tmp_path / "dst") == []
+
+
+def test_into_and_the_operand_rules(tmp_path: Path, memory: Place) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    memory.fs.makedirs(memory.path, exist_ok=True)
+    copy_tree(local(src), memory, into=True)
+    assert memory.fs.isfile(f"{memory.path}/src/a.txt")
+    with pytest.raises(UsageError, match="exists"):  # the default policy
+        copy_tree(local(src), memory, into=True)
+    with pytest.raises(UsageError, match="does not exist"):
+        copy_tree(local(tmp_path / "missing"), memory)
+    with pytest.raises(UsageError, match="inside its source"):
+        copy_tree(local(src), local(src / "sub" / "again"))
+    with pytest.raises(UsageError, match="parent"):
+        copy_tree(memory, local(tmp_path / "no" / "such" / "dir"))
+    assert not (tmp_path / "no").exists()
+
+
+def test_existing_files_follow_the_policy(tmp_path: Path, memory: Place) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    copy_tree(local(src), memory)
+    overwrite = CopySettings(existing=ExistingPolicy.OVERWRITE)
+    again = copy_tree(local(src), memory, overwrite)
+    assert (again["copied.files"], again["unchanged.files"]) == (0, 52)
+    (src / "a.txt").write_bytes(b"a longer alpha")
+    kept = copy_tree(
+        local(src), memory, CopySettings(existing=ExistingPolicy.IGNORE_EXISTING)
+    )
+    assert kept["copied.files"] == 0
+    assert memory.fs.cat_file(f"{memory.path}/a.txt") == b"alpha"
+    replaced = copy_tree(local(src), memory, overwrite)
+    assert replaced["copied.files"] == 1
+    assert memory.fs.cat_file(f"{memory.path}/a.txt") == b"a longer alpha"
+
+
+def test_symlinks_of_a_posix_source(tmp_path: Path, memory: Place) -> None:
+    src = make_tree(
+        tmp_path / "src",
+        {
+            ".": Dir(0o755, T0),
+            "real": File(b"the file", 0o644, T0),
+            "to_file": Symlink("real"),
+            "to_dir": Symlink("."),  # a loop, if followed
+            "dangling": Symlink("nowhere"),
+        },
+    )
+    summary = copy_tree(local(src), memory)
+    assert memory.fs.cat_file(f"{memory.path}/to_file") == b"the file"
+    assert summary["copied.files"] == 2
+    assert summary["skipped.symlinks"] == 2
+    assert not memory.fs.exists(f"{memory.path}/to_dir")
+
+
+class FaultyMemory(MemoryFileSystem):  # type: ignore[misc]
+    """A memory store whose opens of chosen names fail: ``EIO`` every time, or
+    ``EAGAIN`` the first time only. It also counts opens in flight at once."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.broken: set[str] = set()
+        self.flaky: set[str] = set()
+        self.busy = self.most = 0
+        self.lock = threading.Lock()
+
+    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
+        name = path.rsplit("/", 1)[-1]
+        if name in self.broken:
+            raise OSError(errno.EIO, os.strerror(errno.EIO), path)
+        if name in self.flaky:
+            self.flaky.discard(name)
+            raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN), path)
+        with self.lock:
+            self.busy += 1
+            self.most = max(self.most, self.busy)
+        try:
+            threading.Event().wait(0.005)  # an object store's round trip
+            return super()._open(path, mode, **kwargs)
+        finally:
+            with self.lock:
+                self.busy -= 1
+
+
+def test_errors_are_collected_transient_ones_retried(tmp_path: Path) -> None:
+    store = FaultyMemory(skip_instance_cache=True)
+    store.store.clear()
+    store.pseudo_dirs.clear()
+    store.pseudo_dirs.append("")
+    src = make_tree(tmp_path / "src", TREE)
+    copy_tree(local(src), Place(store, "/tree"))
+    store.broken, store.flaky = {"f3", "f4"}, {"f5"}
+    with pytest.raises(CopyFailedError) as failed:
+        copy_tree(Place(store, "/tree"), local(tmp_path / "dst"))
+    summary = failed.value.summary
+    assert summary["errors"] == 2
+    assert summary["copied.files"] == 50  # f5 made it on its second try
+    assert failed.value.errors[0][1] == 2  # one kind of error, seen twice
+    assert not (tmp_path / "dst" / "many" / "f3").exists()
+    assert (tmp_path / "dst" / "many" / "f5").read_bytes() == b"5"
+
+
+def test_files_in_flight_are_bounded_and_progress_is_reported(tmp_path: Path) -> None:
+    store = FaultyMemory(skip_instance_cache=True)
+    src = make_tree(tmp_path / "src", TREE)
+    copy_tree(local(src), Place(store, "/bounded"))
+    store.most = 0
+    seen: list[Progress] = []
+    summary = copy_tree(
+        Place(store, "/bounded"),
+        local(tmp_path / "dst"),
+        CopySettings(max_workers=3),
+        on_progress=seen.append,
+        progress_interval=0.01,
+    )
+    assert 1 < store.most <= 3
+    assert seen[-1].final
+    assert seen[-1].counts["copied.files"] == summary["copied.files"] == 52
+
+
+def test_urls_name_places() -> None:
+    place = Place.of("memory://bucket/key")
+    assert isinstance(place.fs, MemoryFileSystem)
+    assert place.path == "/bucket/key"
+    assert Place.of("/tmp").posix
+    assert isinstance(fsspec.filesystem("memory"), MemoryFileSystem)
