@@ -42,9 +42,12 @@ Invariants:
   hard links get no child; the outer callback is set to the total at the end. A child
   sees a file's bytes at once, when the file is done, not while it is copied.
 
+``rm`` of directories runs the engine's parallel removal (:mod:`rcp_core.rmtree`).
+
 Deliberate differences from ``LocalFileSystem``: an existing destination file with the
 same size and mtime (``overwrite_compare``) is left as it is rather than rewritten, and
-symlinks inside a copied directory stay symlinks (the engine's rule).
+symlinks inside a copied directory stay symlinks (the engine's rule), and ``rm`` refuses
+``/`` and mount points and keeps other filesystems mounted inside a tree.
 
 Storage options set the engine's :class:`~rcp_core.settings.CopySettings`; strings (from
 fsspec config files or ``FSSPEC_RCP_<OPTION>`` variables) are coerced.
@@ -72,6 +75,7 @@ from rcp_core.errors import CopyFailedError, UsageError
 from rcp_core.hookspecs import hookimpl
 from rcp_core.paths import Job
 from rcp_core.plugins import plugin_manager
+from rcp_core.rmtree import RemoveSettings, remove
 from rcp_provider.fsoptions import (
     ENGINE_OPTIONS,
     bool_option,
@@ -219,6 +223,35 @@ class RcpFileSystem(LocalFileSystem, metaclass=_OneProtocol):  # type: ignore[mi
         )
         if plan is not None:
             self._transfer(plan, ignore_missing=False, callback=callback)
+
+    def rm(
+        self,
+        path: str | list[str],
+        recursive: bool = False,
+        maxdepth: int | None = None,
+    ) -> None:
+        """Remove files, and with ``recursive`` directories, as ``LocalFileSystem.rm``
+        decides; the directories go through the engine's parallel removal
+        (:func:`rcp_core.rmtree.remove`: symlinks never followed, other filesystems
+        mounted inside kept, ``/`` and mount points refused).
+
+        :raises ValueError: a directory without ``recursive``, or the working
+            directory.
+        :raises CopyFailedError: something in a directory could not be removed.
+        """
+        trees: list[str] = []
+        for item in path if isinstance(path, list) else [path]:
+            name = self._strip_protocol(item)
+            if self.isdir(name) and not self.islink(name):
+                if not recursive:
+                    raise ValueError("Cannot delete directory, set recursive=True")
+                if os.path.abspath(name) == os.getcwd():
+                    raise ValueError("Cannot delete current working directory")
+                trees.append(name)
+            else:
+                os.remove(name)
+        if trees:
+            remove(trees, RemoveSettings(max_workers=self.settings.max_workers))
 
     def _plan(
         self,

@@ -106,14 +106,19 @@ class CopyFailedError(RcpError):
 
     :param summary: the partial summary; counts what was done before and despite errors.
     :param errors: ``(key, count, first example)`` tuples, most frequent first.
+    :param what: the run, in the message ("copy", "remove").
     """
 
     def __init__(
-        self, summary: Summary, errors: list[tuple[str, int, str]], stopped: bool
+        self,
+        summary: Summary,
+        errors: list[tuple[str, int, str]],
+        stopped: bool,
+        what: str = "copy",
     ) -> None:
         total = sum(count for _, count, _ in errors)
         how = "stopped after" if stopped else "finished with"
-        super().__init__(f"copy {how} {total} error(s)")
+        super().__init__(f"{what} {how} {total} error(s)")
         self.summary = summary
         self.errors = errors
         self.stopped = stopped

@@ -1,13 +1,22 @@
-"""What every command-line tool of the project shares: parsing errors and logging."""
+"""What every command-line tool of the project shares: parsing errors, logging, and the
+output options (progress on stderr, the summary as text and JSON)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
-from typing import NoReturn
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 from rcp_core.errors import UsageError
+from rcp_core.progress import BarProgress, Progress, TextProgress
+from rcp_core.summary import Summary
+
+T = TypeVar("T")
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -32,3 +41,75 @@ def configure_logging(verbose: int, quiet: bool) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """``--progress[-type|-interval]``, ``--summary[-json]``, ``-v`` and ``-q``."""
+    out = parser.add_argument_group("output")
+    out.add_argument("--progress", action="store_true", help="show progress on stderr")
+    out.add_argument("--progress-type", choices=["auto", "bar", "text"], default="auto")
+    out.add_argument(
+        "--progress-interval",
+        type=float,
+        help="seconds between text updates (default 10)",
+    )
+    out.add_argument(
+        "--summary", action="store_true", help="print a summary at the end"
+    )
+    out.add_argument("--summary-json", metavar="PATH", help="write the summary as JSON")
+    out.add_argument("-v", "--verbose", action="count", default=0)
+    out.add_argument("-q", "--quiet", action="store_true", help="no error lines")
+
+
+def progress_renderer(args: argparse.Namespace) -> Callable[[Progress], None] | None:
+    if not (args.progress or args.progress_interval) or args.dry_run:
+        return None
+    kind = args.progress_type
+    if kind == "auto":
+        kind = "bar" if sys.stderr.isatty() else "text"
+    if kind == "bar":
+        return BarProgress(sys.stderr)
+    return TextProgress(sys.stderr, interval=args.progress_interval or 10.0)
+
+
+def report(
+    args: argparse.Namespace, summary: Summary, extra: dict[str, Any] | None = None
+) -> None:
+    """The summary as text (``--summary``) and JSON (``--summary-json``, with
+    ``extra`` keys such as a remote copy's ``roles``)."""
+    if args.summary or args.verbose:
+        print(summary.render(), flush=True)
+    if args.summary_json:
+        out = {**summary.as_dict(), **(extra or {})}
+        Path(args.summary_json).write_text(
+            json.dumps(out, indent=2, sort_keys=True) + "\n"
+        )
+
+
+def in_worker(work: Callable[[threading.Event], T], name: str) -> T:
+    """``work(cancel)`` in a worker thread, so that Ctrl-C reaches this (the main)
+    thread: it sets ``cancel``, waits until the work has stopped (every entry in
+    flight finished or left as it was), and raises ``KeyboardInterrupt``. What the
+    work raised is raised here."""
+    cancel = threading.Event()
+    outcome: list[T | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work(cancel))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, name=name)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        cancel.set()
+        worker.join()
+        raise
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result

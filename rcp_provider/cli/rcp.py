@@ -8,12 +8,8 @@ touched), 130 when interrupted. Logs and the summary go to stdout, progress to s
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import threading
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
 
 from rcp_core import (
     CompareAttr,
@@ -22,14 +18,20 @@ from rcp_core import (
     DryRun,
     ExistingPolicy,
     Preserve,
-    Summary,
     UsageError,
     copy,
 )
 from rcp_core.errors import RemoteError
-from rcp_core.progress import BarProgress, Progress, TextProgress
+from rcp_core.progress import BarProgress
 from rcp_provider.cli import remote, stores
-from rcp_provider.cli.common import OneLineErrorParser, configure_logging
+from rcp_provider.cli.common import (
+    OneLineErrorParser,
+    add_output_options,
+    configure_logging,
+    in_worker,
+    progress_renderer,
+    report,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,20 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.05,
         help="first retry backoff in seconds; doubles with jitter up to 2 s",
     )
-    out = parser.add_argument_group("output")
-    out.add_argument("--progress", action="store_true", help="show progress on stderr")
-    out.add_argument("--progress-type", choices=["auto", "bar", "text"], default="auto")
-    out.add_argument(
-        "--progress-interval",
-        type=float,
-        help="seconds between text updates (default 10)",
-    )
-    out.add_argument(
-        "--summary", action="store_true", help="print a summary at the end"
-    )
-    out.add_argument("--summary-json", metavar="PATH", help="write the summary as JSON")
-    out.add_argument("-v", "--verbose", action="count", default=0)
-    out.add_argument("-q", "--quiet", action="store_true", help="no error lines")
+    add_output_options(parser)
     remote.add_options(parser)
     return parser
 
@@ -187,31 +176,6 @@ def settings_from(args: argparse.Namespace) -> CopySettings:
     )
 
 
-def progress_renderer(args: argparse.Namespace) -> Callable[[Progress], None] | None:
-    if not (args.progress or args.progress_interval) or args.dry_run:
-        return None
-    kind = args.progress_type
-    if kind == "auto":
-        kind = "bar" if sys.stderr.isatty() else "text"
-    if kind == "bar":
-        return BarProgress(sys.stderr)
-    return TextProgress(sys.stderr, interval=args.progress_interval or 10.0)
-
-
-def report(
-    args: argparse.Namespace, summary: Summary, extra: dict[str, Any] | None = None
-) -> None:
-    """The summary as text (``--summary``) and JSON (``--summary-json``, with
-    ``extra`` keys such as a remote copy's ``roles``)."""
-    if args.summary or args.verbose:
-        print(summary.render(), flush=True)
-    if args.summary_json:
-        out = {**summary.as_dict(), **(extra or {})}
-        Path(args.summary_json).write_text(
-            json.dumps(out, indent=2, sort_keys=True) + "\n"
-        )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -234,37 +198,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0 if ok else 1
         renderer = progress_renderer(args)
         interval = 0.2 if isinstance(renderer, BarProgress) else 1.0
-        cancel = threading.Event()
-        outcome: list[Summary | BaseException] = []
-
-        def run() -> None:
-            try:
-                outcome.append(
-                    copy(
-                        args.paths[:-1],
-                        args.paths[-1],
-                        settings,
-                        on_progress=renderer,
-                        progress_interval=interval,
-                        cancel=cancel,
-                    )
-                )
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
-                outcome.append(exc)
-
-        worker = threading.Thread(target=run, name="rcp-main")
-        worker.start()
-        try:
-            while worker.is_alive():
-                worker.join(0.2)
-        except KeyboardInterrupt:
-            cancel.set()
-            worker.join()
-            print("rcp: interrupted", file=sys.stderr)
-            return 130
-        result = outcome[0]
-        if isinstance(result, BaseException):
-            raise result
+        result = in_worker(
+            lambda cancel: copy(
+                args.paths[:-1],
+                args.paths[-1],
+                settings,
+                on_progress=renderer,
+                progress_interval=interval,
+                cancel=cancel,
+            ),
+            "rcp-main",
+        )
+    except KeyboardInterrupt:
+        print("rcp: interrupted", file=sys.stderr)
+        return 130
     except UsageError as exc:
         print(f"rcp: error: {exc}", file=sys.stderr)
         return 2

@@ -361,3 +361,18 @@ def test_symlinks_inside_a_copied_directory_stay_links(tmp_path: Path) -> None:
     assert (tmp_path / "dst" / "sub" / "b.bin").read_bytes() == (
         src / "sub" / "b.bin"
     ).read_bytes()
+
+
+def test_rm_removes_trees_in_parallel_and_never_follows_links(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept").write_bytes(b"not in the tree")
+    src = _tree(tmp_path)
+    (src / "sub" / "out").symlink_to(outside)
+    (tmp_path / "lone").write_bytes(b"a file")
+    fs = RcpFileSystem(skip_instance_cache=True)
+    with pytest.raises(ValueError, match="recursive"):
+        fs.rm(str(src))
+    fs.rm([str(src), str(tmp_path / "lone")], recursive=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["outside"]
+    assert (outside / "kept").read_bytes() == b"not in the tree"

@@ -1,0 +1,433 @@
+"""Parallel removal of trees: the engine behind ``rrm`` and ``RcpFileSystem.rm``.
+
+Like the copy's walk, every directory is opened once, relative to its parent's
+descriptor and never through a symlink (``O_NOFOLLOW``), and scanned by one worker
+that unlinks its non-directories there (``unlinkat``); each subdirectory is a work
+item of the pool, so as many directories are emptied at once as the limit allows (the
+storage plugin's starting point, moved by the adaptive controller: on shared storage
+every unlink waits a round trip, which many in flight hide). A directory is removed
+after its last child, by the worker that finished that child: each node counts the
+work still in flight beneath it.
+
+Invariants:
+
+- **nothing outside the operands**: symlinks are removed, never followed (an operand
+  that is a symlink is the link); a directory on another filesystem than its parent
+  (a mount point inside the tree) is kept, not entered, unless ``cross_devices``;
+  ``/`` and mount points as operands are refused unless ``force``;
+- **a directory goes only when emptied**: what the filters keep, what the age rules
+  keep and what failed keep their directories, up to the operand;
+- **age rules** apply to everything but directories: an entry goes only if modified
+  (``mtime``) before ``modified_before`` and born (``statx`` birth time) before
+  ``created_before``; an unknown birth time keeps the entry, never guessed;
+- **dry runs** change nothing: each entry that would go is logged and counted;
+- **errors**: transient ones are retried, others recorded (deduplicated) with the
+  entry kept; fatal ones (a read-only filesystem) and ``fail_early`` stop the run,
+  which then raises :class:`~rcp_core.errors.CopyFailedError` ("remove") with the
+  partial summary; an entry already gone is not an error;
+- every directory descriptor closes when its directory is finished, so memory and
+  descriptors follow the directories in flight, not the size of the tree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import resource
+import stat
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import pluggy
+
+from rcp_core.birth import birth_time
+from rcp_core.capacity import choose_concurrency, open_files_budget, storage_of
+from rcp_core.context import ErrorLog
+from rcp_core.errors import (
+    CopyFailedError,
+    FatalError,
+    Kind,
+    UsageError,
+    entry_error,
+    retrying,
+)
+from rcp_core.filters import Filter, Verdict
+from rcp_core.monitor import Monitor, Observer
+from rcp_core.plugins import plugin_manager
+from rcp_core.pool import WorkPool
+from rcp_core.remove import count_removed
+from rcp_core.settings import CopySettings
+from rcp_core.summary import Resources, Summary, Tally, merge
+from rcp_core.tree import DIR_FLAGS
+from rcp_core.tuning import Controller
+
+log = logging.getLogger("rcp_core")
+
+_DIR = DIR_FLAGS | os.O_NOFOLLOW
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveSettings:
+    """How a removal runs.
+
+    :param includes: only entries these globs match go (see :mod:`rcp_core.filters`;
+        paths relative to each operand).
+    :param excludes: entries these match stay, and so do their directories.
+    :param modified_before: only entries modified before this time (epoch seconds) go.
+    :param created_before: only entries born before this time go.
+    :param dry_run: log and count what would go; change nothing.
+    :param fail_early: stop at the first error.
+    :param force: allow ``/`` and mount points as operands.
+    :param cross_devices: enter directories on other filesystems inside the tree.
+    :param max_workers: directories emptied at once, fixed; ``None`` adapts.
+    :param retries: tries again of an operation failing with a transient error.
+    """
+
+    includes: Sequence[str] = ()
+    excludes: Sequence[str] = ()
+    modified_before: float | None = None
+    created_before: float | None = None
+    dry_run: bool = False
+    fail_early: bool = False
+    force: bool = False
+    cross_devices: bool = False
+    max_workers: int | None = None
+    retries: int = 3
+    retry_delay: float = 0.05
+
+    def __post_init__(self) -> None:
+        if self.max_workers is not None and self.max_workers < 1:
+            raise UsageError("max_workers must be at least 1")
+        if self.retries < 0:
+            raise UsageError("retries must not be negative")
+
+
+@dataclass(slots=True, eq=False)
+class _Dir:
+    """A directory being emptied.
+
+    :param parent_fd: the directory holding ``name`` (the parent node's ``fd``, or
+        the operand's parent).
+    :param rel: the path relative to the operand ("" for the operand itself).
+    :param display: how messages name it.
+    :param pending: this node's own scan plus its subdirectories in flight.
+    :param kept: something beneath it stays, so it stays too.
+    """
+
+    parent: _Dir | None
+    parent_fd: int
+    name: str
+    rel: str
+    display: str
+    fd: int
+    dev: int
+    under_include: bool
+    pending: int = 1
+    kept: bool = False
+
+
+def remove(
+    paths: Sequence[str | os.PathLike[str]],
+    settings: RemoveSettings | None = None,
+    *,
+    plugins: pluggy.PluginManager | Iterable[object] | None = None,
+    on_progress: Observer | None = None,
+    progress_interval: float = 1.0,
+    cancel: threading.Event | None = None,
+) -> Summary:
+    """Remove ``paths`` (whole trees) as ``settings`` say; the summary.
+
+    :raises UsageError: a missing operand, ``/`` or a mount point without ``force``,
+        or a bad filter; nothing was removed.
+    :raises CopyFailedError: something was not removed that should have been (the
+        partial summary; kept entries of filters and age rules are not failures).
+    """
+    settings = settings or RemoveSettings()
+    if not isinstance(plugins, pluggy.PluginManager):
+        plugins = plugin_manager(plugins or ())
+    operands = [_checked(os.fspath(path), settings) for path in paths]
+    if not operands:
+        raise UsageError("nothing to remove")
+    started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
+    run = _Removal(settings, plugins, operands)
+    monitor = Monitor(
+        run.pool,
+        Controller(run.concurrency) if run.concurrency.adaptive else None,
+        [on_progress] if on_progress else [],
+        progress_interval,
+        cancel or threading.Event(),
+        on_cancel=lambda: run.stop("cancelled"),
+    )
+    monitor.start()
+    try:
+        run.execute()
+    except BaseException as exc:
+        plugins.hook.rcp_run_finished(summary=None, error=exc)
+        raise
+    finally:
+        monitor.stop()
+    counts = merge(run.pool.tallies)
+    summary = Summary(
+        counts, Resources.since(started, usage), tuple(run.errors.report())
+    )
+    if counts["errors"]:
+        failure = CopyFailedError(
+            summary, list(summary.errors), run.stopped.is_set(), what="remove"
+        )
+        plugins.hook.rcp_run_finished(summary=summary, error=failure)
+        raise failure
+    plugins.hook.rcp_run_finished(summary=summary, error=None)
+    return summary
+
+
+def _checked(path: str, settings: RemoveSettings) -> str:
+    """The operand, absolute, once it is known to exist and may be removed."""
+    if not path:
+        raise UsageError("an empty path")
+    absolute = os.path.abspath(path)
+    if not os.path.lexists(absolute):
+        raise UsageError(f"{path}: no such file or directory")
+    if not settings.force:
+        if os.path.realpath(absolute) == "/":
+            raise UsageError(f"{path}: refusing to remove / (--force to insist)")
+        if os.path.ismount(absolute):
+            raise UsageError(f"{path}: refusing to remove a mount point (--force)")
+    return absolute
+
+
+class _Removal:
+    """One removal run: its pool, filters and errors."""
+
+    def __init__(
+        self,
+        settings: RemoveSettings,
+        plugins: pluggy.PluginManager,
+        operands: list[str],
+    ) -> None:
+        self.settings = settings
+        self.hook = plugins.hook
+        self.operands = operands
+        self.filter = Filter.build(
+            includes=settings.includes, excludes=settings.excludes
+        )
+        budget = open_files_budget(CopySettings())
+        storage = [
+            (info, info) for info in (storage_of(self.hook, p, False) for p in operands)
+        ]
+        chosen = choose_concurrency(
+            self.hook, storage, CopySettings(max_workers=settings.max_workers), budget
+        )
+        self.concurrency = dataclasses.replace(chosen, processes=1, aside=0)
+        self.pool = WorkPool(
+            self.concurrency.maximum, self.concurrency.initial, self._crashed
+        )
+        self.errors = ErrorLog()
+        self.stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._retry = retrying(settings.retries + 1, settings.retry_delay)
+        self._parent_fds: list[int] = []
+
+    def execute(self) -> None:
+        setup = Tally()
+        self.pool.tallies.append(setup)
+        try:
+            for path in self.operands:
+                self._start(setup, path)
+            self.pool.run()
+        finally:
+            for fd in self._parent_fds:
+                os.close(fd)
+
+    def stop(self, reason: str) -> None:
+        if not self.stopped.is_set():
+            log.warning("stopping: %s", reason)
+            self.stopped.set()
+
+    def _crashed(self, exc: BaseException) -> None:
+        self.stop(f"internal error: {exc!r}")
+
+    def _start(self, tally: Tally, path: str) -> None:
+        parent, name = os.path.split(path.rstrip("/") or "/")
+        parent_fd = os.open(parent or "/", DIR_FLAGS)
+        self._parent_fds.append(parent_fd)
+        try:
+            st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+        except OSError as exc:
+            self._failed(tally, "stat", path, exc)
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            self.pool.push(self._leaf, parent_fd, name, path, st)
+            return
+        try:
+            fd = os.open(name, _DIR, dir_fd=parent_fd)
+        except OSError as exc:
+            self._failed(tally, "open directory", path, exc)
+            return
+        # The operand itself is never filtered, nor does it match an include.
+        root_included = not self.filter.includes
+        node = _Dir(None, parent_fd, name, "", path, fd, st.st_dev, root_included)
+        self.pool.push(self._scan, node)
+
+    def _leaf(
+        self, tally: Tally, parent_fd: int, name: str, display: str, st: os.stat_result
+    ) -> None:
+        """An operand that is not a directory."""
+        self._unlink(tally, parent_fd, name, display, st)
+
+    def _scan(self, tally: Tally, node: _Dir) -> None:
+        """Unlink ``node``'s entries (those that go); queue its subdirectories."""
+        try:
+            if not self.stopped.is_set():
+                with os.scandir(node.fd) as entries:
+                    for entry in entries:
+                        if self.stopped.is_set():
+                            node.kept = True
+                            break
+                        self._entry(tally, node, entry)
+        except OSError as exc:
+            node.kept = True
+            self._failed(tally, "read directory", node.display, exc)
+        finally:
+            self._release(tally, node)
+
+    def _entry(self, tally: Tally, node: _Dir, entry: os.DirEntry[str]) -> None:
+        rel = f"{node.rel}/{entry.name}" if node.rel else entry.name
+        display = os.path.join(node.display, entry.name)
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            return  # gone meanwhile: nothing to remove
+        except OSError as exc:
+            node.kept = True
+            self._failed(tally, "stat", display, exc)
+            return
+        is_dir = stat.S_ISDIR(st.st_mode)
+        under = node.under_include
+        if self.filter.active:
+            verdict = self.filter.decide(
+                rel, is_dir, under_include=under, ignores=None
+            ).verdict
+            if verdict is Verdict.EXCLUDE:
+                node.kept = True
+                tally["skipped.dirs" if is_dir else "skipped.files"] += 1
+                return
+            under = verdict is Verdict.INCLUDE
+        if not is_dir:
+            if under:
+                self._unlink(tally, node.fd, entry.name, display, st, node)
+            return
+        if st.st_dev != node.dev and not self.settings.cross_devices:
+            node.kept = True
+            tally["skipped.dirs"] += 1
+            log.warning("%s: another filesystem is mounted here; kept", display)
+            return
+        try:
+            fd = os.open(entry.name, _DIR, dir_fd=node.fd)
+        except OSError as exc:
+            node.kept = True
+            self._failed(tally, "open directory", display, exc)
+            return
+        with self._lock:
+            node.pending += 1
+        child = _Dir(node, node.fd, entry.name, rel, display, fd, st.st_dev, under)
+        self.pool.push(self._scan, child)
+
+    def _unlink(
+        self,
+        tally: Tally,
+        dir_fd: int,
+        name: str,
+        display: str,
+        st: os.stat_result,
+        node: _Dir | None = None,
+    ) -> None:
+        """Remove one non-directory if the age rules let it go."""
+        if not self._old_enough(tally, dir_fd, name, display, st):
+            if node is not None:
+                node.kept = True
+            kind = "symlinks" if stat.S_ISLNK(st.st_mode) else "files"
+            tally[f"skipped.{kind}"] += 1
+            return
+        if self.settings.dry_run:
+            log.info("would remove %r", display)
+            count_removed(tally, st)
+            return
+        try:
+            self._retry(lambda: os.unlink(name, dir_fd=dir_fd), self._classify)
+        except FileNotFoundError:
+            return  # gone meanwhile
+        except OSError as exc:
+            if node is not None:
+                node.kept = True
+            self._failed(tally, "remove", display, exc)
+            return
+        count_removed(tally, st)
+
+    def _old_enough(
+        self, tally: Tally, dir_fd: int, name: str, display: str, st: os.stat_result
+    ) -> bool:
+        settings = self.settings
+        if (
+            settings.modified_before is not None
+            and st.st_mtime >= settings.modified_before
+        ):
+            return False
+        if settings.created_before is None:
+            return True
+        try:
+            born = birth_time(dir_fd, name)
+        except OSError as exc:
+            self._failed(tally, "stat", display, exc)
+            return False
+        return born is not None and born < settings.created_before
+
+    def _release(self, tally: Tally, node: _Dir | None) -> None:
+        """One piece of work under ``node`` is done; finish every directory that this
+        leaves with nothing in flight, up the tree."""
+        while node is not None:
+            with self._lock:
+                node.pending -= 1
+                if node.pending:
+                    return
+            os.close(node.fd)
+            parent = node.parent
+            stays = node.kept or self.stopped.is_set() or not self._rmdir(tally, node)
+            if stays and parent is not None:
+                parent.kept = True
+            node = parent
+
+    def _rmdir(self, tally: Tally, node: _Dir) -> bool:
+        """Remove ``node``'s (empty) directory; whether it is gone."""
+        if self.settings.dry_run:
+            log.info("would remove %r", node.display + "/")
+            tally["removed.dirs"] += 1
+            return True
+        try:
+            self._retry(
+                lambda: os.rmdir(node.name, dir_fd=node.parent_fd), self._classify
+            )
+        except FileNotFoundError:
+            return True
+        except OSError as exc:
+            self._failed(tally, "remove directory", node.display, exc)
+            return False
+        tally["removed.dirs"] += 1
+        return True
+
+    def _classify(self, error: OSError) -> Kind:
+        kind: Kind = self.hook.rcp_classify_error(
+            error=error, source=None, destination=None
+        )
+        return kind
+
+    def _failed(self, tally: Tally, op: str, display: str, exc: OSError) -> None:
+        tally["errors"] += 1
+        error = entry_error(op, display, exc, self._classify(exc))
+        self.errors.add(error)
+        if isinstance(error, FatalError):
+            self.stop(str(error))
+        elif self.settings.fail_early:
+            self.stop(f"--fail-early: {error}")

@@ -1,0 +1,141 @@
+"""The ``rrm`` command: remove trees in parallel (:mod:`rcp_core.rmtree`).
+
+Exit status: 0 when everything selected was removed, 1 when an entry could not be
+(the rest was; a partial summary is still printed with ``--summary``), 2 for bad input
+(one line on stderr, nothing touched), 130 when interrupted. Logs and the summary go
+to stdout, progress to stderr.
+
+Age options take a time (``2026-11-01``, ``2026-11-01T12:00``, an offset allowed; a
+time without one is local) or an age (``90s``, ``15m``, ``12h``, ``30d``, ``2w``: that
+long before now).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import re
+import sys
+import time
+from collections.abc import Sequence
+
+from rcp_core.errors import CopyFailedError, UsageError
+from rcp_core.rmtree import RemoveSettings, remove
+from rcp_provider.cli.common import (
+    OneLineErrorParser,
+    add_output_options,
+    configure_logging,
+    in_worker,
+    progress_renderer,
+    report,
+)
+
+_AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_time(text: str, now: float | None = None) -> float:
+    """A time (ISO 8601) or an age before ``now``, as epoch seconds.
+
+    :raises UsageError: neither.
+    """
+    age = _AGE.fullmatch(text.strip())
+    if age is not None:
+        number, unit = age.groups()
+        return (time.time() if now is None else now) - float(number) * _UNITS[unit]
+    try:
+        when = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(
+            f"{text!r} is neither a time (2026-11-01T12:00) nor an age (30d, 12h)"
+        ) from None
+    return when.timestamp()
+
+
+def _time_option(text: str) -> float:
+    """:func:`parse_time` for argparse, which shows only an ``ArgumentTypeError``'s
+    own words."""
+    try:
+        return parse_time(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineErrorParser(
+        prog="rrm", description="Remove files and trees in parallel."
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH")
+    select = parser.add_argument_group("what goes")
+    select.add_argument("--include", action="append", default=[], metavar="GLOB")
+    select.add_argument("--exclude", action="append", default=[], metavar="GLOB")
+    select.add_argument(
+        "--modified-before",
+        type=_time_option,
+        metavar="TIME",
+        help="only entries modified before TIME (or older than an age: 30d)",
+    )
+    select.add_argument(
+        "--created-before",
+        type=_time_option,
+        metavar="TIME",
+        help="only entries born before TIME; an unknown birth time keeps the entry",
+    )
+    run = parser.add_argument_group("how")
+    run.add_argument(
+        "--dry-run", action="store_true", help="list what would go; remove nothing"
+    )
+    run.add_argument(
+        "--fail-early", action="store_true", help="stop at the first error"
+    )
+    run.add_argument("--max-workers", type=int, help="directories emptied at once")
+    run.add_argument(
+        "--force", action="store_true", help="allow / and mount points as operands"
+    )
+    run.add_argument(
+        "--cross-devices",
+        action="store_true",
+        help="also empty filesystems mounted inside the trees (kept by default)",
+    )
+    add_output_options(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        configure_logging(args.verbose, args.quiet)
+        settings = RemoveSettings(
+            includes=tuple(args.include),
+            excludes=tuple(args.exclude),
+            modified_before=args.modified_before,
+            created_before=args.created_before,
+            dry_run=args.dry_run,
+            fail_early=args.fail_early,
+            force=args.force,
+            cross_devices=args.cross_devices,
+            max_workers=args.max_workers,
+        )
+        renderer = progress_renderer(args)
+        summary = in_worker(
+            lambda cancel: remove(
+                args.paths, settings, on_progress=renderer, cancel=cancel
+            ),
+            "rrm-main",
+        )
+    except UsageError as exc:
+        print(f"rrm: error: {exc}", file=sys.stderr)
+        return 2
+    except CopyFailedError as exc:
+        report(args, exc.summary)
+        print(f"rrm: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("rrm: interrupted", file=sys.stderr)
+        return 130
+    report(args, summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
