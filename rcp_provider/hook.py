@@ -23,7 +23,6 @@ Connection fields are read when the hook first needs them; a wrong one is a
 
 from __future__ import annotations
 
-import os
 import resource
 import threading
 import time
@@ -34,9 +33,9 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
-from rcp_core import CompareAttr, CopySettings, Preserve, UsageError
+from rcp_core import CopySettings, Preserve, UsageError
 from rcp_core import copy as engine_copy
-from rcp_core.errors import JobFailedError, VerificationError
+from rcp_core.errors import JobFailedError
 from rcp_core.progress import Progress
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.summary import Resources, merge
@@ -247,28 +246,12 @@ class RcpHook(BaseHook):
 
         :raises VerificationError: a copy differs (the result is its ``result``).
         """
-        from rcp_core.verify import compare
+        from rcp_core.verify import verify_copy
 
         self._on_worker("verification")
-        into = destination.endswith("/") or len(sources) > 1
-        trees = []
-        for src in sources:
-            dst = (
-                os.path.join(destination, os.path.basename(src.rstrip("/")))
-                if into
-                else destination
-            )
-            result = compare(
-                src, dst, checksum=checksum, attrs=_kept(preserve), cancel=cancel
-            ).as_dict()
-            trees.append({"src": src, "dst": dst, **result})
-        verdict = {"same": all(tree["same"] for tree in trees), "trees": trees}
-        if not verdict["same"]:
-            first = [d for tree in trees for d in tree["differences"]][:5]
-            raise VerificationError(
-                f"the copy differs from its source; first differences: {first}", verdict
-            )
-        return verdict
+        return verify_copy(
+            sources, destination, checksum=checksum, preserve=preserve, cancel=cancel
+        )
 
     def _on_worker(self, what: str) -> None:
         if self.endpoint is not None:
@@ -362,18 +345,6 @@ class RcpHook(BaseHook):
             f"rcpd serve at {endpoint.host}:{endpoint.port} answered "
             f"({running} job(s) queued or running)"
         )
-
-
-def _kept(preserve: Preserve) -> frozenset[CompareAttr]:
-    """The attributes a copy with ``preserve`` made equal to its source's."""
-    attrs = {CompareAttr.SIZE}
-    if preserve.times:
-        attrs.add(CompareAttr.MTIME)
-    if preserve.mode:
-        attrs.add(CompareAttr.MODE)
-    if preserve.owner:
-        attrs |= {CompareAttr.UID, CompareAttr.GID}
-    return frozenset(attrs)
 
 
 def _relay(report: Report | None) -> Callable[[Progress], None] | None:

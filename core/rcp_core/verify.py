@@ -3,7 +3,9 @@
 :func:`compare` walks both trees at once, in parallel, and reports each relative path
 where they differ as a :class:`~rcp_core.comparison.Difference`; the
 :class:`~rcp_core.comparison.Comparison` it returns is what an Airflow task pushes to
-XCom and what ``rcmp`` prints.
+XCom and what ``rcmp`` prints. :func:`verify_copy` compares each source of a copy with
+its copy, named by the copy's operand rules: what ``rcp --verify`` and the Airflow
+hook run after a copy.
 
 Invariants:
 
@@ -43,7 +45,8 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from blake3 import blake3
 
@@ -59,9 +62,9 @@ from rcp_core.comparison import (
     same_type,
     type_name,
 )
-from rcp_core.errors import EntryError, UsageError
+from rcp_core.errors import EntryError, UsageError, VerificationError
 from rcp_core.pool import WorkPool
-from rcp_core.settings import CompareAttr
+from rcp_core.settings import CompareAttr, Preserve
 from rcp_core.storage import detect
 from rcp_core.summary import Tally
 from rcp_core.tree import DIR_FLAGS
@@ -134,6 +137,60 @@ def compare(
         cancelled=run.cancel.is_set(),
         walltime=time.monotonic() - start,
     )
+
+
+def verify_copy(
+    sources: Sequence[str],
+    destination: str,
+    *,
+    checksum: bool,
+    preserve: Preserve,
+    max_workers: int | None = None,
+    cancel: threading.Event | None = None,
+) -> dict[str, Any]:
+    """Compare each source with its copy, named by ``rcp``'s operand rules (into
+    ``destination`` when it ends in ``/`` or there are several sources): ``same``
+    and each tree's :meth:`Comparison.as_dict`. Sizes and link targets always count;
+    times, mode and owner only where the copy ``preserve``-d them.
+
+    :raises VerificationError: a copy differs (the verdict is its ``result``).
+    """
+    into = destination.endswith("/") or len(sources) > 1
+    trees = []
+    for src in sources:
+        dst = (
+            os.path.join(destination, os.path.basename(src.rstrip("/")))
+            if into
+            else destination
+        )
+        result = compare(
+            src,
+            dst,
+            checksum=checksum,
+            attrs=kept_attrs(preserve),
+            max_workers=max_workers,
+            cancel=cancel,
+        ).as_dict()
+        trees.append({"src": src, "dst": dst, **result})
+    verdict = {"same": all(tree["same"] for tree in trees), "trees": trees}
+    if not verdict["same"]:
+        first = [d for tree in trees for d in tree["differences"]][:5]
+        raise VerificationError(
+            f"the copy differs from its source; first differences: {first}", verdict
+        )
+    return verdict
+
+
+def kept_attrs(preserve: Preserve) -> frozenset[CompareAttr]:
+    """The attributes a copy with ``preserve`` made equal to its source's."""
+    attrs = {CompareAttr.SIZE}
+    if preserve.times:
+        attrs.add(CompareAttr.MTIME)
+    if preserve.mode:
+        attrs.add(CompareAttr.MODE)
+    if preserve.owner:
+        attrs |= {CompareAttr.UID, CompareAttr.GID}
+    return frozenset(attrs)
 
 
 def _concurrency(src: str, dst: str, max_workers: int | None) -> tuple[int, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from rcp_core import (
     CompareAttr,
@@ -21,8 +22,9 @@ from rcp_core import (
     UsageError,
     copy,
 )
-from rcp_core.errors import RemoteError
+from rcp_core.errors import RemoteError, VerificationError
 from rcp_core.progress import BarProgress
+from rcp_core.summary import human_bytes
 from rcp_provider.cli import remote, stores
 from rcp_provider.cli.common import (
     OneLineErrorParser,
@@ -105,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "-e", "--fail-early", action="store_true", help="stop at the first error"
+    )
+    run.add_argument(
+        "--verify",
+        choices=["none", "metadata", "checksum"],
+        default="none",
+        help="after the copy, compare it with its source by what the copy kept "
+        "(metadata), and by content (checksum); a difference fails the run",
     )
     run.add_argument("--max-workers", type=int, help="worker threads")
     run.add_argument(
@@ -196,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.summary or args.verbose:
                 print(remote.render_roles(source, destination), flush=True)
             return 0 if ok else 1
+        if args.verify != "none" and (settings.dry_run or len(args.paths) < 2):
+            raise UsageError("--verify needs a copy to verify (not --dry-run)")
         renderer = progress_renderer(args)
         interval = 0.2 if isinstance(renderer, BarProgress) else 1.0
         result = in_worker(
@@ -209,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ),
             "rcp-main",
         )
+        verified = _verify(args, settings) if args.verify != "none" else None
     except KeyboardInterrupt:
         print("rcp: interrupted", file=sys.stderr)
         return 130
@@ -219,5 +231,52 @@ def main(argv: Sequence[str] | None = None) -> int:
         report(args, exc.summary)
         print(f"rcp: {exc}", file=sys.stderr)
         return 1
-    report(args, result)
+    except VerificationError as exc:
+        report(args, result, {"verified": _verified(args.verify, exc.result)})
+        print(f"rcp: {exc}", file=sys.stderr)
+        return 1
+    report(args, result, {"verified": verified} if verified else None)
+    if verified and (args.summary or args.verbose):
+        print(
+            f"verified:  {verified['mode']}, {verified['entries']} entries, "
+            f"{verified['files_hashed']} files hashed "
+            f"({human_bytes(verified['bytes_hashed'])}): the copy is the same",
+            flush=True,
+        )
     return 0
+
+
+def _verify(args: argparse.Namespace, settings: CopySettings) -> dict[str, Any]:
+    """Compare the copy with its sources (:func:`rcp_core.verify.verify_copy`); what
+    was verified, for the summary.
+
+    :raises VerificationError: the copy differs.
+    """
+    from rcp_core.verify import verify_copy
+
+    verdict = in_worker(
+        lambda cancel: verify_copy(
+            args.paths[:-1],
+            args.paths[-1],
+            checksum=args.verify == "checksum",
+            preserve=settings.preserve,
+            max_workers=settings.max_workers,
+            cancel=cancel,
+        ),
+        "rcp-verify",
+    )
+    return _verified(args.verify, verdict)
+
+
+def _verified(mode: str, verdict: dict[str, Any]) -> dict[str, Any]:
+    """The summary's ``verified``: how, what was compared, whether the copy is the
+    same, and the first differences if not."""
+    trees = verdict["trees"]
+    return {
+        "mode": mode,
+        "same": verdict["same"],
+        "entries": sum(tree["entries"] for tree in trees),
+        "files_hashed": sum(tree["files_hashed"] for tree in trees),
+        "bytes_hashed": sum(tree["bytes_hashed"] for tree in trees),
+        "differences": [d for tree in trees for d in tree["differences"]][:100],
+    }
