@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rcp_core.existing import _attr_equal
+from rcp_core.existing import attr_equal
 from rcp_core.settings import CompareAttr
 
 MAX_KEPT = 1000
@@ -182,7 +182,7 @@ def attr_differences(
     out: list[tuple[DiffKind, str]] = []
     owner: list[str] = []
     for attr in _ATTR_ORDER:
-        if attr not in attrs or _attr_equal(attr, a, b):
+        if attr not in attrs or attr_equal(attr, a, b):
             continue
         if attr is CompareAttr.SIZE:
             if fmt == stat.S_IFREG:

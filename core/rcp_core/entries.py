@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from rcp_core.context import Context
 from rcp_core.errors import SourceChangedError
-from rcp_core.existing import Action, decide, same_content
+from rcp_core.existing import Action, attrs_equal, decide, same_content
 from rcp_core.links import Leader
 from rcp_core.methods import METHODS
 from rcp_core.remove import remove_entry
@@ -169,6 +169,10 @@ def _copy_data(
         tally["skipped.files"] += 1
         ctx.dry("keep", "file", node, rel, reason)
         return False
+    if ctx.settings.link_dest is not None and _link_dest(
+        ctx, tally, node, st, dst_name, rel, old
+    ):
+        return True
     if ctx.dry_run is not None:
         ctx.dry("replace" if old else "copy", "file", node, rel, reason)
         tally["copied.files"] += 1
@@ -244,6 +248,48 @@ def _copy_data(
     if ctx.file_copied:
         src_path, dst_path = _full_paths(node, rel)
         ctx.hook.rcp_file_copied(source=src_path, destination=dst_path, size=st.st_size)
+    return True
+
+
+def _link_dest(
+    ctx: Context,
+    tally: Tally,
+    node: DirNode,
+    st: os.stat_result,
+    dst_name: str,
+    rel: str,
+    old: os.stat_result | None,
+) -> bool:
+    """Make ``dst_name`` a hard link to ``rel`` of the link-dest tree when that file
+    is identical to the source under ``link_compare``; ``False`` to copy instead
+    (nothing identical there, or a link impossible: another filesystem, the inode's
+    link limit)."""
+    assert ctx.settings.link_dest is not None
+    earlier = (
+        os.path.join(ctx.settings.link_dest, rel) if rel else ctx.settings.link_dest
+    )
+    try:
+        there = os.lstat(earlier)
+    except OSError:
+        return False
+    compare = ctx.settings.link_compare
+    if not stat.S_ISREG(there.st_mode) or not attrs_equal(compare, st, there):
+        return False
+    if ctx.dry_run is not None:
+        ctx.dry("link", "file", node, rel, f"to {earlier}")
+    else:
+        assert node.dst_fd is not None
+        target = temp_name(dst_name) if old is not None else dst_name
+        try:
+            os.link(earlier, target, dst_dir_fd=node.dst_fd, follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno in (errno.EXDEV, errno.EMLINK, errno.EPERM):
+                return False
+            raise
+        if old is not None:
+            _commit(node, target, dst_name, old, tally)
+    tally["copied.files"] += 1
+    tally["method.link"] += 1
     return True
 
 

@@ -69,14 +69,21 @@ def decide(
             return Action.REPLACE, "device number differs"
         return Action.UNCHANGED, "same special file"
     for attr in compare:
-        if not _attr_equal(attr, src, dst):
+        if not attr_equal(attr, src, dst):
             return Action.REPLACE, f"{attr.value} differs"
     if CompareAttr.CHECKSUM in compare:
         return Action.UNCHANGED, "checksum"
     return Action.UNCHANGED, "identical " + ",".join(sorted(a.value for a in compare))
 
 
-def _attr_equal(attr: CompareAttr, src: os.stat_result, dst: os.stat_result) -> bool:
+def attrs_equal(
+    attrs: frozenset[CompareAttr], src: os.stat_result, dst: os.stat_result
+) -> bool:
+    """Whether ``src`` and ``dst`` agree on every one of ``attrs``."""
+    return all(attr_equal(attr, src, dst) for attr in attrs)
+
+
+def attr_equal(attr: CompareAttr, src: os.stat_result, dst: os.stat_result) -> bool:
     if attr is CompareAttr.SIZE or attr is CompareAttr.CHECKSUM:
         return src.st_size == dst.st_size
     if attr is CompareAttr.MTIME:

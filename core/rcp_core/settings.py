@@ -12,6 +12,7 @@ before anything is touched):
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -155,6 +156,11 @@ class CopySettings:
     :param retries: how often an operation failing with a transient error is tried
         again after its first attempt (0: never).
     :param retry_delay: first retry backoff in seconds.
+    :param link_dest: an absolute directory laid out like the source (an earlier
+        snapshot): a file identical there under ``link_compare`` becomes a hard link
+        to it instead of a copy (``rlink``, ``rsync --link-dest``).
+    :param link_compare: what makes a link-dest file identical (size, mtime and mode
+        by default: a hard link shares the file's metadata too).
     """
 
     existing: ExistingPolicy = ExistingPolicy.ERROR
@@ -178,6 +184,10 @@ class CopySettings:
     ops_throttle: float = 0.0
     retries: int = 3
     retry_delay: float = 0.05
+    link_dest: str | None = None
+    link_compare: frozenset[CompareAttr] = frozenset(
+        {CompareAttr.SIZE, CompareAttr.MTIME, CompareAttr.MODE}
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "includes", _tuple(self.includes))
@@ -200,3 +210,10 @@ class CopySettings:
             raise UsageError("retries must not be negative")
         if self.retry_delay < 0:
             raise UsageError("retry-delay must not be negative")
+        if self.link_dest is not None and not os.path.isabs(self.link_dest):
+            raise UsageError(f"link-dest {self.link_dest!r} must be an absolute path")
+        unfit = {CompareAttr.CHECKSUM, CompareAttr.CTIME} & self.link_compare
+        if not self.link_compare or unfit:
+            raise UsageError(
+                "the link comparison takes size, mtime, mode, uid and gid (at least one)"
+            )

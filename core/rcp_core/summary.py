@@ -16,7 +16,9 @@ from typing import Any
 
 OUTCOMES = ("copied", "unchanged", "skipped", "removed")
 KINDS = ("files", "dirs", "symlinks", "hardlinks", "specials", "bytes")
-METHODS = ("reflink", "copy_file_range", "sparse", "readwrite")
+METHODS = ("reflink", "copy_file_range", "sparse", "readwrite", "link")
+"""How files got their data: the data path's methods, or ``link`` (a hard link to an
+identical file of the link-dest tree, ``rlink``)."""
 KEYS = (
     *(f"{outcome}.{kind}" for outcome in OUTCOMES for kind in KINDS),
     *(f"method.{method}" for method in METHODS),

@@ -38,8 +38,11 @@ _RATES = ("ops_throttle", "retry_delay")
 def settings_to_wire(settings: CopySettings) -> dict[str, Any]:
     """The JSON form of ``settings`` (a filter file's rules read here).
 
-    :raises UsageError: the filter file cannot be read or has a bad line.
+    :raises UsageError: the filter file cannot be read or has a bad line, or the
+        settings ask for a link-dest tree (local copies only).
     """
+    if settings.link_dest is not None:
+        raise UsageError("a link-dest tree (rlink) is for copies on one host")
     includes, excludes = list(settings.includes), list(settings.excludes)
     if settings.filter_file is not None:
         for kind, pattern in filter_file_rules(settings.filter_file):
