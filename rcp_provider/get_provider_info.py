@@ -34,6 +34,9 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": [
                     "rcp_operators.copy",
                     "rcp_operators.shards",
+                    "rcp_operators.remove",
+                    "rcp_operators.compare",
+                    "rcp_operators.link",
                 ],
             }
         ],

@@ -29,17 +29,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
-from rcp_core import CopySettings, Preserve, UsageError
+from rcp_core import CompareAttr, CopySettings, Preserve, UsageError
 from rcp_core import copy as engine_copy
 from rcp_core.errors import JobFailedError
 from rcp_core.progress import Progress
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.summary import Resources, merge
 from rcp_provider.endpoint import Endpoint, endpoint_of
+
+if TYPE_CHECKING:
+    from rcp_core.rmtree import RemoveSettings
 
 Report = Callable[[dict[str, Any]], None]
 """Receives a running copy's ``entries``, ``bytes``, ``errors`` and ``elapsed``."""
@@ -229,6 +232,44 @@ class RcpHook(BaseHook):
         self._on_worker("finalizing a sharded copy")
         plan = read_manifest(manifest)
         return {"directories": finalize(plan, destination, settings), "src": plan.root}
+
+    def remove(
+        self,
+        paths: Sequence[str],
+        settings: RemoveSettings,
+        *,
+        on_progress: Report | None = None,
+        cancel: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        """Remove ``paths`` (trees) on the worker's storage, in parallel; the JSON
+        summary (:func:`rcp_core.rmtree.remove`).
+
+        :raises CopyFailedError: something selected could not be removed.
+        """
+        from rcp_core.rmtree import remove
+
+        self._on_worker("removal")
+        return remove(
+            paths, settings, on_progress=_relay(on_progress), cancel=cancel
+        ).as_dict()
+
+    def compare(
+        self,
+        src: str,
+        dst: str,
+        *,
+        checksum: bool,
+        attrs: frozenset[CompareAttr],
+        cancel: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        """Compare the tree ``src`` with ``dst`` on the worker's storage; the JSON
+        result (:func:`rcp_core.verify.compare`), differences or not."""
+        from rcp_core.verify import compare
+
+        self._on_worker("comparison")
+        return compare(
+            src, dst, checksum=checksum, attrs=attrs, cancel=cancel
+        ).as_dict()
 
     def verify(
         self,

@@ -81,6 +81,7 @@ class RemoveSettings:
     :param dry_run: log and count what would go; change nothing.
     :param fail_early: stop at the first error.
     :param force: allow ``/`` and mount points as operands.
+    :param missing_ok: an operand that does not exist is no error (``rm -f``).
     :param cross_devices: enter directories on other filesystems inside the tree.
     :param max_workers: directories emptied at once, fixed; ``None`` adapts.
     :param retries: tries again of an operation failing with a transient error.
@@ -93,6 +94,7 @@ class RemoveSettings:
     dry_run: bool = False
     fail_early: bool = False
     force: bool = False
+    missing_ok: bool = False
     cross_devices: bool = False
     max_workers: int | None = None
     retries: int = 3
@@ -140,18 +142,23 @@ def remove(
 ) -> Summary:
     """Remove ``paths`` (whole trees) as ``settings`` say; the summary.
 
-    :raises UsageError: a missing operand, ``/`` or a mount point without ``force``,
-        or a bad filter; nothing was removed.
+    :raises UsageError: a missing operand (unless ``missing_ok``), ``/`` or a mount
+        point without ``force``, or a bad filter; nothing was removed.
     :raises CopyFailedError: something was not removed that should have been (the
         partial summary; kept entries of filters and age rules are not failures).
     """
     settings = settings or RemoveSettings()
     if not isinstance(plugins, pluggy.PluginManager):
         plugins = plugin_manager(plugins or ())
-    operands = [_checked(os.fspath(path), settings) for path in paths]
-    if not operands:
+    if not paths:
         raise UsageError("nothing to remove")
+    checked = (_checked(os.fspath(path), settings) for path in paths)
+    operands = [path for path in checked if path is not None]
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
+    if not operands:  # all missing, and that is fine: nothing to do
+        summary = Summary(merge([]), Resources.since(started, usage))
+        plugins.hook.rcp_run_finished(summary=summary, error=None)
+        return summary
     run = _Removal(settings, plugins, operands)
     monitor = Monitor(
         run.pool,
@@ -183,12 +190,16 @@ def remove(
     return summary
 
 
-def _checked(path: str, settings: RemoveSettings) -> str:
-    """The operand, absolute, once it is known to exist and may be removed."""
+def _checked(path: str, settings: RemoveSettings) -> str | None:
+    """The operand, absolute, once it is known to exist and may be removed; ``None``
+    for one that does not exist, with ``missing_ok``."""
     if not path:
         raise UsageError("an empty path")
     absolute = os.path.abspath(path)
     if not os.path.lexists(absolute):
+        if settings.missing_ok:
+            log.info("%s: not there; nothing to remove", path)
+            return None
         raise UsageError(f"{path}: no such file or directory")
     if not settings.force:
         if os.path.realpath(absolute) == "/":

@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--force", action="store_true", help="allow / and mount points as operands"
     )
     run.add_argument(
+        "-f",
+        "--missing-ok",
+        action="store_true",
+        help="a PATH that does not exist is no error",
+    )
+    run.add_argument(
         "--cross-devices",
         action="store_true",
         help="also empty filesystems mounted inside the trees (kept by default)",
@@ -113,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             dry_run=args.dry_run,
             fail_early=args.fail_early,
             force=args.force,
+            missing_ok=args.missing_ok,
             cross_devices=args.cross_devices,
             max_workers=args.max_workers,
         )

@@ -176,3 +176,11 @@ def test_a_failure_keeps_its_entry_and_directories(
     if not fail_early:
         assert names(immutable) == ["logs", "logs/a.log"]
         assert summary["removed.files"] == FILES - 1
+
+
+def test_missing_ok_makes_a_missing_operand_nothing_to_do(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "tree", TREE)
+    none = remove([tmp_path / "gone"], RemoveSettings(missing_ok=True))
+    assert none["removed.files"] == 0
+    some = remove([tmp_path / "gone", root], RemoveSettings(missing_ok=True))
+    assert some["removed.files"] == FILES

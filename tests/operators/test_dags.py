@@ -68,6 +68,7 @@ def test_every_example_dag_imports_without_errors() -> None:
         "example_rcp_remote_deferrable",
         "example_rcp_sharded",
         "example_rcp_nightly_sync",
+        "example_rcp_snapshot",
     }
 
 
@@ -141,3 +142,23 @@ def test_an_upstream_xcom_feeds_src_through_the_template(
     root, dst = tmp_path / "made", tmp_path / "dst"
     _run("rcp_test_upstream_src", {"root": str(root), "dst": str(dst)}, TEST_DAGS)
     assert tree_compare(root, dst) == []
+
+
+def test_the_snapshot_example_copies_proves_links_and_prunes(tmp_path: Path) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    snapshots = tmp_path / "snapshots"
+    stale = snapshots / "2000-01-01"
+    make_tree(stale, TREE)
+    conf = {
+        "src": str(src),
+        "current": str(tmp_path / "current"),
+        "snapshots": str(snapshots),
+        "retention_days": 1,
+    }
+    run = _run("example_rcp_snapshot", conf)
+    assert _xcom(run, "compare")["same"] is True
+    (snapshot,) = [p for p in snapshots.iterdir() if p != stale]
+    big = [(d / "a" / "one").stat().st_ino for d in (snapshot, tmp_path / "current")]
+    assert big[0] == big[1]  # shared, not copied
+    assert _xcom(run, "snapshot")["methods"]["link"] == 61
+    assert _xcom(run, "prune")["removed"]["files"] == 0  # yesterday's: never made

@@ -1,0 +1,82 @@
+"""``RcpCompareOperator``: compare two trees in a task (``rcmp`` on the worker).
+
+Thin: the hook runs :func:`rcp_core.verify.compare`; the comparison's JSON (same or
+not, counts by kind, the first differences) is the XCom value. With
+``fail_on_difference`` (the default) a difference fails the task, its first
+differences in the message.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context
+from airflow.sdk.exceptions import AirflowFailException
+
+from rcp_core.settings import CompareAttr
+from rcp_provider.failures import airflow_errors
+from rcp_provider.hook import RcpHook
+
+
+class RcpCompareOperator(BaseOperator):
+    """Compare the tree ``src`` with ``dst`` (its copy).
+
+    :param src: the reference tree, on the worker's storage.
+    :param dst: the tree compared with it.
+    :param conn_id: an ``rcp`` connection without a host (``None``: none needed).
+    :param checksum: also compare the contents of regular files (BLAKE3, parallel).
+    :param attrs: attributes compared where they apply (``size,mtime,mode``; add
+        ``uid,gid``).
+    :param fail_on_difference: a difference fails the task (else it only returns).
+    """
+
+    template_fields: Sequence[str] = ("src", "dst", "conn_id")
+    ui_color = "#e4f9d7"
+
+    def __init__(
+        self,
+        *,
+        src: str,
+        dst: str,
+        conn_id: str | None = None,
+        checksum: bool = True,
+        attrs: str = "size,mtime,mode",
+        fail_on_difference: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.src = src
+        self.dst = dst
+        self.conn_id = conn_id
+        self.checksum = checksum
+        self.attrs = attrs
+        self.fail_on_difference = fail_on_difference
+        self._cancel = threading.Event()
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        with airflow_errors(f"compare {self.src} with {self.dst}"):
+            result = RcpHook(self.conn_id).compare(
+                self.src,
+                self.dst,
+                checksum=self.checksum,
+                attrs=CompareAttr.parse(self.attrs),
+                cancel=self._cancel,
+            )
+        self.log.info(
+            "rcmp: %s entries, %s files hashed: %s",
+            f"{result['entries']:,}",
+            f"{result['files_hashed']:,}",
+            "the same" if result["same"] else f"{result['differences_total']} differ",
+        )
+        if not result["same"] and self.fail_on_difference:
+            first = result["differences"][:5]
+            raise AirflowFailException(
+                f"{self.dst} differs from {self.src}: {result['by_kind']}; "
+                f"first differences: {first}"
+            )
+        return result
+
+    def on_kill(self) -> None:
+        self._cancel.set()

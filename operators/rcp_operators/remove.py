@@ -1,0 +1,122 @@
+"""``RcpRemoveOperator``: remove trees in parallel in a task (``rrm`` on the worker).
+
+Thin: arguments become :class:`rcp_core.rmtree.RemoveSettings`, the hook runs the
+removal, errors become task outcomes (:mod:`rcp_provider.failures`). It returns (to
+XCom) the run's JSON summary.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context
+
+from rcp_core.rmtree import RemoveSettings
+from rcp_operators.progress import INTERVAL, ProgressLog
+from rcp_provider.cli.rrm import parse_time
+from rcp_provider.failures import airflow_errors
+from rcp_provider.hook import RcpHook
+
+
+class RcpRemoveOperator(BaseOperator):
+    """Remove ``paths`` (files or whole trees) as ``rrm`` does.
+
+    :param paths: a path or several, on the worker's storage.
+    :param conn_id: an ``rcp`` connection without a host (``None``: none needed).
+    :param include: globs of entries to remove (the rest stays, with its directories).
+    :param exclude: globs of entries to keep; excludes win.
+    :param modified_before: only entries modified before this time (ISO 8601) or
+        older than this age (``30d``, ``12h``); templated, so ``{{ ds }}`` works.
+    :param created_before: the same for birth times; an unknown one keeps the entry.
+    :param missing_ok: a path that is not there is no error (a retention job
+        removing the snapshot of N days ago, which may never have been made).
+    :param dry_run: log what would go; remove nothing.
+    :param fail_early: stop at the first error.
+    :param max_workers: directories emptied at once (default: adaptive).
+    :param progress_interval: seconds between progress lines in the task log.
+    """
+
+    template_fields: Sequence[str] = (
+        "paths",
+        "conn_id",
+        "include",
+        "exclude",
+        "modified_before",
+        "created_before",
+    )
+    ui_color = "#f9d7d7"
+
+    def __init__(
+        self,
+        *,
+        paths: str | Sequence[str],
+        conn_id: str | None = None,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        modified_before: str | None = None,
+        created_before: str | None = None,
+        missing_ok: bool = False,
+        dry_run: bool = False,
+        fail_early: bool = False,
+        max_workers: int | None = None,
+        progress_interval: float = INTERVAL,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.paths = paths
+        self.conn_id = conn_id
+        self.include = include
+        self.exclude = exclude
+        self.modified_before = modified_before
+        self.created_before = created_before
+        self.missing_ok = missing_ok
+        self.dry_run_only = dry_run  # BaseOperator.dry_run is a method
+        self.fail_early = fail_early
+        self.max_workers = max_workers
+        self.progress_interval = progress_interval
+        self._cancel = threading.Event()
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        paths = [self.paths] if isinstance(self.paths, str) else list(self.paths)
+        with airflow_errors(f"remove {', '.join(paths)}"):
+            settings = RemoveSettings(
+                includes=_globs(self.include),
+                excludes=_globs(self.exclude),
+                modified_before=_time(self.modified_before),
+                created_before=_time(self.created_before),
+                missing_ok=self.missing_ok,
+                dry_run=self.dry_run_only,
+                fail_early=self.fail_early,
+                max_workers=self.max_workers,
+            )
+            summary = RcpHook(self.conn_id).remove(
+                paths,
+                settings,
+                on_progress=ProgressLog(self.log, interval=self.progress_interval),
+                cancel=self._cancel,
+            )
+        removed = summary["removed"]
+        self.log.info(
+            "rrm: removed %s files, %s dirs (%s bytes); %s kept; %s error(s)",
+            f"{removed['files']:,}",
+            f"{removed['dirs']:,}",
+            f"{removed['bytes']:,}",
+            f"{summary['skipped']['files']:,}",
+            summary["errors"],
+        )
+        return summary
+
+    def on_kill(self) -> None:
+        """Stop: every directory in flight is finished or left as it is."""
+        self._cancel.set()
+
+
+def _globs(value: str | Sequence[str]) -> tuple[str, ...]:
+    """A glob or a list of them (a single string is one glob, not its characters)."""
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _time(value: str | None) -> float | None:
+    return None if value in (None, "") else parse_time(str(value))

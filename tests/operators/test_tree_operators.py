@@ -1,0 +1,111 @@
+"""RcpRemoveOperator, RcpCompareOperator and RcpLinkOperator on real trees (the
+context is the test's own, as Airflow passes one; the Airflow runs are in test_dags)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from airflow.sdk.exceptions import AirflowFailException
+
+from rcp_operators.compare import RcpCompareOperator
+from rcp_operators.copy import RcpCopyOperator
+from rcp_operators.link import RcpLinkOperator
+from rcp_operators.remove import RcpRemoveOperator
+from support.airflow import connection_env
+from support.treespec import Dir, File, Spec, make_tree
+
+T0 = 1_600_000_000 * 10**9
+TREE: Spec = {
+    ".": Dir(0o755, T0),
+    "keep.cfg": File(b"settings", 0o644, T0),
+    "logs": Dir(0o755, T0),
+    "data": Dir(0o755, T0),
+    **{f"logs/{i:02}.log": File(b"x" * 100, 0o644, T0 + i * 10**9) for i in range(30)},
+    "data/big.bin": File(os.urandom(3 << 20), 0o600, T0),
+}
+
+
+def test_remove_by_age_and_glob_returns_its_summary(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "tree", TREE)
+    op = RcpRemoveOperator(
+        task_id="rm",
+        paths=str(root),
+        include=["/logs/**"],
+        modified_before=str((T0 + 10 * 10**9) / 1e9),  # logs 00-09
+    )
+    with pytest.raises(AirflowFailException):  # an epoch number is not a time
+        op.execute(context={})
+    op.modified_before = time.strftime(
+        "%Y-%m-%dT%H:%M:%S+00:00", time.gmtime((T0 + 10 * 10**9) / 1e9)
+    )
+    summary = op.execute(context={})
+    assert summary["removed"]["files"] == 10
+    assert sorted(p.name for p in (root / "logs").iterdir()) == [
+        f"{i:02}.log" for i in range(10, 30)
+    ]
+    assert (root / "keep.cfg").exists()
+    assert (root / "data" / "big.bin").exists()
+
+
+def test_remove_refuses_a_service(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(
+        *connection_env("svc", host="h", port=1, extra={"fingerprint": "ab" * 32})
+    )
+    op = RcpRemoveOperator(task_id="rm", paths=str(tmp_path), conn_id="svc")
+    with pytest.raises(AirflowFailException, match="worker's own storage"):
+        op.execute(context={})
+    assert tmp_path.exists()
+
+
+def test_copy_compare_and_snapshot(tmp_path: Path) -> None:
+    """The example DAG's chain: copy, compare by checksum, then a hard-linked
+    snapshot of the copy that shares every file."""
+    src = make_tree(tmp_path / "src", TREE)
+    dst, snap = tmp_path / "dst", tmp_path / "snap"
+    RcpCopyOperator(task_id="copy", src=str(src), dst=str(dst)).execute(context={})
+    same = RcpCompareOperator(task_id="cmp", src=str(src), dst=str(dst)).execute(
+        context={}
+    )
+    assert same["same"] is True
+    assert same["files_hashed"] == 32
+    linked = RcpLinkOperator(task_id="link", src=str(dst), dst=str(snap)).execute(
+        context={}
+    )
+    assert linked["methods"]["link"] == 32
+    assert (snap / "data" / "big.bin").stat().st_ino == (
+        dst / "data" / "big.bin"
+    ).stat().st_ino
+
+
+def test_compare_fails_the_task_on_a_difference_unless_asked_not_to(
+    tmp_path: Path,
+) -> None:
+    src = make_tree(tmp_path / "src", TREE)
+    dst = make_tree(tmp_path / "dst", TREE)
+    (dst / "keep.cfg").write_bytes(b"SETTINGS")  # same size, new mtime
+    with pytest.raises(AirflowFailException, match="differs"):
+        RcpCompareOperator(task_id="cmp", src=str(src), dst=str(dst)).execute(
+            context={}
+        )
+    result = RcpCompareOperator(
+        task_id="cmp", src=str(src), dst=str(dst), fail_on_difference=False
+    ).execute(context={})
+    assert result["by_kind"]["mtime"] == 1
+    assert result["by_kind"]["content"] == 1
+
+
+def test_link_updates_from_a_new_tree(tmp_path: Path) -> None:
+    day1 = make_tree(tmp_path / "day1", TREE)
+    day2 = make_tree(
+        tmp_path / "day2", {**TREE, "keep.cfg": File(b"changed, longer", 0o644, T0)}
+    )
+    summary = RcpLinkOperator(
+        task_id="link", src=str(day1), dst=str(tmp_path / "snap"), update=str(day2)
+    ).execute(context={})
+    assert summary["methods"]["link"] == 31
+    assert (tmp_path / "snap" / "keep.cfg").read_bytes() == b"changed, longer"
