@@ -42,7 +42,8 @@ Invariants:
   hard links get no child; the outer callback is set to the total at the end. A child
   sees a file's bytes at once, when the file is done, not while it is copied.
 
-``rm`` of directories runs the engine's parallel removal (:mod:`rcp_core.rmtree`).
+``rm`` of directories runs the engine's parallel removal (:mod:`rcp_core.rmtree`), and
+``find`` on shared storage lists directories in parallel.
 
 Deliberate differences from ``LocalFileSystem``: an existing destination file with the
 same size and mtime (``overwrite_compare``) is left as it is rather than rewritten, and
@@ -59,9 +60,11 @@ import errno
 import os
 import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from glob import has_magic
 from typing import Any
 
+import pluggy
 from fsspec.callbacks import DEFAULT_CALLBACK, Callback
 from fsspec.implementations.local import (
     LocalFileSystem,
@@ -70,6 +73,7 @@ from fsspec.implementations.local import (
 )
 from fsspec.spec import _Cached  # the metaclass of every fsspec filesystem
 
+from rcp_core.capacity import choose_concurrency, storage_of
 from rcp_core.engine import Engine
 from rcp_core.errors import CopyFailedError, UsageError
 from rcp_core.hookspecs import hookimpl
@@ -160,6 +164,7 @@ class RcpFileSystem(LocalFileSystem, metaclass=_OneProtocol):  # type: ignore[mi
             auto_mkdir=bool_option("auto_mkdir", auto_mkdir), **storage_options
         )
         self.settings = settings_from_options(**engine)
+        self._plugins: pluggy.PluginManager | None = None
 
     _strip_protocol = _StripProtocol()
 
@@ -223,6 +228,72 @@ class RcpFileSystem(LocalFileSystem, metaclass=_OneProtocol):  # type: ignore[mi
         )
         if plan is not None:
             self._transfer(plan, ignore_missing=False, callback=callback)
+
+    def find(
+        self,
+        path: str,
+        maxdepth: int | None = None,
+        withdirs: bool = False,
+        detail: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        """fsspec's ``find``, the same names and infos; on shared storage (network,
+        parallel, FUSE: every listing waits a round trip) directories are listed in
+        parallel, as many at once as the engine's storage plugins start a copy
+        with there. On a local disk fsspec's own walk is as fast (one core's work)."""
+        root = self._strip_protocol(path)
+        workers = self._listing_workers(root)
+        if workers < 2 or kwargs or not self.isdir(root):
+            return super().find(path, maxdepth, withdirs, detail, **kwargs)
+        if maxdepth is not None and maxdepth < 1:
+            raise ValueError("maxdepth must be at least 1")
+        out = {root: self.info(root)} if withdirs and root else {}
+        for info in self._listed(root, maxdepth, workers):
+            if withdirs or info["type"] != "directory":
+                out[info["name"]] = info
+        names = sorted(out)
+        return {name: out[name] for name in names} if detail else names
+
+    def _listing_workers(self, path: str) -> int:
+        """Directories listed at once below ``path``: the plugins' starting
+        concurrency for its storage (1 where it is local)."""
+        if not os.path.isdir(path):
+            return 1
+        if self._plugins is None:
+            self._plugins = plugin_manager()
+        hook = self._plugins.hook
+        place = storage_of(hook, path)
+        chosen = choose_concurrency(hook, [(place, place)], self.settings, 1 << 16)
+        return chosen.initial
+
+    def _listed(
+        self, root: str, maxdepth: int | None, workers: int
+    ) -> list[dict[str, Any]]:
+        """Every entry below ``root`` within ``maxdepth`` levels, as ``ls(detail=True)``
+        gives it (symlinks are not directories, so never entered); a directory that
+        cannot be listed is left out, as fsspec's ``walk`` omits it."""
+        found: list[dict[str, Any]] = []
+        with ThreadPoolExecutor(workers, thread_name_prefix="rcp-find") as pool:
+            listings = {pool.submit(self._entries, root): 1}
+            while listings:
+                done, _ = wait(listings, return_when=FIRST_COMPLETED)
+                for listing in done:
+                    depth = listings.pop(listing)
+                    for info in listing.result():
+                        found.append(info)
+                        deeper = maxdepth is None or depth < maxdepth
+                        if info["type"] == "directory" and deeper:
+                            listings[pool.submit(self._entries, info["name"])] = (
+                                depth + 1
+                            )
+        return found
+
+    def _entries(self, directory: str) -> list[dict[str, Any]]:
+        try:
+            entries: list[dict[str, Any]] = self.ls(directory, detail=True)
+        except OSError:
+            return []
+        return entries
 
     def rm(
         self,

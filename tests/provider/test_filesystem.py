@@ -376,3 +376,33 @@ def test_rm_removes_trees_in_parallel_and_never_follows_links(tmp_path: Path) ->
     fs.rm([str(src), str(tmp_path / "lone")], recursive=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["outside"]
     assert (outside / "kept").read_bytes() == b"not in the tree"
+
+
+def test_find_on_shared_storage_lists_in_parallel_with_fsspecs_answers(
+    tmp_path: Path,
+) -> None:
+    """Through the latency FUSE (shared storage to the plugins) ``find`` lists
+    directories in parallel, and answers exactly as fsspec's local walk does."""
+    from benchmarks.latencyfs import mounted
+
+    backing, mnt = tmp_path / "backing", tmp_path / "mnt"
+    mnt.mkdir()
+    tree = _tree(backing)
+    for d in range(6):
+        (tree / f"d{d}" / "x").mkdir(parents=True)
+        (tree / f"d{d}" / "x" / "f").write_bytes(b"%d" % d)
+    (tree / "to_sub").symlink_to("sub")  # a symlink is not entered
+    with mounted(backing, mnt) as live:
+        root = str(live / "src")
+        fs = RcpFileSystem(skip_instance_cache=True)
+        plain = fsspec.filesystem("file", skip_instance_cache=True)
+        assert fs._listing_workers(root) > 1
+        for kwargs in (
+            {},
+            {"withdirs": True},
+            {"maxdepth": 2, "withdirs": True},
+            {"detail": True},
+        ):
+            mine, theirs = fs.find(root, **kwargs), plain.find(root, **kwargs)
+            assert mine == theirs, kwargs
+        assert fs.find(root + "/a.txt") == plain.find(root + "/a.txt")
