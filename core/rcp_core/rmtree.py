@@ -25,13 +25,15 @@ Invariants:
   entry kept; fatal ones (a read-only filesystem) and ``fail_early`` stop the run,
   which then raises :class:`~rcp_core.errors.CopyFailedError` ("remove") with the
   partial summary; an entry already gone is not an error;
-- every directory descriptor closes when its directory is finished, so memory and
-  descriptors follow the directories in flight, not the size of the tree.
+- a directory is opened when a worker scans it, not when it is queued, and closed
+  when it is finished: descriptors follow the directories being emptied (and their
+  ancestors), not the width of the tree.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import os
 import resource
@@ -115,6 +117,10 @@ class _Dir:
         the operand's parent).
     :param rel: the path relative to the operand ("" for the operand itself).
     :param display: how messages name it.
+    :param dev: its device (from the parent's listing): it must still be on it when
+        opened.
+    :param fd: its descriptor, opened when it is scanned (-1 until then), closed when
+        it is finished.
     :param pending: this node's own scan plus its subdirectories in flight.
     :param kept: something beneath it stays, so it stays too.
     """
@@ -124,9 +130,9 @@ class _Dir:
     name: str
     rel: str
     display: str
-    fd: int
     dev: int
     under_include: bool
+    fd: int = -1
     pending: int = 1
     kept: bool = False
 
@@ -272,14 +278,9 @@ class _Removal:
         if not stat.S_ISDIR(st.st_mode):
             self.pool.push(self._leaf, parent_fd, name, path, st)
             return
-        try:
-            fd = os.open(name, _DIR, dir_fd=parent_fd)
-        except OSError as exc:
-            self._failed(tally, "open directory", path, exc)
-            return
         # The operand itself is never filtered, nor does it match an include.
         root_included = not self.filter.includes
-        node = _Dir(None, parent_fd, name, "", path, fd, st.st_dev, root_included)
+        node = _Dir(None, parent_fd, name, "", path, st.st_dev, root_included)
         self.pool.push(self._scan, node)
 
     def _leaf(
@@ -289,9 +290,13 @@ class _Removal:
         self._unlink(tally, parent_fd, name, display, st)
 
     def _scan(self, tally: Tally, node: _Dir) -> None:
-        """Unlink ``node``'s entries (those that go); queue its subdirectories."""
+        """Open ``node`` (only now: a queued directory holds no descriptor), unlink
+        its entries (those that go), queue its subdirectories."""
         try:
             if not self.stopped.is_set():
+                node.fd = os.open(node.name, _DIR, dir_fd=node.parent_fd)
+                if os.fstat(node.fd).st_dev != node.dev:
+                    raise OSError(errno.EXDEV, "replaced by a mount point meanwhile")
                 with os.scandir(node.fd) as entries:
                     for entry in entries:
                         if self.stopped.is_set():
@@ -335,15 +340,9 @@ class _Removal:
             tally["skipped.dirs"] += 1
             log.warning("%s: another filesystem is mounted here; kept", display)
             return
-        try:
-            fd = os.open(entry.name, _DIR, dir_fd=node.fd)
-        except OSError as exc:
-            node.kept = True
-            self._failed(tally, "open directory", display, exc)
-            return
         with self._lock:
             node.pending += 1
-        child = _Dir(node, node.fd, entry.name, rel, display, fd, st.st_dev, under)
+        child = _Dir(node, node.fd, entry.name, rel, display, st.st_dev, under)
         self.pool.push(self._scan, child)
 
     def _unlink(
@@ -403,7 +402,8 @@ class _Removal:
                 node.pending -= 1
                 if node.pending:
                     return
-            os.close(node.fd)
+            if node.fd >= 0:
+                os.close(node.fd)
             parent = node.parent
             stays = node.kept or self.stopped.is_set() or not self._rmdir(tally, node)
             if stays and parent is not None:

@@ -4,7 +4,9 @@ failures), symlinks never followed, dry runs, refusals, counts."""
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,3 +186,27 @@ def test_missing_ok_makes_a_missing_operand_nothing_to_do(tmp_path: Path) -> Non
     assert none["removed.files"] == 0
     some = remove([tmp_path / "gone", root], RemoveSettings(missing_ok=True))
     assert some["removed.files"] == FILES
+
+
+def test_a_wide_tree_needs_few_descriptors(tmp_path: Path) -> None:
+    """Queued directories hold no descriptor: 600 subdirectories of one directory go
+    under a limit of 64 open files."""
+    root = tmp_path / "wide"
+    for d in range(600):
+        (root / f"d{d:03}").mkdir(parents=True)
+        (root / f"d{d:03}" / "f").write_bytes(b"x")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    code = "import sys; from rcp_core.rmtree import remove; remove([sys.argv[1]])"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(root)],
+        preexec_fn=limit,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not root.exists()
