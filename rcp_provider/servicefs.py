@@ -159,7 +159,7 @@ class RcpServiceFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec 
 
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
         path = self._strip_protocol(path)
-        return self._info(path, self.client.stat(path))
+        return self._info(path, self.client.stat(path), follow=True)
 
     def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
         """The entries of the directory ``path`` (a file: itself), sorted by name."""
@@ -173,7 +173,10 @@ class RcpServiceFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec 
                 return [info if detail else info["name"]]
             entries = self.client.listdir(final)
         infos = sorted(
-            (self._info(posixpath.join(path, e.name), e) for e in entries),
+            (
+                self._info(posixpath.join(path, e.name), e, follow=False)
+                for e in entries
+            ),
             key=lambda info: str(info["name"]),
         )
         return infos if detail else [info["name"] for info in infos]
@@ -182,22 +185,38 @@ class RcpServiceFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec 
         mtime = self.info(path)["mtime"]
         return datetime.datetime.fromtimestamp(mtime, tz=datetime.UTC)
 
-    def _info(self, path: str, entry: Entry) -> dict[str, Any]:
-        """fsspec's description of ``entry`` at ``path``; a symlink as its target."""
+    def _info(self, path: str, entry: Entry, *, follow: bool) -> dict[str, Any]:
+        """fsspec's description of ``entry`` at ``path``, as fsspec's local filesystem
+        gives it: a symlink has its target's size, and its target's type when
+        ``follow`` (``info``), "other" when not (a listing's entries, so a walk never
+        enters a symlink). A listed symlink whose target dangles or lies outside the
+        roots is "other" of size 0; asked about by path, a dangling one is not found.
+
+        :raises FileNotFoundError: ``follow`` and the symlink dangles.
+        """
         st, link = entry.stat, entry.target
         if link is not None:
-            # Dangling, or pointing outside the roots: shown as "other".
-            with contextlib.suppress(FileNotFoundError, UsageError):
-                st = self.client.stat(path, follow=True).stat
+            target = None
+            try:
+                target = self.client.stat(path, follow=True).stat
+            except FileNotFoundError:
+                if follow:
+                    raise  # a dangling symlink, asked about by path: as os.stat
+            except UsageError:
+                pass  # pointing outside the roots: not followed
+            st = target if target is not None and follow else st
+            size = target.st_size if target is not None else 0
         if stat.S_ISDIR(st.st_mode):
             kind = "directory"
         elif stat.S_ISREG(st.st_mode):
             kind = "file"
         else:
             kind = "other"
+        if link is None:
+            size = st.st_size
         info: dict[str, Any] = {
             "name": path,
-            "size": st.st_size if kind != "other" else 0,
+            "size": size,
             "type": kind,
             "mode": st.st_mode,
             "uid": st.st_uid,

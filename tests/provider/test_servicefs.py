@@ -180,9 +180,17 @@ def test_info_and_ls_describe_entries_like_the_local_filesystem(
         str(src / "sub" / "b.bin"),
         str(src / "sub" / "link"),
     ]
+    listed = {i["name"]: (i["type"], i["size"]) for i in fs.ls(str(src / "sub"))}
+    assert listed == {
+        i["name"]: (i["type"], i["size"])
+        for i in local.ls(str(src / "sub"), detail=True)
+    }  # a listed symlink is "other": a walk never enters one
+    (src / "loop").symlink_to(".")
+    (src / "dangling").symlink_to("nowhere")
     assert fs.find(str(src)) == sorted(local.find(str(src)))
-    with pytest.raises(FileNotFoundError):
-        fs.info(str(src / "missing"))
+    for name in ("missing", "dangling"):
+        with pytest.raises(FileNotFoundError):
+            fs.info(str(src / name))
 
 
 @pytest.mark.parametrize("form", ["put", "get", "copy"])
