@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from blake3 import blake3
 
 from rcp_core.errors import (
     Kind,
@@ -28,6 +29,7 @@ from rcp_core.errors import (
 )
 from rcp_core.remote.connection import Connection, dial
 from rcp_core.remote.filewire import (
+    MAX_DIGEST,
     MAX_ENTRIES,
     MAX_LIST_BYTES,
     MAX_READ,
@@ -260,6 +262,33 @@ def test_read_refuses_what_is_not_a_regular_file(served: Served) -> None:
         for name in ("l", "fifo"):
             with pytest.raises(UsageError, match="not a regular file"):
                 client.read_range(str(served.data / name), 0, 10)
+
+
+def test_digest_hashes_a_range_where_the_file_is(served: Served) -> None:
+    content = os.urandom(3 << 20)
+    (served.data / "blob").write_bytes(content)
+    (served.data / "d").mkdir()
+    (served.data / "l").symlink_to("blob")
+    path = str(served.data / "blob")
+    with served.client() as client:
+        assert client.digest(path, 0, len(content)) == (
+            blake3(content).hexdigest(),
+            len(content),
+        )
+        assert client.digest(path, 1000, 10) == (
+            blake3(content[1000:1010]).hexdigest(),
+            10,
+        )
+        tail = client.digest(path, len(content) - 3, 100)
+        assert tail == (blake3(content[-3:]).hexdigest(), 3)  # fewer at the end
+        with pytest.raises(UsageError, match="at most"):
+            client.digest(path, 0, MAX_DIGEST + 1)
+        with pytest.raises(RemoteIsADirectoryError):
+            client.digest(str(served.data / "d"), 0, 10)
+        with pytest.raises(UsageError, match="not a regular file"):
+            client.digest(str(served.data / "l"), 0, 10)
+        with pytest.raises(UsageError):
+            client.digest(str(served.outside / "secret"), 0, 10)
 
 
 def test_an_oversize_read_is_refused(served: Served) -> None:
@@ -512,9 +541,17 @@ def test_a_client_checks_the_service_speaks_file_requests(
     monkeypatch.setattr(connection, "PROTOCOL", (1, 6))
     for served in start(tmp_path):
         with served.client() as client:
-            with pytest.raises(RemoteError, match=r"file requests need 1\.7"):
+            with pytest.raises(RemoteError, match=r"stat needs 1\.7"):
                 client.stat(str(served.data))
             assert client.jobs() == []  # what 1.6 serves still works
+    monkeypatch.setattr(connection, "PROTOCOL", (1, 7))
+    (tmp_path / "again").mkdir()
+    for served in start(tmp_path / "again"):
+        (served.data / "f").write_bytes(b"x")
+        with served.client() as client:
+            with pytest.raises(RemoteError, match=r"digest needs 1\.8"):
+                client.digest(str(served.data / "f"), 0, 1)
+            assert client.stat(str(served.data / "f")).stat.st_size == 1
 
 
 @pytest.mark.parametrize(

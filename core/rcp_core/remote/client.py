@@ -1,5 +1,6 @@
 """A client of an ``rcpd serve`` service: submit copy jobs, watch them, cancel them;
-look at, read and write single entries beneath its roots (file requests, 1.7).
+look at, read, hash and write single entries beneath its roots (file requests, 1.7;
+``digest``, 1.8).
 
 What the Airflow hook and trigger use, and the ``rcp://host/path`` filesystem. One
 connection, opened on first use and reopened once if the service dropped it (it closes
@@ -37,13 +38,14 @@ from rcp_core.errors import (
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, dial
 from rcp_core.remote.filewire import (
+    MAX_DIGEST,
     MAX_READ,
     REQUESTS,
     Entry,
     entry_from_wire,
     failure,
 )
-from rcp_core.remote.hello import FILE_REQUESTS, Role
+from rcp_core.remote.hello import DIGESTS, FILE_REQUESTS, Role
 from rcp_core.remote.job import settings_to_wire
 from rcp_core.remote.roles import SOFTWARE
 from rcp_core.remote.wire import Frame, FrameKind
@@ -283,6 +285,28 @@ class ServiceClient:
                 break
         return b"".join(pieces)
 
+    def digest(self, path: str, offset: int, length: int) -> tuple[str, int]:
+        """The BLAKE3 digest (hex) of ``length`` bytes of the regular file ``path``
+        from ``offset``, hashed by the service, and how many bytes it hashed (fewer
+        only where the file ends). At most :data:`MAX_DIGEST` bytes at a time.
+
+        :raises UsageError: a longer range, a path that is not a regular file beneath
+            the roots; or a service older than 1.8 (:class:`RemoteError`).
+        """
+        if offset < 0 or not 0 <= length <= MAX_DIGEST:
+            raise UsageError(f"digest: a range of at most {MAX_DIGEST} bytes")
+        fields = {"path": path, "offset": offset, "length": length}
+        with self._lock:
+            answer = self._answer("digest", fields)
+        digest, hashed = answer.get("blake3"), answer.get("hashed")
+        if (
+            not isinstance(digest, str)
+            or not isinstance(hashed, int)
+            or hashed > length
+        ):
+            raise ProtocolError(f"{self.address[0]}: a malformed digest answer")
+        return digest, hashed
+
     def open_write(
         self, path: str, *, mode: int | None = None, exclusive: bool = False
     ) -> FileWriter:
@@ -437,10 +461,11 @@ class ServiceClient:
         data: bytes | memoryview,
         expect: FrameKind,
     ) -> Frame:
-        if kind in REQUESTS and conn.version < FILE_REQUESTS:
+        needed = DIGESTS if kind == "digest" else FILE_REQUESTS
+        if kind in REQUESTS and conn.version < needed:
             raise RemoteError(
                 f"{conn.peer} speaks rcp protocol {conn.version[0]}.{conn.version[1]}; "
-                "file requests need 1.7: upgrade the service"
+                f"{kind} needs {needed[0]}.{needed[1]}: upgrade the service"
             )
         wait = fields.get("timeout", 0.0) if kind == "wait" else 0.0
         conn.settimeout(self.timeout + wait)

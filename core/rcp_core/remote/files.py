@@ -1,7 +1,7 @@
 """A service's file requests: look at, read and change single entries beneath its roots.
 
 What a filesystem layer (``rcp://host/path`` in fsspec) needs besides copy jobs:
-``stat``, ``listdir``, ``read``, ``create``/``write``/``commit``/``abort``,
+``stat``, ``listdir``, ``read``, ``digest``, ``create``/``write``/``commit``/``abort``,
 ``mkdir``, ``remove`` and ``rename`` (``docs/remote_protocol.md``, "File requests";
 limits and the wire form of entries in :mod:`rcp_core.remote.filewire`, a file being
 written in :mod:`rcp_core.remote.writes`).
@@ -9,13 +9,14 @@ written in :mod:`rcp_core.remote.writes`).
 Invariants:
 
 - every path is confined by :class:`rcp_core.remote.roots.Roots` as a copy job's
-  operands are: what reads (``stat``, ``listdir``, ``read``) as a source, what
-  changes as a destination (never a root itself). No symlink is followed on the
+  operands are: what reads (``stat``, ``listdir``, ``read``, ``digest``) as a source,
+  what changes as a destination (never a root itself). No symlink is followed on the
   way (the walk refuses it) nor at the end (``O_NOFOLLOW``, ``lstat``), except by
   ``stat`` with ``follow``, which reads the link's target as a path and confines it
   again, so a link never leads out of the roots either;
-- ``read`` opens only regular files: the entry is checked through an ``O_PATH``
-  descriptor and reopened through it, so a device or FIFO swapped in is never opened;
+- ``read`` and ``digest`` open only regular files: the entry is checked through an
+  ``O_PATH`` descriptor and reopened through it, so a device or FIFO swapped in is
+  never opened;
 - answers are bounded (:mod:`rcp_core.remote.filewire`): a large directory is listed
   in pages that follow a cursor, a read answers a bounded range;
 - what a connection holds (files being written, listings in progress) is bounded per
@@ -43,8 +44,11 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
+from blake3 import blake3
+
 from rcp_core.errors import PathRefusedError, ProtocolError, UsageError
 from rcp_core.remote.filewire import (
+    MAX_DIGEST,
     MAX_LISTINGS,
     MAX_PATH,
     MAX_READ,
@@ -64,6 +68,8 @@ MAX_LINKS = 40
 """Symlinks ``stat`` follows before it fails with ELOOP, as Linux does."""
 MAX_KEYS = 4096
 """Keyed answers a service remembers."""
+DIGEST_READ = 1 << 20
+"""Bytes a ``digest`` reads at a time."""
 _KEYED = frozenset({"mkdir", "remove", "rename"})
 
 
@@ -167,6 +173,8 @@ class FileSession:
                 return self._listdir(request)
             case "read":
                 return self._read(request)
+            case "digest":
+                return self._digest(request)
             case "create":
                 return self._create(request)
             case "write":
@@ -265,6 +273,37 @@ class FileSession:
             os.close(fd)
         header = {"type": "data", "offset": offset, "size": st.st_size}
         return Reply(header, FrameKind.CHUNK, data)
+
+    def _digest(self, request: dict[str, Any]) -> Reply:
+        """The BLAKE3 digest of up to ``length`` bytes of a regular file from
+        ``offset`` (fewer only where the file ends), hashed here: the bytes never
+        cross the connection. ``hashed`` says how many were."""
+        path = _path(request)
+        offset, length = _count(request, "offset"), _count(request, "length")
+        if length > MAX_DIGEST:
+            raise UsageError(f"digest: at most {MAX_DIGEST} bytes per request")
+        with closing(self.roots.source(path)) as at:
+            fd, st = _open_regular(at)
+        hasher = blake3()
+        hashed = 0
+        try:
+            while hashed < length:
+                piece = os.pread(fd, min(DIGEST_READ, length - hashed), offset + hashed)
+                if not piece:
+                    break
+                hasher.update(piece)
+                hashed += len(piece)
+        finally:
+            os.close(fd)
+        return Reply(
+            {
+                "type": "digest",
+                "offset": offset,
+                "hashed": hashed,
+                "size": st.st_size,
+                "blake3": hasher.hexdigest(),
+            }
+        )
 
     def _create(self, request: dict[str, Any]) -> Reply:
         """Start writing a file: its handle on this connection."""

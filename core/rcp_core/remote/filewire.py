@@ -7,7 +7,7 @@ Shared by the service (:mod:`rcp_core.remote.files`) and its client
 Limits, which the service enforces and the client keeps to by splitting its work:
 
 - ``read`` answers at most :data:`MAX_READ` bytes, and a ``write`` carries at most
-  :data:`MAX_WRITE`;
+  :data:`MAX_WRITE`; a ``digest`` (1.8) hashes at most :data:`MAX_DIGEST` bytes;
 - a ``listdir`` answer holds at most :data:`MAX_ENTRIES` entries whose JSON is at most
   :data:`MAX_LIST_BYTES` (a name escapes to at most 1.5 KB and a link target to 25 KB,
   so an answer stays far below the frame limit of :mod:`rcp_core.remote.wire`); the
@@ -35,6 +35,9 @@ from rcp_core.remote.meta import meta_of, stat_of
 
 MAX_READ = 4 << 20
 MAX_WRITE = 4 << 20
+MAX_DIGEST = 256 << 20
+"""Bytes one ``digest`` hashes at most: about a quarter second of BLAKE3 on one core,
+well within an answer's timeout."""
 MAX_ENTRIES = 1000
 MAX_LIST_BYTES = 1 << 20
 MAX_WRITERS = 16
@@ -53,6 +56,7 @@ REQUESTS = frozenset(
         "mkdir",
         "remove",
         "rename",
+        "digest",
     }
 )
 """The file requests (version 1.7); ``write`` is a ``CHUNK`` frame, the rest

@@ -14,7 +14,7 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 7)
+PROTOCOL = (1, 8)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
@@ -23,7 +23,8 @@ PROTOCOL = (1, 7)
 and ACLs (``xattrs`` in a file's metadata and a directory's ``dir_end``); 1.6 dry runs
 (no file data, ``dry`` lines from a destination daemon to its master); 1.7 a service's
 file requests (``stat``, ``listdir``, ``read``, ``create``/``write``/``commit``/
-``abort``, ``mkdir``, ``remove``, ``rename``)."""
+``abort``, ``mkdir``, ``remove``, ``rename``); 1.8 ``digest``, a file range hashed by
+the service (so a comparison's contents never cross the network)."""
 HARD_LINKS = (1, 1)
 """The first version whose destinations understand hard links."""
 MANIFESTS = (1, 2)
@@ -39,6 +40,8 @@ DRY_RUN = (1, 6)
 FILE_REQUESTS = (1, 7)
 """The first version whose services answer file requests (an older one would end the
 connection at the unknown request)."""
+DIGESTS = (1, 8)
+"""The first version whose services answer ``digest``."""
 
 
 class Role(enum.Enum):
