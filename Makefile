@@ -69,7 +69,7 @@ $(LATENCYFS): benchmarks/latencyfs/latencyfs.c
 # The benchmark of issue 3 (benchmarks/README.md): peers and the Linux source from apt,
 # then `python -m benchmarks.harness`; the report and plots go to benchmarks/results.
 # `make bench BENCH_ARGS=--quick` for the ~10 minute version.
-BENCH_PACKAGES := rsync rclone linux-source time
+BENCH_PACKAGES := rsync rclone linux-source time b3sum
 BENCH_ARGS ?= --full
 
 bench-system:

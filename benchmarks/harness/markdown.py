@@ -7,9 +7,10 @@ tool's error message cannot break the table.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from benchmarks.harness.aggregate import Outcome
+from benchmarks.harness.results import MODES, Mode
 from benchmarks.harness.stats import Spread
 
 
@@ -38,6 +39,34 @@ def ratio(a: Outcome | None, b: Outcome | None) -> str:
     if a is None or b is None or a.wall is None or b.wall is None or b.wall.median <= 0:
         return "-"
     return f"{a.wall.median / b.wall.median:.2f}"
+
+
+def figures(per_mode: Mapping[Mode, Outcome | None]) -> list[str]:
+    """A tool's cells in a results table: wall time per mode (``FAILED`` with the
+    first problem when a run failed), median CPU seconds per mode, peak RSS."""
+    cells = [
+        "-"
+        if o is None
+        else span(o.wall)
+        if o.ok
+        else f"FAILED {o.failures}/{o.runs}: {o.problem}"
+        for o in (per_mode.get(m) for m in MODES)
+    ]
+    cells.append(
+        " / ".join(
+            "-"
+            if (o := per_mode.get(m)) is None or o.cpu is None
+            else num(o.cpu.median)
+            for m in MODES
+        )
+    )
+    rss = [
+        o.rss_mib.median
+        for o in per_mode.values()
+        if o is not None and o.rss_mib is not None
+    ]
+    cells.append(num(max(rss)) if rss else "-")
+    return cells
 
 
 def md_table(

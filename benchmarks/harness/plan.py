@@ -47,7 +47,15 @@ from typing import Final
 from benchmarks.harness.filesets import FILESETS, GiB
 from benchmarks.harness.filesystems import FILESYSTEMS, REMOTE, FsOptions
 from benchmarks.harness.results import MODES, Mode
-from benchmarks.harness.tools import FSSPEC_RCP, PARALLEL_JOBS, RCP_FIXED, REMOTE_TOOLS
+from benchmarks.harness.tools import (
+    COMPARE_TOOLS,
+    FSSPEC_RCP,
+    PARALLEL_JOBS,
+    RCP_FIXED,
+    REMOTE_TOOLS,
+    REMOVE_TOOLS,
+    chore_of,
+)
 
 PEERS: Final = (
     "cp_r",
@@ -74,6 +82,8 @@ ALL_TOOLS: Final = (
     *FIXED_TOOLS,
     *HOOK_TOOLS,
     *REMOTE_TOOLS,
+    *REMOVE_TOOLS,
+    *COMPARE_TOOLS,
 )
 
 
@@ -185,6 +195,18 @@ _REMOTE_LINK_NOTE = (
     "h2's link capped at 1 Gbit/s (tbf); 2 x 1 GiB (~17 s per run at the link rate) "
     "is enough to see the rate"
 )
+_REMOVE_NOTE = (
+    "tree chore (issue 7): each run removes an untimed cp -a of the source, rrm "
+    "against rm -rf"
+)
+_FUSE_REMOVE_NOTE = (
+    f"{_REMOVE_NOTE}; warm only (latencyfs caches nothing client-side); the tree is "
+    "made through the mount"
+)
+_COMPARE_NOTE = (
+    "tree chore (issue 7): rcmp --checksum against hashing both trees serially, the "
+    "source with one untimed cp -a of it per round; warm only (the target)"
+)
 _QUICK_FIXED = tuple(f"rcp_w{n}" for n in QUICK_FIXED)
 _QUICK_TOOLS = (*PEERS, RCP_AUTO, *_QUICK_FIXED)
 _FULL_TOOLS = (*PEERS, RCP_AUTO, *FIXED_TOOLS)
@@ -195,7 +217,15 @@ _REFLINKERS = ("cp_r", "cp_a", f"cp_par{PARALLEL_JOBS}", "shutil", RCP_AUTO)
 
 QUICK: Final = Plan(
     name="quick",
-    tools=(*_QUICK_TOOLS, OPERATOR, FSSPEC_RCP, *HOOK_TOOLS, *REMOTE_TOOLS),
+    tools=(
+        *_QUICK_TOOLS,
+        OPERATOR,
+        FSSPEC_RCP,
+        *HOOK_TOOLS,
+        *REMOTE_TOOLS,
+        *REMOVE_TOOLS,
+        *COMPARE_TOOLS,
+    ),
     reps=3,
     budget_s=12 * 60,
     confirm_reps=1,
@@ -214,6 +244,10 @@ QUICK: Final = Plan(
         Cell("tmpfs", "1k_10k", ("warm",), (*_QUICK_TOOLS, *HOOK_TOOLS)),
         Cell("tmpfs", "empty_10k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
         Cell("tmpfs", "empty_100k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
+        Cell("ext4", "1k_10k", tools=REMOVE_TOOLS, note=_REMOVE_NOTE),
+        Cell("fuse", "1k_100", ("warm",), REMOVE_TOOLS, note=_FUSE_REMOVE_NOTE),
+        Cell("ext4", "mixed", ("warm",), COMPARE_TOOLS, note=_COMPARE_NOTE),
+        Cell("ext4", "100m_3", ("warm",), COMPARE_TOOLS, note=_COMPARE_NOTE),
         Cell("netns", "1k_10k", ("warm",), REMOTE_TOOLS, note=_REMOTE_NOTE),
         Cell("netns", "100m_3", ("warm",), REMOTE_TOOLS, note=_REMOTE_NOTE),
     ),
@@ -290,6 +324,37 @@ FULL: Final = Plan(
         ),
         Cell("tmpfs", "empty_100k", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
         Cell("tmpfs", "empty_1m", ("warm",), (RCP_AUTO,), 1, _MEMORY_NOTE),
+        Cell(
+            "ext4",
+            "1k_50k",
+            tools=REMOVE_TOOLS,
+            note=_REMOVE_NOTE,
+            confirm=REMOVE_TOOLS,
+        ),
+        Cell(
+            "fuse",
+            "1k_200",
+            ("warm",),
+            REMOVE_TOOLS,
+            note=_FUSE_REMOVE_NOTE,
+            confirm=REMOVE_TOOLS,
+        ),
+        Cell(
+            "ext4",
+            "mixed",
+            ("warm",),
+            COMPARE_TOOLS,
+            note=_COMPARE_NOTE,
+            confirm=COMPARE_TOOLS,
+        ),
+        Cell(
+            "ext4",
+            "100m_3",
+            ("warm",),
+            COMPARE_TOOLS,
+            note=_COMPARE_NOTE,
+            confirm=COMPARE_TOOLS,
+        ),
         Cell("netns", "1k_50k", ("warm",), REMOTE_TOOLS, note=_REMOTE_NOTE),
         Cell("netns", "linux", ("warm",), REMOTE_TOOLS, note=_REMOTE_NOTE),
         Cell("netns", "1m_500", ("warm",), REMOTE_TOOLS, note=_REMOTE_NOTE),
@@ -328,6 +393,12 @@ def validate(plan: Plan) -> None:
                     f"tool {tool!r} copies {where}: it cannot run in cell "
                     f"{cell.fs}/{cell.fileset}"
                 )
+        chores = sorted({chore_of(t) for t in cell.tools or ()})
+        if len(chores) > 1:
+            raise ValueError(
+                f"cell {cell.fs}/{cell.fileset} mixes {' and '.join(chores)} tools: "
+                "each chore gets cells of its own"
+            )
 
 
 def restrict(

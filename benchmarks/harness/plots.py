@@ -8,7 +8,8 @@
 - ``auto_vs_best.png``: heat map filesystem x fileset of automatic / best fixed
   (like rcp's Figure 5), one panel per mode; 1.0 = automatic is as fast as the best.
 
-Invariants: only verified outcomes are drawn (a failed tool has no bar); a plot with
+Invariants: only copies are drawn (tree chores: tables only, :mod:`.chores`); only
+verified outcomes are drawn (a failed tool has no bar); a plot with
 nothing to show is not written; every figure is closed after saving.
 """
 
@@ -47,10 +48,12 @@ def write_all(results: Results, out: Path) -> list[str]:
 
 
 def _compared(results: Results, mode: Mode) -> list[tuple[str, str]]:
-    """(fs, fileset) pairs of ``mode`` where at least two tools ran (not the probes)."""
+    """(fs, fileset) pairs of ``mode`` where at least two copy tools ran (not the
+    probes)."""
+    copies = {t.id for t in results.tools if t.chore == "copy"}
     tools: dict[tuple[str, str], set[str]] = {}
     for s in results.samples:
-        if s.mode == mode:
+        if s.mode == mode and s.tool in copies:
             tools.setdefault((s.fs, s.fileset), set()).add(s.tool)
     return [cell for cell, ran in tools.items() if len(ran) > 1]
 
@@ -61,7 +64,7 @@ def _time_plot(results: Results, mode: Mode, path: Path) -> bool:
     filesystems = list(dict.fromkeys(fs for fs, _ in compared))
     if not filesystems:
         return False
-    unfixed = [t.id for t in results.tools if t.workers is None]
+    unfixed = [t.id for t in results.tools if t.workers is None and t.chore == "copy"]
     labels = {t.id: t.label for t in results.tools}
     fig, axes = plt.subplots(
         len(filesystems), 1, figsize=(13, 3.6 * len(filesystems) + 0.8), squeeze=False

@@ -1,9 +1,10 @@
 """``report.md``: the human-readable account of a run, computed from its :class:`Results`.
 
 Sections: run, machine, versions, scale (filesets, filesystems, cells), method,
-targets of issue 3, automatic vs best fixed, complete results (one table per
-filesystem x fileset, like rcp's "complete results"), remote copies (their setup,
-targets and tables: :mod:`.remote`), plots, skipped, noise.
+targets (issue 3's, the operator's, fsspec's and the tree chores'), automatic vs best
+fixed, complete results (one table of copies per filesystem x fileset, like rcp's
+"complete results"), tree chores (their tables: :mod:`.chores`), remote copies
+(their setup, targets and tables: :mod:`.remote`), plots, skipped, noise.
 
 Invariants: every number comes from the results (nothing typed in); a failed tool
 shows ``FAILED`` with its reason and never a time; ratios are median / median
@@ -15,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.harness import remote
+from benchmarks.harness import chores, remote
 from benchmarks.harness.aggregate import auto_vs_best, cells, outcomes
-from benchmarks.harness.markdown import md_table, num, ratio, span
+from benchmarks.harness.markdown import figures, md_table, ratio, span
 from benchmarks.harness.results import MODES, Results
 from benchmarks.harness.stats import spread
 from benchmarks.harness.targets import check
@@ -37,6 +38,7 @@ def render(results: Results, plots: Sequence[str] = ()) -> str:
     lines += _targets_section(results)
     lines += _auto_section(results, "auto_vs_best.png" in plots)
     lines += _complete_section(results)
+    lines += chores.section(results)
     lines += remote.section(results)
     lines += _plots_section(plots)
     lines += _skipped_section(results)
@@ -213,10 +215,11 @@ def _method_section(results: Results) -> list[str]:
 def _targets_section(results: Results) -> list[str]:
     rows = [
         (r.target, r.scenario, r.measured, f"**{r.status}**", r.margin, r.evidence)
-        for r in check(results)
+        for r in [*check(results), *chores.targets(results)]
     ]
     lines = [
-        "## Targets (issue 3; the Airflow operator (issue 5) and fsspec (issue 6) rows)",
+        "## Targets (issue 3; the Airflow operator (issue 5), fsspec (issue 6) and "
+        "tree chores (issue 7) rows)",
         "",
         *md_table(
             ("target", "scenario", "measured", "status", "margin", "evidence"), rows, 6
@@ -262,42 +265,16 @@ def _complete_section(results: Results) -> list[str]:
     table = outcomes(results)
     lines = ["## Complete results", ""]
     labels = {t.id: t.label for t in results.tools}
-    order = [t.id for t in results.tools]
+    order = [t.id for t in results.tools if t.chore == "copy"]  # chores: their own
     for fs, fileset in cells(results):
         if remote.is_remote(fs):
             continue  # their own section
-        info = results.fileset(fileset)
-        what = f" ({info.description})" if info else ""
-        lines += [f"### {fs} / {fileset}{what}", ""]
         rows = []
         for tool in order:
             per_mode = {m: table.get((fs, fileset, m, tool)) for m in MODES}
             if all(o is None for o in per_mode.values()):
                 continue
-            row = [labels.get(tool, tool)]
-            for m in MODES:
-                o = per_mode[m]
-                row.append(
-                    "-"
-                    if o is None
-                    else span(o.wall)
-                    if o.ok
-                    else f"FAILED {o.failures}/{o.runs}: {o.problem}"
-                )
-            row.append(
-                " / ".join(
-                    "-"
-                    if (o := per_mode[m]) is None or o.cpu is None
-                    else num(o.cpu.median)
-                    for m in MODES
-                )
-            )
-            rss = [
-                o.rss_mib.median
-                for o in per_mode.values()
-                if o is not None and o.rss_mib is not None
-            ]
-            row.append(num(max(rss)) if rss else "-")
+            row = [labels.get(tool, tool), *figures(per_mode)]
             row += [
                 " / ".join(
                     ratio(per_mode[m], table.get((fs, fileset, m, ref))) for m in MODES
@@ -311,6 +288,11 @@ def _complete_section(results: Results) -> list[str]:
             ]
             row.append(f"{min(shares):.0%}" if shares else "")
             rows.append(row)
+        if not rows:
+            continue  # only chores ran here
+        info = results.fileset(fileset)
+        what = f" ({info.description})" if info else ""
+        lines += [f"### {fs} / {fileset}{what}", ""]
         lines += md_table(
             (
                 "tool",

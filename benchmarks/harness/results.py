@@ -19,12 +19,15 @@ from typing import Any, Literal, TypeVar, cast
 
 Mode = Literal["cold", "warm"]
 MODES: tuple[Mode, ...] = ("cold", "warm")
+Chore = Literal["copy", "remove", "compare"]
+"""What a tool does: copy SRC to a new DST, remove a tree, or compare SRC with a copy."""
 SCHEMA = 1
 
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """One timed run of ``tool`` copying ``fileset`` on filesystem ``fs``."""
+    """One timed run of ``tool`` on ``fileset`` on filesystem ``fs`` (a copy, or a
+    tree chore: ``files`` and ``bytes`` then count what was removed or compared)."""
 
     fs: str
     fileset: str
@@ -40,7 +43,7 @@ class Sample:
     exit_code: int
     ok: bool
     problem: str = ""  # empty when ok
-    files: int = 0  # regular files found in the destination
+    files: int = 0  # regular files found in the destination (or removed, compared)
     bytes: int = 0  # their total apparent size
     shared_fraction: float | None = None  # bytes in shared (reflinked) extents
     rss_source: str = (
@@ -99,6 +102,7 @@ class ToolInfo:
     note: str
     family: Literal["peer", "rcp"]
     workers: int | None = None  # rcp --max-workers; None for automatic and peers
+    chore: Chore = "copy"
 
 
 @dataclass(slots=True)

@@ -112,7 +112,9 @@ def run(
     )
     tools = _tools(plan, settings, say)
     results.tools = [
-        ToolInfo(t.id, t.label, t.shape, t.version, t.note, t.family, t.workers)
+        ToolInfo(
+            t.id, t.label, t.shape, t.version, t.note, t.family, t.workers, t.chore
+        )
         for t in tools.values()
     ]
     for t in tools.values():

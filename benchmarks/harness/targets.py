@@ -1,4 +1,9 @@
-"""The speed targets of issues 3, 5 and 6, checked against a run's results.
+"""The speed targets of issues 3, 5, 6 and 7, checked against a run's results.
+
+Issue 3's copy targets, the Airflow operator's (5) and fsspec's (6) are here; issue
+7's tree chores (removal, content comparison) are in :mod:`.chores` and copies between
+hosts in :mod:`.remote`, each with its own thresholds, both using the row helpers here
+(:func:`verified_pair`, :func:`scaled_row`, ...).
 
 Each target becomes one or more :class:`TargetResult` rows: met or missed (with the
 margin), "(scaled down)" when measured below the target's scale (indicative only), or
@@ -6,7 +11,7 @@ not measured (with the reason: the cell was not in the plan, or a tool failed). 
 carry CPU evidence (CPU seconds per wall second) so a miss can be read as CPU-bound
 or waiting.
 
-Invariants: thresholds live here as named constants, measured values come only from
+Invariants: thresholds are named constants, measured values come only from
 verified outcomes (:mod:`.aggregate`), and a target is never "met" from a failed or
 missing measurement.
 """
@@ -80,7 +85,8 @@ class TargetResult:
 
 
 def check(results: Results) -> list[TargetResult]:
-    """Every target: issue 3's in the issue's order, then issue 5's and 6's."""
+    """Every copy target on one host: issue 3's in the issue's order, then issue 5's
+    and 6's (the chores': :func:`.chores.targets`)."""
     table = outcomes(results)
     rows: list[TargetResult] = []
     for fn in (
@@ -153,7 +159,7 @@ def verified_pair(
     return mine, ref, mine_o, ref_o
 
 
-def _ratio_row(
+def ratio_row(
     target: str,
     scenario: str,
     table: Table,
@@ -165,8 +171,10 @@ def _ratio_row(
     strict: bool = False,
     ref_label: str = "",
     note: str = "",
+    label: str = "rcp",
 ) -> TargetResult:
-    """``tool / reference`` wall-time ratio against ``limit`` (<=, or < if strict)."""
+    """``tool / reference`` wall-time ratio against ``limit`` (<=, or < if strict);
+    ``label`` names ``tool`` in the CPU evidence."""
     pair = verified_pair(table, key, tool, reference)
     if isinstance(pair, str):
         return TargetResult(target, scenario, "-", "not measured", pair)
@@ -176,7 +184,7 @@ def _ratio_row(
     ok = r < limit if strict else r <= limit
     margin = margin_text(r, limit, ok)
     measured = f"{r:.2f}x {ref_label} ({mine.median:.3g} s vs {ref.median:.3g} s)"
-    notes = (cpu_note("rcp", mine_o), cpu_note(ref_label, ref_o), note)
+    notes = (cpu_note(label, mine_o), cpu_note(ref_label, ref_o), note)
     status: Status = "met" if ok else "missed"
     return TargetResult(
         target, scenario, measured, status, margin, "; ".join(x for x in notes if x)
@@ -193,7 +201,7 @@ def _small_files(results: Results, table: Table) -> list[TargetResult]:
     note = "" if files >= SMALL_MIN_FILES else f"only {files:,} files (target: 50,000)"
     key: tuple[str, str, Mode] = ("ext4", fileset, "warm")
     scenario = f"ext4 {fileset} warm"
-    rows = [_ratio_row(target, scenario, table, key, AUTO, "cp_r", SMALL_VS_CP_R)]
+    rows = [ratio_row(target, scenario, table, key, AUTO, "cp_r", SMALL_VS_CP_R)]
     for ref, limit, strict in (
         ("rsync_a", SMALL_VS_RSYNC, False),
         ("shutil", SMALL_VS_PYTHON, True),
@@ -202,7 +210,7 @@ def _small_files(results: Results, table: Table) -> list[TargetResult]:
         name = LABELS[ref]
         label = f"  (same cell: {'<' if strict else 'about'} {limit:g}x {name})"
         rows.append(
-            _ratio_row(label, scenario, table, key, AUTO, ref, limit, strict=strict)
+            ratio_row(label, scenario, table, key, AUTO, ref, limit, strict=strict)
         )
     return [scaled_row(r, note) for r in rows]
 
@@ -227,7 +235,7 @@ def _large_files(results: Results, table: Table) -> list[TargetResult]:
     if not found:
         return [absent_row(target, "ext4 large", "no large-file fileset on ext4")]
     return [
-        _ratio_row(
+        ratio_row(
             target,
             f"ext4 {f} {m}",
             table,
@@ -336,7 +344,7 @@ def _linux(results: Results, table: Table) -> list[TargetResult]:
     if ("ext4", "linux", "warm", AUTO) not in table:
         return [absent_row(target, "ext4 linux warm", "cell not in this run")]
     return [
-        _ratio_row(target, "ext4 linux warm", table, key, AUTO, "cp_a", LINUX_VS_CP_A)
+        ratio_row(target, "ext4 linux warm", table, key, AUTO, "cp_a", LINUX_VS_CP_A)
     ]
 
 
@@ -417,7 +425,7 @@ def _hooks(results: Results, table: Table) -> list[TargetResult]:
     if not keys:
         return [absent_row(target, "-", "no cell ran rcp_hooks and rcp_nohooks")]
     return [
-        _ratio_row(
+        ratio_row(
             target,
             f"{fs} {fileset} {mode}",
             table,
@@ -433,7 +441,7 @@ def _hooks(results: Results, table: Table) -> list[TargetResult]:
     ]
 
 
-def _speedup_row(
+def speedup_row(
     target: str,
     table: Table,
     key: tuple[str, str, Mode],
@@ -468,7 +476,7 @@ def _operator(results: Results, table: Table) -> list[TargetResult]:
         "(recursive) on 1 KiB files, keeping mode and times"
     )
     rows = [
-        _speedup_row(
+        speedup_row(
             target,
             table,
             (fs, fileset, mode),
@@ -502,7 +510,7 @@ def _fsspec(results: Results, table: Table) -> list[TargetResult]:
             f"filesystem('file').copy on {FSSPEC_PLACES[fs]}, keeping modes and times"
         )
         rows.append(
-            _speedup_row(
+            speedup_row(
                 target,
                 table,
                 (fs, fileset, mode),

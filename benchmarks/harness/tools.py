@@ -1,4 +1,4 @@
-"""The copy tools compared, as command lines: peers and our ``rcp`` at several settings.
+"""The tools compared, as command lines: peers and our ``rcp`` at several settings.
 
 Every tool copies a source directory ``SRC`` to a destination ``DST`` that does not
 exist yet, and must create ``DST`` as the copy (not ``DST/<name of SRC>``). Each runs
@@ -21,6 +21,14 @@ SCRIPT NAME SRC DST``: paths reach the script as positional parameters, never pa
 into it. The rcp ones also write ``--summary-json`` to ``$RCP_BENCH_SUMMARY``, which
 the trial sets per run, to learn the source daemon's CPU time and peak RSS.
 
+Tree chores (issue 7) are tools too, with ``chore`` set (:data:`REMOVE_TOOLS`,
+:data:`COMPARE_TOOLS`): a *remove* tool deletes ``DST`` (``rm -rf``, our ``rrm``); a
+*compare* tool compares ``SRC`` with ``DST``, an identical copy, and exits 0 (our
+``rcmp --checksum``; ``sha256sum`` and ``b3sum --num-threads 1`` hashing both trees,
+one file after another, then comparing the two lists). The round makes their ``DST``
+untimed (:mod:`.trial`); ``rrm`` and ``rcmp`` are the ones installed beside the
+measured ``rcp``.
+
 Invariant: a tool that cannot run here (binary missing, module not importable, Airflow
 venv not installable) is built with ``problem`` set, and is reported as skipped with
 that reason; it is never run.
@@ -37,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
+from benchmarks.harness.results import Chore
 from benchmarks.harness.verify import Symlinks
 
 RCP_FIXED: Final = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -63,6 +72,8 @@ OPERATOR_SNIPPET: Final = (
 )
 FSSPEC_RCP: Final = "fsspec_rcp"
 REMOTE_TOOLS: Final = ("rsync_ssh", "rsync_daemon", "rcp_remote", "rcp_remote_plain")
+REMOVE_TOOLS: Final = ("rm_rf", "rrm")
+COMPARE_TOOLS: Final = ("sha256sum", "b3sum", "rcmp")
 SUMMARY_VAR: Final = "RCP_BENCH_SUMMARY"
 RCP_VAR: Final = "RCP_BENCH_RCP"
 RCPD_VAR: Final = "RCP_BENCH_RCPD"
@@ -86,6 +97,20 @@ PARALLEL_CP: Final = (
     'mkdir -- "$2" && cd -- "$1" && find . -mindepth 1 -maxdepth 1 -print0 '
     '| xargs -0 -r -P {jobs} -I{{}} cp -a -- {{}} "$2"/'
 )
+# Serial hashing of SRC ($1), then of its copy ($2), by relative path in one (C
+# locale) order, and the two lists compared: exit 0 when they are equal.
+SERIAL_HASH: Final = (
+    'h() {{ cd -- "$1" && find . -type f -print0 | LC_ALL=C sort -z '
+    "| xargs -0 -r {hasher}; }}; "
+    'a=$(h "$1") && b=$(h "$2") && [ "$a" = "$b" ]'
+)
+_BESIDE_RCP: Final = {
+    "rcp_remote": "rcpd",
+    "rcp_remote_plain": "rcpd",
+    "rrm": "rrm",
+    "rcmp": "rcmp",
+}
+"""The entry points beside the measured ``rcp`` that a tool needs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +129,7 @@ class Tool:
     version: str = ""
     problem: str | None = None  # why it cannot run here
     summary_json: bool = False  # writes rcp's JSON summary to $RCP_BENCH_SUMMARY
+    chore: Chore = "copy"  # :func:`chore_of` its id
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,8 +311,71 @@ def toolbox(env: ToolEnv) -> dict[str, Tool]:
             )
         ),
         *_remote(env),
+        *_chores(env),
     ]
     return {t.id: _probe(t, env) for t in tools}
+
+
+def chore_of(tool_id: str) -> Chore:
+    """What the tool ``tool_id`` does (a plan checks its cells with this)."""
+    if tool_id in REMOVE_TOOLS:
+        return "remove"
+    return "compare" if tool_id in COMPARE_TOOLS else "copy"
+
+
+def _chores(env: ToolEnv) -> list[Tool]:
+    """Removal and content comparison (see the module docstring)."""
+    rrm, rcmp = beside(env.rcp, "rrm"), beside(env.rcp, "rcmp")
+    hashed = "hashes both trees serially by relative path, then compares the lists; "
+    return [
+        Tool(
+            "rm_rf",
+            "rm -rf",
+            "peer",
+            "preserve",
+            "rm -rf TREE",
+            lambda s, d: ["rm", "-rf", "--", str(d)],
+            note="TREE: an untimed cp -a of SRC; serial, depth first",
+            chore="remove",
+        ),
+        Tool(
+            "rrm",
+            "rrm",
+            "rcp",
+            "preserve",
+            "rrm TREE",
+            lambda s, d: [rrm, str(d)],
+            note="TREE: an untimed cp -a of SRC; directories emptied in parallel",
+            chore="remove",
+        ),
+        *(
+            Tool(
+                tid,
+                f"{hasher} (serial, both trees)",
+                "peer",
+                "preserve",
+                f"find SRC COPY -type f | sort | xargs {hasher}; lists compared",
+                _script(tid, SERIAL_HASH.format(hasher=hasher)),
+                note=f"{hashed}content only; COPY: an untimed cp -a of SRC",
+                chore="compare",
+            )
+            for tid, hasher in (
+                ("sha256sum", "sha256sum"),
+                ("b3sum", "b3sum --num-threads 1"),
+            )
+        ),
+        Tool(
+            "rcmp",
+            "rcmp --checksum",
+            "rcp",
+            "preserve",
+            "rcmp --checksum SRC COPY",
+            lambda s, d: [rcmp, "--checksum", str(s), str(d)],
+            note="BLAKE3 of every file in parallel, plus size, mtime and mode; "
+            "COPY: an untimed cp -a of SRC",
+            chore="compare",
+        ),
+    ]
 
 
 def _remote(env: ToolEnv) -> list[Tool]:
@@ -340,7 +429,13 @@ def _remote(env: ToolEnv) -> list[Tool]:
 
 def rcpd_of(rcp: str | None) -> str:
     """The ``rcpd`` beside the measured ``rcp`` (the same installation)."""
-    return str(Path(rcp).with_name("rcpd")) if rcp else "rcpd"
+    return beside(rcp, "rcpd")
+
+
+def beside(rcp: str | None, name: str) -> str:
+    """The entry point ``name`` of the measured ``rcp``'s installation (or just
+    ``name`` when there is no ``rcp``: the tool then has a problem and never runs)."""
+    return str(Path(rcp).with_name(name)) if rcp else name
 
 
 def _script(name: str, script: str) -> Callable[[Path, Path], list[str]]:
@@ -399,6 +494,10 @@ def _version_of(tool: Tool, env: ToolEnv) -> tuple[str, str | None]:
         return f"{cp}; {xargs}", problem or problem2
     if tool.id == "rclone":
         return _first_line(["rclone", "version"])
+    if tool.id == "rm_rf":
+        return _first_line(["rm", "--version"])
+    if tool.id in ("sha256sum", "b3sum"):
+        return _first_line([tool.id, "--version"])
     if tool.id == "shutil":
         return f"{platform.python_implementation()} {platform.python_version()}", None
     if tool.id == "fsspec":
@@ -429,9 +528,9 @@ def _version_of(tool: Tool, env: ToolEnv) -> tuple[str, str | None]:
         return f"{rcp_version(env.repo)}; {airflow}", problem
     if env.rcp is None:
         return "", "the rcp entry point is not installed (make bench installs the venv)"
-    rcpd = rcpd_of(env.rcp)
-    if tool.id in REMOTE_TOOLS and not Path(rcpd).exists():
-        return "", f"no rcpd beside {env.rcp} (looked for {rcpd})"
+    other = _BESIDE_RCP.get(tool.id)
+    if other is not None and not Path(beside(env.rcp, other)).exists():
+        return "", f"no {other} beside {env.rcp} (looked for {beside(env.rcp, other)})"
     return rcp_version(env.repo), None
 
 

@@ -21,14 +21,23 @@ Protocol of a round (:class:`Round`):
   ``runner._batch``), each destination is deleted right after its verification
   instead (before its writeback, so the delete is cheap), caches are dropped, and for
   warm runs the source and the tool are warmed again before the next run.
+- Tree chores (``Tool.chore``, issue 7) work on trees the round makes for them,
+  untimed, with ``cp -a`` through the mount as tools see it, checked by a census (a
+  bad preparation fails the sample, never the tool): a *remove* tool gets a copy of
+  the source of its own as ``DST`` (then ``sync``; cold runs settle after it) and must
+  leave nothing of it; a *compare* tool gets ``SRC`` and one copy of it that every
+  compare tool of the round shares (made at the first, made again after a flush) and
+  must exit 0. Their warm-ups work on a copy of the warm-up tree. The sample's
+  ``files`` and ``bytes`` count the tree removed or compared.
 - On another host (``Mounted.prefix``, ``Mounted.env``: the two-host filesystems) every
   run and warm-up starts with the prefix and gets the environment. A tool that writes
   rcp's JSON summary gets ``RCP_BENCH_SUMMARY`` (a file per run beside its logs),
   and the sample records the source daemon's CPU time and peak RSS from it.
 
 Invariant: a sample is ``ok`` only when the tool exited 0 within its timeout *and* the
-copy verified; otherwise ``problem`` says what went wrong. Deletion is confined to the
-filesystem's ``dst`` directory and the warm-up area, and happens even when a run or
+copy verified (a chore: its tree is gone, or the copy was found the same); otherwise
+``problem`` says what went wrong. Deletion is confined to the filesystem's ``dst``
+directory (and its fresh volume) and the warm-up area, and happens even when a run or
 the harness is interrupted.
 """
 
@@ -47,7 +56,7 @@ from benchmarks.harness import extents
 from benchmarks.harness.cache import CacheControl, warm
 from benchmarks.harness.filesets import Fileset
 from benchmarks.harness.filesystems import Mounted
-from benchmarks.harness.measure import measure
+from benchmarks.harness.measure import Measurement, measure
 from benchmarks.harness.results import Mode, Sample
 from benchmarks.harness.tools import SUMMARY_VAR, Tool
 from benchmarks.harness.verify import FOLLOW, Census, Symlinks, census, compare
@@ -136,6 +145,7 @@ class Round:
         self._trash: list[tuple[Path, Path]] = []  # (path, the dir it must be below)
         self._renew = False  # the fresh volume holds copies: re-make it
         self._warmed: set[str] = set()
+        self._copy: tuple[Path, Census] | None = None  # what compare tools compare
 
     def __enter__(self) -> Round:
         self.bench.cache.settle()
@@ -152,7 +162,8 @@ class Round:
         self._flush()
 
     def run(self, tool: Tool, *, rep: int, position: int, seq: int) -> Sample:
-        """Measure ``tool`` once and verify its copy; return the :class:`Sample`."""
+        """Measure ``tool`` once and verify its copy (or chore); return the
+        :class:`Sample`."""
         mounted, source = self.mounted, self.source
         name = f"{source.fileset.id}-{self.mode}-r{rep}-{tool.id}-{seq}"
         dst = self.dst_root / name
@@ -161,10 +172,7 @@ class Round:
         if dst_direct.exists() or warm_dst.exists():
             raise RuntimeError(f"destination {dst_direct} or {warm_dst} exists already")
         self._trash.append((warm_dst, self.bench.work / "warmup"))
-        if self.fresh is not None:
-            self._renew = True
-        else:
-            self._trash.append((dst_direct, mounted.direct(mounted.dst)))
+        self._keep(dst_direct)
         log_dir = self.bench.logs / tool.id
         env = {**os.environ, **mounted.env, **tool.env}
         summary = log_dir / f"{name}.json"
@@ -174,6 +182,9 @@ class Round:
             summary.unlink(missing_ok=True)
             env[SUMMARY_VAR] = str(summary)
             warm_env = {**env, SUMMARY_VAR: str(log_dir / "warm-up.json")}
+        target, worked_on, unprepared = self._tree_for(tool, dst, rep, seq)
+        if unprepared:
+            return self._unprepared(tool, rep, position, unprepared)
         if self.mode == "cold":
             self.bench.cache.settle()
             self._warm_up(tool, warm_dst, warm_env)
@@ -184,26 +195,13 @@ class Round:
             os.sync()
         load1 = os.getloadavg()[0]
         m = measure(
-            [*mounted.prefix, *tool.argv(source.path, dst)],
+            [*mounted.prefix, *tool.argv(source.path, target)],
             log_dir=log_dir,
             timeout_s=self.bench.timeout_s,
             env=env,
         )
         source_role = _source_role(summary) if tool.summary_json else None
-        problem, found, shared = "", Census(0, 0), None
-        if m.timed_out:
-            problem = f"timed out after {self.bench.timeout_s:g} s"
-        elif m.exit_code != 0:
-            last = m.stderr_tail.splitlines()[-1] if m.stderr_tail else ""
-            problem = f"exit {m.exit_code}: {last}"
-        elif not dst_direct.is_dir():
-            problem = "no destination directory was made"
-        if dst_direct.is_dir():
-            found = census(dst_direct, hashes=source.fileset.hashes and not problem)
-            if not problem:
-                problem = compare(source.expected[tool.symlinks], found)
-            if not problem and mounted.reflink and source.fileset.large:
-                shared = extents.shared_fraction(dst_direct)
+        problem, found, shared = self._verify(tool, m, dst_direct, worked_on)
         if not self.batch:
             self._flush()
             if self.mode == "warm":
@@ -232,13 +230,69 @@ class Round:
             source_maxrss_kib=None if source_role is None else source_role[1],
         )
 
+    def _tree_for(
+        self, tool: Tool, dst: Path, rep: int, seq: int
+    ) -> tuple[Path, Census, str]:
+        """The tree ``tool`` works on, its census (a copy's: not yet known) and why it
+        could not be made ("" when it was): ``dst`` for a copy (the tool makes it), a
+        copy of the source at ``dst`` for a removal, the round's shared copy for a
+        comparison."""
+        if tool.chore == "copy":
+            return dst, Census(0, 0), ""
+        if tool.chore == "remove":
+            found, problem = self._prepare(dst, tool.symlinks)
+            os.sync()
+            return dst, found, problem
+        if self._copy is None:
+            name = f"{self.source.fileset.id}-{self.mode}-r{rep}-copy-{seq}"
+            copy = self.dst_root / name
+            self._keep(self.mounted.direct(copy))
+            found, problem = self._prepare(copy, tool.symlinks)
+            if problem:
+                return copy, found, problem
+            self._copy = (copy, found)
+        return (*self._copy, "")
+
+    def _verify(
+        self, tool: Tool, m: Measurement, dst_direct: Path, worked_on: Census
+    ) -> tuple[str, Census, float | None]:
+        """What went wrong in a run ("" when nothing), the census of its copy (of a
+        chore: of the tree it worked on), and a large copy's reflinked share."""
+        problem = ""
+        if m.timed_out:
+            problem = f"timed out after {self.bench.timeout_s:g} s"
+        elif m.exit_code != 0:
+            last = m.stderr_tail.splitlines()[-1] if m.stderr_tail else ""
+            if tool.chore == "compare" and m.exit_code == 1:
+                said = ("a difference reported between identical trees", last)
+                last = "; ".join(x for x in said if x)
+            problem = f"exit {m.exit_code}: {last}"
+        if tool.chore == "remove" and (dst_direct.exists() or dst_direct.is_symlink()):
+            problem = problem or "the tree is still there after its removal"
+        if tool.chore != "copy":
+            return problem, worked_on, None
+        if not dst_direct.is_dir():
+            return problem or "no destination directory was made", Census(0, 0), None
+        source = self.source
+        found = census(dst_direct, hashes=source.fileset.hashes and not problem)
+        problem = problem or compare(source.expected[tool.symlinks], found)
+        shared = None
+        if not problem and self.mounted.reflink and source.fileset.large:
+            shared = extents.shared_fraction(dst_direct)
+        return problem, found, shared
+
     def _warm_up(self, tool: Tool, dst: Path, env: Mapping[str, str]) -> None:
         # Unmeasured and unchecked: a tool that fails here fails the measured run
         # visibly.
-        argv = [*self.mounted.prefix, *tool.argv(self.bench.warmup_src, dst)]
+        src = self.bench.warmup_src
+        if tool.chore != "copy":  # a chore removes or compares a copy of the tree
+            self._quietly(["cp", "-a", "--", str(src), str(dst)], env)
+        self._quietly(tool.argv(src, dst), env)
+
+    def _quietly(self, argv: list[str], env: Mapping[str, str]) -> None:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run(
-                argv,
+                [*self.mounted.prefix, *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -247,10 +301,57 @@ class Round:
                 check=False,
             )
 
+    def _prepare(self, tree: Path, symlinks: Symlinks) -> tuple[Census, str]:
+        """Copy the source to ``tree`` (as tools see it: ``cp -a`` through the mount),
+        untimed; its census, and what is wrong with it ("" when it is a copy)."""
+        source, direct = self.source, self.mounted.direct(tree)
+        proc = subprocess.run(
+            [*self.mounted.prefix, "cp", "-a", "--", str(source.path), str(tree)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **self.mounted.env},
+            check=False,
+        )
+        if proc.returncode != 0:
+            tail = proc.stderr.strip().splitlines()
+            why = tail[-1] if tail else ""
+            return Census(0, 0), f"exit {proc.returncode}: {why}"
+        found = census(direct)
+        return found, compare(source.expected[symlinks], found)
+
+    def _unprepared(self, tool: Tool, rep: int, position: int, why: str) -> Sample:
+        """The failed sample of a chore whose tree could not be made: never timed."""
+        return Sample(
+            fs=self.mounted.name,
+            fileset=self.source.fileset.id,
+            tool=tool.id,
+            mode=self.mode,
+            rep=rep,
+            position=position,
+            wall_s=0.0,
+            user_s=0.0,
+            sys_s=0.0,
+            maxrss_kib=0,
+            load1=round(os.getloadavg()[0], 2),
+            exit_code=0,
+            ok=False,
+            problem=f"untimed copy of the source for {tool.id} failed: {why}",
+        )
+
+    def _keep(self, direct: Path) -> None:
+        """Delete ``direct`` (a path below the destination root) with the round's
+        other destinations."""
+        if self.fresh is not None:
+            self._renew = True
+        else:
+            self._trash.append((direct, self.mounted.direct(self.mounted.dst)))
+
     def _flush(self) -> None:
         """Delete every destination of this round so far (or re-make the fresh volume
         holding them), then sync and drop caches."""
         trash, self._trash = self._trash, []
+        self._copy = None  # deleted with the rest
         for path, confine in trash:
             _delete(path, confine)
         if self._renew and self.fresh is not None:

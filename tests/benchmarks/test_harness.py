@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -21,14 +22,22 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.harness import plots, report
+from benchmarks.harness import chores, plots, report
 from benchmarks.harness.aggregate import CONFIRMED, auto_vs_best, outcomes
 from benchmarks.harness.bypass import bypassed
 from benchmarks.harness.cache import CacheControl
 from benchmarks.harness.filesets import FILESETS, materialize
-from benchmarks.harness.filesystems import FsOptions, ext4_dir
+from benchmarks.harness.filesystems import FsOptions, Mounted, ext4_dir
 from benchmarks.harness.measure import measure
-from benchmarks.harness.plan import ALL_TOOLS, QUICK, restrict
+from benchmarks.harness.plan import (
+    ALL_TOOLS,
+    FULL,
+    PROFILES,
+    QUICK,
+    Cell,
+    restrict,
+    validate,
+)
 from benchmarks.harness.results import (
     FilesetInfo,
     FilesystemInfo,
@@ -43,7 +52,14 @@ from benchmarks.harness.results import (
 )
 from benchmarks.harness.stats import Spread, ratio, spread
 from benchmarks.harness.targets import check
-from benchmarks.harness.tools import Tool, ToolEnv, toolbox
+from benchmarks.harness.tools import (
+    COMPARE_TOOLS,
+    REMOVE_TOOLS,
+    Tool,
+    ToolEnv,
+    chore_of,
+    toolbox,
+)
 from benchmarks.harness.trial import Bench, Round, Source, expectations
 from benchmarks.harness.verify import census, compare
 from benchmarks.mounts import fstype_of
@@ -398,8 +414,8 @@ def test_report_from_a_synthetic_results_json(tmp_path: Path) -> None:
         assert (tmp_path / name).read_bytes().startswith(PNG_MAGIC)
     text = report.write(results, tmp_path, names).read_text()
     assert (
-        "## Targets (issue 3; the Airflow operator (issue 5) and fsspec (issue 6) rows)"
-        in text
+        "## Targets (issue 3; the Airflow operator (issue 5), fsspec (issue 6) and "
+        "tree chores (issue 7) rows)" in text
     )
     assert "### ext4 / 1k_50k (50,000 x 1 KiB)" in text
     # median [min-max], and the ratio vs cp -r (1.9 / 2.1).
@@ -592,3 +608,306 @@ def test_a_tiny_run_end_to_end_writes_report_results_and_plots(tmp_path: Path) -
     assert "| rcp (auto) |" in text
     assert (out / "time_warm.png").read_bytes().startswith(PNG_MAGIC)
     assert list((tmp_path / "work" / "ext4" / "dst").iterdir()) == []
+
+
+# --- tree chores (issue 7) -----------------------------------------------------------
+
+
+def _chore_env(tmp_path: Path, rcp: str | None) -> ToolEnv:
+    return ToolEnv(
+        python=sys.executable,
+        rcp=rcp,
+        airflow_python=None,
+        airflow_problem="not needed",
+        airflow_home=tmp_path,
+        repo=REPO,
+    )
+
+
+def _venv_entry(name: str) -> str:
+    exe = Path(sys.executable).with_name(name)
+    if not exe.exists():
+        pytest.skip(f"{name} is not installed in this venv")
+    return str(exe)
+
+
+def test_chore_tools_are_command_lines_beside_the_measured_rcp(tmp_path: Path) -> None:
+    tools = toolbox(_chore_env(tmp_path, _venv_entry("rcp")))
+    src, dst = Path("/s r c"), Path("/d 's't")
+    bindir = Path(sys.executable).parent
+    assert tools["rm_rf"].argv(src, dst) == ["rm", "-rf", "--", str(dst)]
+    assert tools["rrm"].argv(src, dst) == [str(bindir / "rrm"), str(dst)]
+    assert tools["rcmp"].argv(src, dst) == [
+        str(bindir / "rcmp"),
+        "--checksum",
+        str(src),
+        str(dst),
+    ]
+    for tid in ("sha256sum", "b3sum"):  # paths reach the script as parameters only
+        script = tools[tid].argv(src, dst)
+        assert script[:2] == ["sh", "-c"]
+        assert script[3:] == [tid, str(src), str(dst)]
+        assert str(src) not in script[2]
+    chores = {t.id: t.chore for t in tools.values() if t.chore != "copy"}
+    assert chores == {
+        "rm_rf": "remove",
+        "rrm": "remove",
+        "sha256sum": "compare",
+        "b3sum": "compare",
+        "rcmp": "compare",
+    }
+    assert all(t.chore == chore_of(t.id) for t in tools.values())
+    assert tools["rrm"].problem is None
+    assert tools["rcmp"].problem is None
+    assert tools["rm_rf"].version.startswith("rm (GNU coreutils)")
+    assert tools["sha256sum"].version.startswith("sha256sum (GNU coreutils)")
+    if shutil.which("b3sum") is None:
+        assert tools["b3sum"].problem == "b3sum is not installed"
+    else:
+        assert tools["b3sum"].version.startswith("b3sum ")
+    # An rcp installed without its companions: the chores are marked, never run.
+    lone = tmp_path / "bin" / "rcp"
+    lone.parent.mkdir()
+    lone.symlink_to(sys.executable)
+    alone = toolbox(_chore_env(tmp_path, str(lone)))
+    assert (
+        alone["rrm"].problem == f"no rrm beside {lone} (looked for {lone.parent}/rrm)"
+    )
+    assert alone["rcmp"].problem is not None
+    assert alone["rm_rf"].problem is None
+
+
+def test_serial_hashing_tells_a_copy_from_a_changed_one(tmp_path: Path) -> None:
+    tools = toolbox(_chore_env(tmp_path, None))
+    hashers = [tools[t] for t in ("sha256sum", "b3sum") if not tools[t].problem]
+    src = _tree(tmp_path / "s r'c")  # symlinks (one dangling) are not hashed
+    copy = _copy(src, tmp_path / "co $(py)")
+
+    def exit_codes() -> list[int]:
+        return [
+            subprocess.run(t.argv(src, copy), check=False, timeout=60).returncode
+            for t in hashers
+        ]
+
+    assert exit_codes() == [0] * len(hashers)
+    (copy / "a" / "one").write_bytes(b"0" * 10)  # same size, other bytes
+    assert exit_codes() == [1] * len(hashers)
+    (copy / "a" / "one").write_bytes(b"1" * 10)
+    (copy / "a" / "b" / "two").rename(copy / "a" / "b" / "tw0")  # same bytes, renamed
+    assert exit_codes() == [1] * len(hashers)
+
+
+def _plain(root: Path) -> Mounted:
+    """A plain directory as a filesystem: no mount, so no root needed."""
+    (root / "dst").mkdir(parents=True)
+    return Mounted("plain", root, root, "any", "a directory", False, False)
+
+
+def _chore_round(
+    tmp_path: Path, tools: list[Tool], *, batch: bool
+) -> tuple[list[Sample], list[list[str]], Path]:
+    """Run ``tools`` in one warm round on a small tree; the samples, the entries of
+    the destination root after each run, and the work area."""
+    work = tmp_path / "work"
+    bench = Bench(work, CacheControl(drop=False), timeout_s=60)
+    bench.prepare()
+    mounted = _plain(tmp_path / "fs")
+    fileset = FILESETS["tiny"]
+    direct = _tree(mounted.src / fileset.id)
+    source = Source(
+        fileset, direct, direct, expectations(fileset, direct, {"preserve"})
+    )
+    samples, left = [], []
+    with Round(bench, mounted, source, "warm", batch=batch) as round_:
+        for i, tool in enumerate(tools):
+            samples.append(round_.run(tool, rep=0, position=i, seq=i + 1))
+            left.append(_copies(mounted.dst))
+    assert _copies(mounted.dst) == []  # everything made was deleted
+    assert list((work / "warmup").iterdir()) == [work / "warmup" / "src"]
+    return samples, left, work
+
+
+def test_a_removal_round_removes_an_untimed_copy_per_tool(tmp_path: Path) -> None:
+    tools = toolbox(_chore_env(tmp_path, _venv_entry("rcp")))
+    keeper = replace(tools["rm_rf"], id="keeper", argv=lambda s, d: ["true"])
+    samples, left, _ = _chore_round(
+        tmp_path, [tools["rm_rf"], tools["rrm"], keeper], batch=True
+    )
+    rm_rf, rrm, kept = samples
+    for sample in (rm_rf, rrm):
+        assert sample.ok, sample.problem
+        assert (sample.files, sample.bytes) == (3, 130)  # what was removed
+        assert sample.wall_s > 0
+    assert not kept.ok
+    assert kept.problem == "the tree is still there after its removal"
+    assert left == [[], [], ["tiny-warm-r0-keeper-3"]]
+
+
+def test_a_chore_whose_tree_cannot_be_made_fails_untimed(tmp_path: Path) -> None:
+    tools = toolbox(_chore_env(tmp_path, None))
+    bench = Bench(tmp_path / "work", CacheControl(drop=False), timeout_s=60)
+    bench.prepare()
+    mounted = _plain(tmp_path / "fs")
+    fileset = FILESETS["tiny"]
+    direct = _tree(tmp_path / "elsewhere")
+    expected = expectations(fileset, direct, {"preserve"})
+    gone = Source(fileset, mounted.src / "gone", direct, expected)
+    with Round(bench, mounted, gone, "warm", batch=True) as round_:
+        sample = round_.run(tools["rm_rf"], rep=0, position=0, seq=1)
+    assert not sample.ok
+    assert sample.problem.startswith(
+        "untimed copy of the source for rm_rf failed: exit 1: cp: cannot stat"
+    )
+    assert sample.wall_s == 0.0
+    assert _copies(mounted.dst) == []
+
+
+@pytest.mark.parametrize("batch", [True, False])
+def test_a_comparison_round_shares_one_untimed_copy(
+    tmp_path: Path, batch: bool
+) -> None:
+    tools = toolbox(_chore_env(tmp_path, _venv_entry("rcp")))
+    liar = replace(tools["rcmp"], id="liar", argv=lambda s, d: ["sh", "-c", "exit 1"])
+    samples, left, work = _chore_round(
+        tmp_path, [tools["sha256sum"], tools["rcmp"], liar], batch=batch
+    )
+    sha, rcmp, lied = samples
+    for sample in (sha, rcmp):
+        assert sample.ok, sample.problem
+        assert (sample.files, sample.bytes) == (3, 130)  # what was compared
+    assert not lied.ok
+    assert lied.problem == "exit 1: a difference reported between identical trees"
+    # One copy for the round; a round that deletes after every run makes it again.
+    assert left == ([["tiny-warm-r0-copy-1"]] * 3 if batch else [[], [], []])
+    out = (work / "logs" / "rcmp" / "stdout").read_text().splitlines()
+    assert '"same": true' in out[-1]
+
+
+def test_chore_cells_hold_one_chore_and_validate() -> None:
+    for plan in PROFILES.values():
+        validate(plan)
+        kinds = [{chore_of(t) for t in c.tools or ()} for c in plan.cells]
+        assert all(len(k) == 1 for k in kinds)
+        chored = {
+            (c.fs, c.fileset, chore_of(c.tools[0]))
+            for c in plan.cells
+            if c.tools and chore_of(c.tools[0]) != "copy"
+        }
+        assert {(fs, kind) for fs, _, kind in chored} == {
+            ("ext4", "remove"),
+            ("fuse", "remove"),
+            ("ext4", "compare"),
+        }
+    full = {(c.fs, c.fileset) for c in FULL.cells if c.tools == REMOVE_TOOLS}
+    assert full == {("ext4", "1k_50k"), ("fuse", "1k_200")}
+    compared = {(c.fs, c.fileset) for c in FULL.cells if c.tools == COMPARE_TOOLS}
+    assert compared == {("ext4", "mixed"), ("ext4", "100m_3")}
+    bad = replace(QUICK, cells=(Cell("ext4", "1k_10k", tools=("cp_r", "rrm")),))
+    with pytest.raises(ValueError, match="mixes copy and remove tools"):
+        validate(bad)
+    small = restrict(
+        QUICK,
+        filesets=("1k_10k",),
+        filesystems=("ext4",),
+        tools=("rm_rf", "rrm"),
+        modes=("warm",),
+        reps=2,
+        confirm_reps=0,
+    )
+    assert small.runs() == 4
+
+
+def _chore_results() -> Results:
+    """rrm against rm -rf, rcmp against the hashers, beside the synthetic copies."""
+    base = synthetic()
+    base.tools += [
+        ToolInfo("rm_rf", "rm -rf", "rm -rf TREE", "9.4", "", "peer", chore="remove"),
+        ToolInfo("rrm", "rrm", "rrm TREE", "0.1", "", "rcp", chore="remove"),
+        ToolInfo("sha256sum", "sha256sum", "...", "9.4", "", "peer", chore="compare"),
+        ToolInfo("b3sum", "b3sum", "...", "1.2", "", "peer", chore="compare"),
+        ToolInfo("rcmp", "rcmp --checksum", "...", "0.1", "", "rcp", chore="compare"),
+    ]
+    base.filesets += [
+        FilesetInfo("1k_10k", "10,000 x 1 KiB", "...", 10_000, 10_240_000, 100, 0),
+        FilesetInfo("1k_200", "200 x 1 KiB", "...", 200, 204_800, 100, 0),
+        FilesetInfo("mixed", "mixed", "...", 3_006, 178_000_000, 87, 4),
+        FilesetInfo("100m_3", "3 x 100 MiB", "...", 3, 314_572_800, 0, 0),
+    ]
+    walls: dict[tuple[str, str, Mode, str], list[float]] = {
+        ("ext4", "1k_50k", "warm", "rm_rf"): [2.0, 2.1, 2.2],
+        ("ext4", "1k_50k", "warm", "rrm"): [1.8, 1.9, 2.0],  # 0.90x: met
+        ("ext4", "1k_50k", "cold", "rm_rf"): [4.0, 4.0, 4.0],
+        ("ext4", "1k_50k", "cold", "rrm"): [4.6, 4.6, 4.6],  # 1.15x: missed
+        ("ext4", "1k_10k", "warm", "rm_rf"): [0.5, 0.5, 0.5],
+        ("ext4", "1k_10k", "warm", "rrm"): [0.4, 0.4, 0.4],  # met, scaled down
+        ("fuse", "1k_200", "warm", "rm_rf"): [1.6, 1.6, 1.6],
+        ("fuse", "1k_200", "warm", "rrm"): [0.25, 0.25, 0.25],  # 6.4x: missed
+        ("ext4", "mixed", "warm", "sha256sum"): [1.0, 1.0, 1.0],
+        ("ext4", "mixed", "warm", "b3sum"): [0.8, 0.8, 0.8],
+        ("ext4", "mixed", "warm", "rcmp"): [0.3, 0.3, 0.3],  # 2.7x b3sum: met
+        ("ext4", "100m_3", "warm", "sha256sum"): [0.9, 0.9, 0.9],
+        ("ext4", "100m_3", "warm", "rcmp"): [0.6, 0.6, 0.6],  # 1.5x, no b3sum
+    }
+    base.samples += [
+        _sample(tool, w, rep=i, fs=fs, fileset=fileset, mode=mode)
+        for (fs, fileset, mode, tool), ws in walls.items()
+        for i, w in enumerate(ws)
+    ]
+    return base
+
+
+def test_chore_targets_say_met_or_missed_against_their_peers() -> None:
+    rows = {
+        (r.target, r.scenario): r
+        for r in chores.targets(_chore_results())
+        if r.status != "not measured"
+    }
+    ext4 = "rrm: <= 1.0x rm -rf on 1 KiB files (>= 50k), ext4"
+    fuse = "rrm: >= 8x faster than rm -rf on 1 KiB files (200), latency FUSE"
+    cmp = (
+        "rcmp --checksum: >= 2x faster than serial hashing of both trees "
+        "(the faster of sha256sum and b3sum)"
+    )
+    warm = rows[(ext4, "ext4 1k_50k warm")]
+    assert warm.status == "met"
+    assert warm.measured == "0.90x rm -rf (1.9 s vs 2.1 s)"
+    assert warm.evidence == "rrm 0.75 CPU-s/s; rm -rf 0.75 CPU-s/s"
+    cold = rows[(ext4, "ext4 1k_50k cold")]
+    assert (cold.status, cold.margin) == ("missed", "missed by 15% of 1x")
+    scaled = rows[(ext4, "ext4 1k_10k warm")]
+    assert scaled.status == "met (scaled down)"
+    assert scaled.margin.endswith("only 10,000 files (target: 50,000)")
+    lat = rows[(fuse, "fuse 1k_200 warm")]
+    assert lat.status == "missed"
+    assert lat.measured.startswith("6.4x faster")
+    mixed = rows[(cmp, "ext4 mixed warm")]
+    assert mixed.status == "met"
+    assert mixed.measured.startswith("2.7x faster (0.3 s vs 0.8 s)")
+    assert "the faster hasher: b3sum --num-threads 1" in mixed.evidence
+    large = rows[(cmp, "ext4 100m_3 warm")]
+    assert large.status == "missed"
+    assert "b3sum did not run" in large.evidence
+    # Without chores every chore target is "not measured", with the reason.
+    absent = chores.targets(synthetic())
+    assert [r.status for r in absent] == ["not measured"] * 3
+    assert absent[0].margin == "no 1k cell with rrm"
+
+
+def test_report_shows_chores_in_tables_of_their_own(tmp_path: Path) -> None:
+    results = _chore_results()
+    text = report.write(results, tmp_path, plots.write_all(results, tmp_path))
+    body = text.read_text()
+    assert "tree chores (issue 7) rows)" in body
+    complete, chore = body.split("## Complete results", 1)[1].split(
+        "## Tree chores (issue 7)", 1
+    )
+    assert "| rrm |" not in complete  # not a copy: no ratio to cp
+    assert "### ext4 / mixed" not in complete  # only chores ran there
+    assert "### Removal: ext4 / 1k_50k (50,000 x 1 KiB)" in chore
+    assert "| vs rm -rf (cold / warm) |" in chore
+    removal = chore.split("### Removal: ext4 / 1k_50k", 1)[1]
+    rrm_row = next(x for x in removal.splitlines() if x.startswith("| rrm |"))
+    assert rrm_row.startswith("| rrm | 4.60 [4.60-4.60] | 1.90 [1.80-2.00] |")
+    assert rrm_row.endswith("| 1.15 / 0.90 |")
+    assert "### Content comparison: ext4 / 100m_3 (3 x 100 MiB)" in chore
+    assert "| vs sha256sum (cold / warm) | vs b3sum (cold / warm) |" in chore
