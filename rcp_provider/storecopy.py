@@ -323,7 +323,7 @@ def _listing(place: Place, tally: Tally) -> Iterator[Item]:
     if not place.posix:
         found = place.fs.find(place.path, withdirs=True, detail=True)
         for path, entry in sorted(found.items()):
-            rel = _relative(path, str(info["name"]))
+            rel = relative(path, str(info["name"]))
             if rel:
                 yield Item(rel, entry)
         return
@@ -368,13 +368,13 @@ def _existing(target: Place) -> dict[str, dict[str, Any]]:
     if info.get("type") == "directory":
         listing = target.fs.find(target.path, withdirs=True, detail=True)
         for path, entry in listing.items():
-            rel = _relative(path, str(info["name"]))
+            rel = relative(path, str(info["name"]))
             if rel:
                 found[rel] = entry
     return found
 
 
-def _relative(path: str, root: str) -> str | None:
+def relative(path: str, root: str) -> str | None:
     """``path`` relative to ``root``, as the filesystem names both (a store's root may
     be ``""``); ``None`` outside it."""
     root = root.rstrip("/")

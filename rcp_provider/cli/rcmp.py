@@ -7,6 +7,13 @@ Output on stdout, one JSON object per line: each difference as it is found
 the differences themselves are the lines before it). ``--summary-json PATH`` also
 writes the summary, with the first differences, to a file.
 
+An operand may be a URL: ``rcp://host:port/path`` names a tree on an ``rcpd serve``
+service, whose side is listed and (``--checksum``) hashed on its host, so no file data
+crosses the network (trust it through fsspec's configuration, e.g.
+``FSSPEC_RCP_FINGERPRINT`` and ``FSSPEC_RCP_TOKEN``); any other fsspec URL is read here
+(:mod:`rcp_provider.storecompare`). Differences are then printed when the comparison
+ends.
+
 Exit status: 0 the trees are the same, 1 they differ, 2 bad input or an entry that
 could not be compared (an ``error`` difference), 130 interrupted.
 """
@@ -22,10 +29,11 @@ from pathlib import Path
 from typing import TextIO
 
 from rcp_core.comparison import Comparison, Difference, DiffKind
-from rcp_core.errors import UsageError
+from rcp_core.errors import RemoteError, UsageError
 from rcp_core.settings import CompareAttr
 from rcp_core.verify import compare
 from rcp_provider.cli.common import OneLineErrorParser, in_worker
+from rcp_provider.cli.stores import names_a_store
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,11 +76,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         attrs = CompareAttr.parse(args.attrs)
+        lines = _Lines(sys.stdout)
+        if names_a_store([args.src, args.dst]):
+            result = _compare_places(args, attrs)
+            for difference in result.differences:
+                lines(difference)
+            return _finish(args, result)
         for path in (args.src, args.dst):
             if not Path(path).exists() and not Path(path).is_symlink():
                 raise UsageError(f"{path}: no such file or directory")
-        lines = _Lines(sys.stdout)
-        result: Comparison = in_worker(
+        result = in_worker(
             lambda cancel: compare(
                 args.src,
                 args.dst,
@@ -87,9 +100,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"rcmp: error: {exc}", file=sys.stderr)
         return 2
+    except (RemoteError, OSError) as exc:  # a service, or a store, failed
+        print(f"rcmp: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("rcmp: interrupted", file=sys.stderr)
         return 130
+    return _finish(args, result)
+
+
+def _compare_places(
+    args: argparse.Namespace, attrs: frozenset[CompareAttr]
+) -> Comparison:
+    """Two trees through fsspec (a URL operand).
+
+    :raises UsageError: an operand fsspec cannot open, or one that does not exist.
+    """
+    from rcp_provider.cli.stores import place
+    from rcp_provider.storecompare import compare_places
+
+    src, dst = place(args.src), place(args.dst)
+    for side, operand in ((src, args.src), (dst, args.dst)):
+        if not side.fs.exists(side.path):
+            raise UsageError(f"{operand}: no such file or directory")
+    return compare_places(
+        src, dst, checksum=args.checksum, attrs=attrs, max_workers=args.max_workers
+    )
+
+
+def _finish(args: argparse.Namespace, result: Comparison) -> int:
+    """The summary line (and file); the exit status."""
     summary = result.as_dict()
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")

@@ -55,15 +55,19 @@ def run(
 
     source, destination = paths
     return copy_tree(
-        _place(source),
-        _place(destination.rstrip("/") or destination),
+        place(source),
+        place(destination.rstrip("/") or destination),
         settings,
         into=destination.endswith("/"),
         on_progress=renderer,
     )
 
 
-def _place(operand: str) -> Place:
+def place(operand: str) -> Place:
+    """The place a URL (or path) names.
+
+    :raises UsageError: fsspec does not know its protocol, or its package is missing.
+    """
     from rcp_provider.storecopy import Place
 
     try:

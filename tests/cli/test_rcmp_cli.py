@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from support.nobody import RCP
+from support.services import TOKEN, RcpdServe
 
 RCMP = [sys.executable, "-m", "rcp_provider.cli.rcmp"]
 
@@ -117,3 +118,47 @@ def test_rcp_verify_checksum_fails_a_copy_that_metadata_calls_the_same(
     assert [d["path"] for d in verified["differences"]] == ["d2/f7"]
     refused = run(RCP, "--verify", "checksum", "--dry-run", "brief", str(src), str(dst))
     assert refused.returncode == 2
+
+
+def test_a_tree_on_a_service_is_compared_where_it_is(
+    trees: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The copy is on an ``rcpd serve`` service: its side is listed and hashed there
+    (digest requests); the answer is the same as comparing the trees here."""
+    src, dst = trees
+    (tmp_path / "token").write_text(TOKEN)
+    rcpd = RcpdServe(["--root", str(dst), "--token-file", str(tmp_path / "token")])
+    try:
+        host, port = rcpd.address
+        trust = {
+            "FSSPEC_RCP_FINGERPRINT": rcpd.announce["fingerprint"],
+            "FSSPEC_RCP_TOKEN": TOKEN,
+        }
+        url = f"rcp://{host}:{port}{dst}"
+        same = run_env(trust, RCMP, "--checksum", str(src), url)
+        assert same.returncode == 0, same.stderr
+        assert lines(same.stdout)[-1]["summary"]["files_hashed"] == 101
+        flip_a_byte(dst / "big", 20 << 20)
+        (dst / "d1" / "f3").unlink()
+        differ = run_env(trust, RCMP, "--checksum", str(src), url)
+        assert differ.returncode == 1
+        found = sorted((d["path"], d["kind"]) for d in lines(differ.stdout)[:-1])
+        assert found == [("big", "content"), ("d1", "mtime"), ("d1/f3", "missing")]
+        untrusted = run(RCMP, str(src), url)
+        assert untrusted.returncode == 2
+        assert "fingerprint" in untrusted.stderr
+    finally:
+        rcpd.stop()
+
+
+def run_env(
+    env: dict[str, str], command: list[str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*command, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **env},
+    )

@@ -1,0 +1,293 @@
+"""Comparing two trees wherever fsspec reaches them: ``rcmp`` with a URL operand.
+
+:func:`rcp_core.verify.compare` compares two trees of this host through directory
+descriptors. When a tree is on an ``rcpd serve`` service (``rcp://host:port/path``) or
+in another fsspec store, :func:`compare_places` compares it here, by the same rules
+(:mod:`rcp_core.comparison`) and into the same :class:`~rcp_core.comparison.Comparison`:
+
+- each side is listed where it is: this host's trees by ``lstat`` (exact
+  nanoseconds), a service's by its ``listdir`` requests (the same metadata, from its
+  host), another store by ``find`` (its infos: what a store lacks, mode or mtime, is
+  not compared);
+- a path on one side only is one ``missing`` or ``extra`` difference (a directory's
+  subtree is not listed below it), a type that differs one ``type`` difference;
+- with ``checksum``, two regular files of equal size are compared by BLAKE3 digests of
+  :data:`SEGMENT`-sized ranges, each computed **where the data is**: a service hashes
+  its side on its host (the ``digest`` request, protocol 1.8), this host hashes its
+  own files, and only another store's files are read here. No file content of a
+  service crosses the network. Digests are taken by ``max_workers`` threads (each
+  with its own connection to a service), the first differing range ends a file's;
+- a file that cannot be read or hashed on either side is an ``error`` difference; the
+  rest goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from blake3 import blake3
+from fsspec.implementations.local import LocalFileSystem
+
+from rcp_core.comparison import (
+    MAX_KEPT,
+    Comparison,
+    Difference,
+    DiffKind,
+    attr_differences,
+    type_name,
+)
+from rcp_core.remote.filewire import MAX_DIGEST
+from rcp_core.settings import CompareAttr
+from rcp_provider.servicefs import RcpServiceFileSystem
+from rcp_provider.storecopy import Place, relative
+
+SEGMENT = MAX_DIGEST
+"""Bytes per digest: what one ``digest`` request of a service may hash."""
+DEFAULT_WORKERS = 8
+READ = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One entry of a tree: its ``lstat`` (or what a store's info gives of it) and,
+    for a symlink, its target. ``known`` names the attributes the side really has;
+    ``exact`` is false where the mtime came as a float of seconds (a store's info),
+    which is then compared to the microsecond."""
+
+    st: os.stat_result
+    target: str | None
+    known: frozenset[CompareAttr]
+    exact: bool = True
+
+
+ALL_ATTRS = frozenset(CompareAttr) - {CompareAttr.CTIME, CompareAttr.CHECKSUM}
+
+
+def compare_places(
+    src: Place,
+    dst: Place,
+    *,
+    checksum: bool = False,
+    attrs: frozenset[CompareAttr] = frozenset(
+        {CompareAttr.SIZE, CompareAttr.MTIME, CompareAttr.MODE}
+    ),
+    max_workers: int | None = None,
+) -> Comparison:
+    """Compare the tree ``src`` with ``dst`` (see the module docstring)."""
+    started = time.monotonic()
+    ours, theirs = _listing(src), _listing(dst)
+    differences: list[Difference] = []
+    pairs: list[tuple[str, int]] = []
+    gone: list[str] = []  # directories on one side only, or retyped: not entered
+    for rel in sorted(ours.keys() | theirs.keys()):
+        if any(rel.startswith(top + "/") for top in gone):
+            continue
+        name = rel or "."
+        a, b = ours.get(rel), theirs.get(rel)
+        if a is None or b is None:
+            here = a or b
+            assert here is not None
+            kind = DiffKind.EXTRA if a is None else DiffKind.MISSING
+            where = "source" if a is None else "destination"
+            what = type_name(here.st)
+            differences.append(Difference(name, kind, f"{what} not in the {where}"))
+            if stat.S_ISDIR(here.st.st_mode):
+                gone.append(rel)
+            continue
+        if stat.S_IFMT(a.st.st_mode) != stat.S_IFMT(b.st.st_mode):
+            detail = f"{type_name(a.st)} != {type_name(b.st)}"
+            differences.append(Difference(name, DiffKind.TYPE, detail))
+            gone.append(rel)
+            continue
+        if a.target != b.target:
+            detail = f"target {a.target!r} != {b.target!r}"
+            differences.append(Difference(name, DiffKind.LINK, detail))
+        wanted = attrs & a.known & b.known
+        if stat.S_ISDIR(a.st.st_mode):
+            wanted -= {CompareAttr.SIZE}
+        if CompareAttr.MTIME in wanted and not (a.exact and b.exact):
+            wanted -= {CompareAttr.MTIME}
+            if a.st.st_mtime_ns // 1000 != b.st.st_mtime_ns // 1000:
+                detail = f"mtime {a.st.st_mtime:.6f} != {b.st.st_mtime:.6f}"
+                differences.append(Difference(name, DiffKind.MTIME, detail))
+        for kind, detail in attr_differences(wanted, a.st, b.st):
+            differences.append(Difference(name, kind, detail))
+        same_size = a.st.st_size == b.st.st_size
+        if checksum and stat.S_ISREG(a.st.st_mode) and same_size:
+            pairs.append((rel, a.st.st_size))
+    hashed = _contents(src, dst, pairs, max_workers or DEFAULT_WORKERS)
+    differences.extend(hashed.differences)
+    counts = Counter(d.kind for d in differences)
+    return Comparison(
+        entries=len(ours.keys() | theirs.keys()),
+        files_hashed=hashed.files,
+        bytes_hashed=hashed.bytes_hashed,
+        counts={kind: counts.get(kind, 0) for kind in DiffKind},
+        differences=tuple(sorted(differences, key=lambda d: (d.path, d.kind.value)))[
+            :MAX_KEPT
+        ],
+        walltime=time.monotonic() - started,
+    )
+
+
+def _listing(place: Place) -> dict[str, Listed]:
+    """Every entry of the tree at ``place`` by path relative to it ("" itself)."""
+    if isinstance(place.fs, RcpServiceFileSystem):
+        return dict(_service_tree(place.fs, place.path))
+    if place.posix:
+        return dict(_posix_tree(place.path))
+    return _store_tree(place)
+
+
+def _posix_tree(root: str) -> Iterator[tuple[str, Listed]]:
+    yield "", _posix(root)
+    for top, dirs, files in os.walk(root):
+        rel_top = os.path.relpath(top, root)
+        for name in (*dirs, *files):
+            rel = name if rel_top == "." else posixpath.join(rel_top, name)
+            yield rel, _posix(os.path.join(top, name))
+
+
+def _posix(path: str) -> Listed:
+    st = os.lstat(path)
+    target = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
+    return Listed(st, target, ALL_ATTRS)
+
+
+def _service_tree(fs: RcpServiceFileSystem, root: str) -> Iterator[tuple[str, Listed]]:
+    """A service's tree by its ``stat`` and ``listdir`` requests (never following a
+    symlink)."""
+    top = fs.client.stat(root)
+    yield "", Listed(top.stat, top.target, ALL_ATTRS)
+    if top.kind != "directory":
+        return
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        for entry in fs.client.listdir(posixpath.join(root, rel) if rel else root):
+            child = posixpath.join(rel, entry.name) if rel else entry.name
+            yield child, Listed(entry.stat, entry.target, ALL_ATTRS)
+            if entry.kind == "directory":
+                stack.append(child)
+
+
+def _store_tree(place: Place) -> dict[str, Listed]:
+    """Another store's tree by its ``find``: what its infos carry."""
+    info = place.fs.info(place.path)
+    found = {"": info}
+    if info.get("type") == "directory":
+        listing = place.fs.find(place.path, withdirs=True, detail=True)
+        for path, entry in listing.items():
+            rel = relative(path, str(info["name"]))
+            if rel:
+                found[rel] = entry
+    return {rel: _from_info(entry) for rel, entry in found.items()}
+
+
+def _from_info(info: dict[str, Any]) -> Listed:
+    """An entry from an fsspec info: its type, size, and mode and mtime when the
+    store gives them."""
+    known = {CompareAttr.SIZE}
+    kind = stat.S_IFDIR if info.get("type") == "directory" else stat.S_IFREG
+    mode = info.get("mode")
+    if isinstance(mode, int):
+        known.add(CompareAttr.MODE)
+        kind = stat.S_IFMT(mode) or kind
+    mtime = info.get("mtime")
+    mtime_ns = 0
+    if isinstance(mtime, (int, float)) and not isinstance(mtime, bool):
+        known.add(CompareAttr.MTIME)
+        mtime_ns = round(mtime * 1e9)
+    perms = stat.S_IMODE(mode) if isinstance(mode, int) else 0o644
+    size = int(info.get("size") or 0)
+    seconds = mtime_ns // 10**9
+    st = os.stat_result(
+        (kind | perms, 0, 0, 1, 0, 0, size, seconds, seconds, seconds),
+        {"st_mtime_ns": mtime_ns, "st_atime_ns": mtime_ns, "st_ctime_ns": mtime_ns},
+    )
+    target = info.get("destination") if info.get("islink") else None
+    return Listed(st, target, frozenset(known), exact=False)
+
+
+@dataclass
+class _Hashed:
+    files: int = 0
+    bytes_hashed: int = 0
+    differences: list[Difference] = field(default_factory=list)
+
+
+def _contents(
+    src: Place, dst: Place, pairs: list[tuple[str, int]], workers: int
+) -> _Hashed:
+    """Compare the contents of ``pairs`` (relative path, size) by digests taken on
+    each side, ``workers`` files at once."""
+    result = _Hashed()
+    lock = threading.Lock()
+    local = threading.local()
+
+    def one(pair: tuple[str, int]) -> None:
+        rel, size = pair
+        sides = getattr(local, "sides", None)
+        if sides is None:
+            sides = local.sides = (_digester(src), _digester(dst))
+        try:
+            for offset in range(0, max(size, 1), SEGMENT):
+                length = min(SEGMENT, size - offset)
+                mine = sides[0](src.join(rel), offset, length)
+                theirs = sides[1](dst.join(rel), offset, length)
+                with lock:
+                    result.bytes_hashed += 2 * length
+                if mine != theirs:
+                    detail = f"contents differ in bytes {offset}-{offset + length}"
+                    with lock:
+                        result.differences.append(
+                            Difference(rel or ".", DiffKind.CONTENT, detail)
+                        )
+                    break
+        except OSError as exc:
+            with lock:
+                result.differences.append(
+                    Difference(rel or ".", DiffKind.ERROR, f"hashing: {exc}")
+                )
+        with lock:
+            result.files += 1
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="rcp-compare") as pool:
+        list(pool.map(one, pairs))
+    return result
+
+
+def _digester(place: Place) -> Any:
+    """``digest(path, offset, length)`` for ``place``'s side, for one thread: a
+    service hashes on its host (a connection of this thread's own), other sides are
+    hashed here."""
+    if isinstance(place.fs, RcpServiceFileSystem):
+        fs = type(place.fs)(*place.fs.storage_args, **place.fs.storage_options)
+
+        def remote(path: str, offset: int, length: int) -> str:
+            digest, _ = fs.client.digest(path, offset, length)
+            return digest
+
+        return remote
+    opener = open if isinstance(place.fs, LocalFileSystem) else place.fs.open
+
+    def here(path: str, offset: int, length: int) -> str:
+        hasher = blake3()
+        with opener(path, "rb") as f:
+            f.seek(offset)
+            left = length
+            while left > 0 and (piece := f.read(min(READ, left))):
+                hasher.update(piece)
+                left -= len(piece)
+        return str(hasher.hexdigest())
+
+    return here
