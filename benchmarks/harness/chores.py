@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from benchmarks.harness.aggregate import Outcome, cells, outcomes
+from benchmarks.harness.aggregate import Key, Outcome, cells, outcomes
 from benchmarks.harness.markdown import figures, md_table, ratio
 from benchmarks.harness.results import MODES, Chore, Mode, Results, ToolInfo
 from benchmarks.harness.targets import (
@@ -44,12 +44,12 @@ RRM_SPEEDUP_FUSE: Final = 8.0
 REMOVE_SCALE: Final = {"ext4": 50_000, "fuse": 200}
 """Files in the target's tree, per filesystem."""
 RCMP_SPEEDUP: Final = 2.0
-_KINDS: Final[tuple[tuple[Chore, str], ...]] = (
-    ("remove", "Removal"),
-    ("compare", "Content comparison"),
-)
+_TITLES: Final[dict[Chore, str]] = {
+    "remove": "Removal",
+    "compare": "Content comparison",
+}
 
-Table = dict[tuple[str, str, Mode, str], Outcome]
+Table = dict[Key, Outcome]
 
 
 def targets(results: Results) -> list[TargetResult]:
@@ -170,11 +170,12 @@ def section(results: Results) -> list[str]:
     """The report's chores section (nothing when no chore tool ran)."""
     table = outcomes(results)
     kinds = {t.id: t.chore for t in results.tools}
+    present = {(fs, fileset, kinds.get(tool)) for fs, fileset, _, tool in table}
     ran = [
         (fs, fileset, kind)
         for fs, fileset in cells(results)
-        for kind, _ in _KINDS
-        if any(kinds.get(t) == kind for f, s, _m, t in table if (f, s) == (fs, fileset))
+        for kind in _TITLES
+        if (fs, fileset, kind) in present
     ]
     if not ran:
         return []
@@ -182,8 +183,7 @@ def section(results: Results) -> list[str]:
     for fs, fileset, kind in ran:
         info = results.fileset(fileset)
         what = f" ({info.description})" if info else ""
-        title = dict(_KINDS)[kind]
-        lines += [f"### {title}: {fs} / {fileset}{what}", ""]
+        lines += [f"### {_TITLES[kind]}: {fs} / {fileset}{what}", ""]
         tools = [t for t in results.tools if t.chore == kind]
         peers = [t for t in tools if t.family == "peer"]
         lines += md_table(
