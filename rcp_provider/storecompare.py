@@ -48,7 +48,7 @@ from rcp_core.comparison import (
 from rcp_core.remote.filewire import MAX_DIGEST
 from rcp_core.settings import CompareAttr
 from rcp_provider.servicefs import RcpServiceFileSystem
-from rcp_provider.storecopy import Place, relative
+from rcp_provider.storecopy import Place, tree_infos
 
 SEGMENT = MAX_DIGEST
 """Bytes per digest: what one ``digest`` request of a service may hash."""
@@ -182,15 +182,7 @@ def _service_tree(fs: RcpServiceFileSystem, root: str) -> Iterator[tuple[str, Li
 
 def _store_tree(place: Place) -> dict[str, Listed]:
     """Another store's tree by its ``find``: what its infos carry."""
-    info = place.fs.info(place.path)
-    found = {"": info}
-    if info.get("type") == "directory":
-        listing = place.fs.find(place.path, withdirs=True, detail=True)
-        for path, entry in listing.items():
-            rel = relative(path, str(info["name"]))
-            if rel:
-                found[rel] = entry
-    return {rel: _from_info(entry) for rel, entry in found.items()}
+    return {rel: _from_info(entry) for rel, entry in tree_infos(place).items()}
 
 
 def _from_info(info: dict[str, Any]) -> Listed:

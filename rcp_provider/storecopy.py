@@ -316,16 +316,13 @@ def _pump(reader: Any, writer: Any, tally: Tally) -> None:
 def _listing(place: Place, tally: Tally) -> Iterator[Item]:
     """Every entry below ``place`` (``place`` itself as ``""``), parents before
     children. A POSIX tree is walked without following symlinked directories."""
+    if not place.posix:
+        for rel, entry in sorted(tree_infos(place).items()):
+            yield Item(rel, entry)
+        return
     info = place.fs.info(place.path)
     yield Item("", info)
     if info.get("type") != "directory":
-        return
-    if not place.posix:
-        found = place.fs.find(place.path, withdirs=True, detail=True)
-        for path, entry in sorted(found.items()):
-            rel = relative(path, str(info["name"]))
-            if rel:
-                yield Item(rel, entry)
         return
     for top, dirs, files in os.walk(place.path):  # never into a symlinked directory
         rel_top = os.path.relpath(top, place.path)
@@ -361,12 +358,18 @@ def _posix_info(path: str, st: os.stat_result, kind: str) -> dict[str, Any]:
 
 def _existing(target: Place) -> dict[str, dict[str, Any]]:
     """What is already at the destination, by relative path ({} if nothing)."""
-    if not target.fs.exists(target.path):
-        return {}
-    info = target.fs.info(target.path)
+    return tree_infos(target) if target.fs.exists(target.path) else {}
+
+
+def tree_infos(place: Place) -> dict[str, dict[str, Any]]:
+    """fsspec's infos of the tree at ``place``, by path relative to it ("" itself).
+
+    :raises FileNotFoundError: nothing is there.
+    """
+    info = place.fs.info(place.path)
     found: dict[str, dict[str, Any]] = {"": info}
     if info.get("type") == "directory":
-        listing = target.fs.find(target.path, withdirs=True, detail=True)
+        listing = place.fs.find(place.path, withdirs=True, detail=True)
         for path, entry in listing.items():
             rel = relative(path, str(info["name"]))
             if rel:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from rcp_core.errors import UsageError
+from rcp_core.errors import CopyFailedError, UsageError
 from rcp_core.progress import BarProgress, Progress, TextProgress
 from rcp_core.summary import Summary
 
@@ -113,3 +113,30 @@ def in_worker(work: Callable[[threading.Event], T], name: str) -> T:
     if isinstance(result, BaseException):
         raise result
     return result
+
+
+def usage_error(prog: str, exc: UsageError) -> int:
+    """Bad input: one line on stderr, exit status 2."""
+    print(f"{prog}: error: {exc}", file=sys.stderr)
+    return 2
+
+
+def run_and_report(
+    prog: str, args: argparse.Namespace, work: Callable[[threading.Event], Summary]
+) -> int:
+    """Run ``work`` (:func:`in_worker`), report its summary (``--summary``,
+    ``--summary-json``); the exit status: 0 done, 1 some entries failed (the partial
+    summary is reported), 2 bad input, 130 interrupted."""
+    try:
+        summary = in_worker(work, f"{prog}-main")
+    except UsageError as exc:
+        return usage_error(prog, exc)
+    except CopyFailedError as exc:
+        report(args, exc.summary)
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    report(args, summary)
+    return 0

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 
 from rcp_core import (
     CompareAttr,
-    CopyFailedError,
     CopySettings,
     DryRun,
     ExistingPolicy,
@@ -34,9 +33,9 @@ from rcp_provider.cli.common import (
     OneLineErrorParser,
     add_output_options,
     configure_logging,
-    in_worker,
     progress_renderer,
-    report,
+    run_and_report,
+    usage_error,
 )
 
 
@@ -103,26 +102,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         configure_logging(args.verbose, args.quiet)
         settings = settings_from(args)
-        source = args.update or args.src
-        renderer = progress_renderer(args)
-        summary = in_worker(
-            lambda cancel: copy(
-                source, args.dst, settings, on_progress=renderer, cancel=cancel
-            ),
-            "rlink-main",
-        )
     except UsageError as exc:
-        print(f"rlink: error: {exc}", file=sys.stderr)
-        return 2
-    except CopyFailedError as exc:
-        report(args, exc.summary)
-        print(f"rlink: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("rlink: interrupted", file=sys.stderr)
-        return 130
-    report(args, summary)
-    return 0
+        return usage_error("rlink", exc)
+    source = args.update or args.src
+    renderer = progress_renderer(args)
+    return run_and_report(
+        "rlink",
+        args,
+        lambda cancel: copy(
+            source, args.dst, settings, on_progress=renderer, cancel=cancel
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -19,15 +19,15 @@ import sys
 import time
 from collections.abc import Sequence
 
-from rcp_core.errors import CopyFailedError, UsageError
+from rcp_core.errors import UsageError
 from rcp_core.rmtree import RemoveSettings, remove
 from rcp_provider.cli.common import (
     OneLineErrorParser,
     add_output_options,
     configure_logging,
-    in_worker,
     progress_renderer,
-    report,
+    run_and_report,
+    usage_error,
 )
 
 _AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
@@ -123,25 +123,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             cross_devices=args.cross_devices,
             max_workers=args.max_workers,
         )
-        renderer = progress_renderer(args)
-        summary = in_worker(
-            lambda cancel: remove(
-                args.paths, settings, on_progress=renderer, cancel=cancel
-            ),
-            "rrm-main",
-        )
     except UsageError as exc:
-        print(f"rrm: error: {exc}", file=sys.stderr)
-        return 2
-    except CopyFailedError as exc:
-        report(args, exc.summary)
-        print(f"rrm: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("rrm: interrupted", file=sys.stderr)
-        return 130
-    report(args, summary)
-    return 0
+        return usage_error("rrm", exc)
+    renderer = progress_renderer(args)
+    return run_and_report(
+        "rrm",
+        args,
+        lambda cancel: remove(
+            args.paths, settings, on_progress=renderer, cancel=cancel
+        ),
+    )
 
 
 if __name__ == "__main__":
