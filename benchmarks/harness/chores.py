@@ -156,8 +156,9 @@ def _comparison(table: Table) -> list[TargetResult]:
 
 _METHOD: Final = (
     "Each removal run removes a tree of its own: an exact copy of the source "
-    "(`cp -a` through the mount, then `sync`; cold runs then drop the caches), made "
-    "and counted untimed; the run is ok when the tree is gone. Each comparison run "
+    "(`cp -a` through the backing directory, then `sync`; cold runs then drop the "
+    "caches), made and counted untimed; the run is ok when the tree is gone. Each "
+    "comparison run "
     "compares the source with one untimed `cp -a` copy of it, shared by the round's "
     "comparers, and is ok when it exits 0 (the trees are the same). The serial "
     "hashers hash the source and then the copy, one file after another in path "

@@ -22,13 +22,15 @@ Protocol of a round (:class:`Round`):
   instead (before its writeback, so the delete is cheap), caches are dropped, and for
   warm runs the source and the tool are warmed again before the next run.
 - Tree chores (``Tool.chore``, issue 7) work on trees the round makes for them,
-  untimed, with ``cp -a`` through the mount as tools see it, checked by a census (a
-  bad preparation fails the sample, never the tool): a *remove* tool gets a copy of
-  the source of its own as ``DST`` (then ``sync``; cold runs settle after it) and must
-  leave nothing of it; a *compare* tool gets ``SRC`` and one copy of it that every
-  compare tool of the round shares (made at the first, made again after a flush) and
-  must exit 0. Their warm-ups work on a copy of the warm-up tree. The sample's
-  ``files`` and ``bytes`` count the tree removed or compared.
+  untimed, with ``cp -a`` through the backing tree (like the sources: through the
+  latency FUSE a 200-file tree took 10 s to make, and the FUSE keeps no state of its
+  own), checked by a census (a bad preparation fails the sample, never the tool): a
+  *remove* tool gets a copy of the source of its own as ``DST`` (then ``sync``; cold
+  runs settle after it) and must leave nothing of it; a *compare* tool gets ``SRC``
+  and one copy of it that every compare tool of the round shares (made at the first,
+  made again after a flush) and must exit 0. Their warm-ups work on a copy of the
+  warm-up tree. The sample's ``files`` and ``bytes`` count the tree removed or
+  compared.
 - On another host (``Mounted.prefix``, ``Mounted.env``: the two-host filesystems) every
   run and warm-up starts with the prefix and gets the environment. A tool that writes
   rcp's JSON summary gets ``RCP_BENCH_SUMMARY`` (a file per run beside its logs),
@@ -302,15 +304,14 @@ class Round:
             )
 
     def _prepare(self, tree: Path, symlinks: Symlinks) -> tuple[Census, str]:
-        """Copy the source to ``tree`` (as tools see it: ``cp -a`` through the mount),
-        untimed; its census, and what is wrong with it ("" when it is a copy)."""
+        """Copy the source to ``tree`` (``cp -a`` through the backing tree), untimed;
+        its census, and what is wrong with it ("" when it is a copy)."""
         source, direct = self.source, self.mounted.direct(tree)
         proc = subprocess.run(
-            [*self.mounted.prefix, "cp", "-a", "--", str(source.path), str(tree)],
+            ["cp", "-a", "--", str(source.direct), str(direct)],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
-            env={**os.environ, **self.mounted.env},
             check=False,
         )
         if proc.returncode != 0:

@@ -749,9 +749,8 @@ def test_a_chore_whose_tree_cannot_be_made_fails_untimed(tmp_path: Path) -> None
     bench.prepare()
     mounted = _plain(tmp_path / "fs")
     fileset = FILESETS["tiny"]
-    direct = _tree(tmp_path / "elsewhere")
-    expected = expectations(fileset, direct, {"preserve"})
-    gone = Source(fileset, mounted.src / "gone", direct, expected)
+    expected = expectations(fileset, _tree(tmp_path / "was"), {"preserve"})
+    gone = Source(fileset, mounted.src / "gone", mounted.src / "gone", expected)
     with Round(bench, mounted, gone, "warm", batch=True) as round_:
         sample = round_.run(tools["rm_rf"], rep=0, position=0, seq=1)
     assert not sample.ok
@@ -798,8 +797,12 @@ def test_chore_cells_hold_one_chore_and_validate() -> None:
             ("fuse", "remove"),
             ("ext4", "compare"),
         }
-    full = {(c.fs, c.fileset) for c in FULL.cells if c.tools == REMOVE_TOOLS}
-    assert full == {("ext4", "1k_50k"), ("fuse", "1k_200")}
+    full = {(c.fs, c.fileset, c.modes) for c in FULL.cells if c.tools == REMOVE_TOOLS}
+    assert full == {
+        ("ext4", "1k_50k", ("warm",)),
+        ("ext4", "1k_10k", ("cold",)),
+        ("fuse", "1k_200", ("warm",)),
+    }
     compared = {(c.fs, c.fileset) for c in FULL.cells if c.tools == COMPARE_TOOLS}
     assert compared == {("ext4", "mixed"), ("ext4", "100m_3")}
     bad = replace(QUICK, cells=(Cell("ext4", "1k_10k", tools=("cp_r", "rrm")),))
