@@ -21,6 +21,8 @@ Invariants:
   (``mtime``) before ``modified_before`` and born (``statx`` birth time) before
   ``created_before``; an unknown birth time keeps the entry, never guessed;
 - **dry runs** change nothing: each entry that would go is logged and counted;
+- **a look costs a round trip on shared storage**: there, without age rules, files are
+  removed by the listing's type alone (no ``stat``), so their bytes are not counted;
 - **errors**: transient ones are retried, others recorded (deduplicated) with the
   entry kept; fatal ones (a read-only filesystem) and ``fail_early`` stop the run,
   which then raises :class:`~rcp_core.errors.CopyFailedError` ("remove") with the
@@ -196,6 +198,21 @@ def remove(
     return summary
 
 
+def _kind(entry: os.DirEntry[str]) -> str:
+    """A non-directory's kind in the summary, from the listing (no ``stat``)."""
+    if entry.is_symlink():
+        return "symlinks"
+    return "files" if entry.is_file(follow_symlinks=False) else "specials"
+
+
+def _count(tally: Tally, kind: str, st: os.stat_result | None) -> None:
+    """Count one removed non-directory (and its bytes, when it was looked at)."""
+    if st is None:
+        tally[f"removed.{kind}"] += 1
+    else:
+        count_removed(tally, st)
+
+
 def _checked(path: str, settings: RemoveSettings) -> str | None:
     """The operand, absolute, once it is known to exist and may be removed; ``None``
     for one that does not exist, with ``missing_ok``."""
@@ -231,13 +248,18 @@ class _Removal:
             includes=settings.includes, excludes=settings.excludes
         )
         budget = open_files_budget(CopySettings())
-        storage = [
-            (info, info) for info in (storage_of(self.hook, p, False) for p in operands)
-        ]
+        places = [storage_of(self.hook, path, follow=False) for path in operands]
+        storage = [(info, info) for info in places]
         chosen = choose_concurrency(
             self.hook, storage, CopySettings(max_workers=settings.max_workers), budget
         )
         self.concurrency = dataclasses.replace(chosen, processes=1, aside=0)
+        ages = (
+            settings.modified_before is not None or settings.created_before is not None
+        )
+        self.stat_files = ages or not any(info.shared for info in places)
+        """Look at each file (for its age, and to count its bytes); not on shared
+        storage without age rules, where each look is a round trip."""
         self.pool = WorkPool(
             self.concurrency.maximum, self.concurrency.initial, self._crashed
         )
@@ -287,7 +309,11 @@ class _Removal:
         self, tally: Tally, parent_fd: int, name: str, display: str, st: os.stat_result
     ) -> None:
         """An operand that is not a directory."""
-        self._unlink(tally, parent_fd, name, display, st)
+        if stat.S_ISLNK(st.st_mode):
+            kind = "symlinks"
+        else:
+            kind = "files" if stat.S_ISREG(st.st_mode) else "specials"
+        self._unlink(tally, parent_fd, name, display, kind, st)
 
     def _scan(self, tally: Tally, node: _Dir) -> None:
         """Open ``node`` (only now: a queued directory holds no descriptor), unlink
@@ -313,14 +339,16 @@ class _Removal:
         rel = f"{node.rel}/{entry.name}" if node.rel else entry.name
         display = os.path.join(node.display, entry.name)
         try:
-            st = entry.stat(follow_symlinks=False)
+            is_dir = entry.is_dir(follow_symlinks=False)  # the listing's type: no stat
+            st = (
+                entry.stat(follow_symlinks=False) if is_dir or self.stat_files else None
+            )
         except FileNotFoundError:
             return  # gone meanwhile: nothing to remove
         except OSError as exc:
             node.kept = True
             self._failed(tally, "stat", display, exc)
             return
-        is_dir = stat.S_ISDIR(st.st_mode)
         under = node.under_include
         if self.filter.active:
             verdict = self.filter.decide(
@@ -333,8 +361,11 @@ class _Removal:
             under = verdict is Verdict.INCLUDE
         if not is_dir:
             if under:
-                self._unlink(tally, node.fd, entry.name, display, st, node)
+                self._unlink(
+                    tally, node.fd, entry.name, display, _kind(entry), st, node
+                )
             return
+        assert st is not None
         if st.st_dev != node.dev and not self.settings.cross_devices:
             node.kept = True
             tally["skipped.dirs"] += 1
@@ -351,19 +382,20 @@ class _Removal:
         dir_fd: int,
         name: str,
         display: str,
-        st: os.stat_result,
+        kind: str,
+        st: os.stat_result | None,
         node: _Dir | None = None,
     ) -> None:
-        """Remove one non-directory if the age rules let it go."""
-        if not self._old_enough(tally, dir_fd, name, display, st):
+        """Remove one non-directory (its summary ``kind``: files, symlinks or
+        specials) if the age rules let it go; ``st`` when it was looked at."""
+        if st is not None and not self._old_enough(tally, dir_fd, name, display, st):
             if node is not None:
                 node.kept = True
-            kind = "symlinks" if stat.S_ISLNK(st.st_mode) else "files"
             tally[f"skipped.{kind}"] += 1
             return
         if self.settings.dry_run:
             log.info("would remove %r", display)
-            count_removed(tally, st)
+            _count(tally, kind, st)
             return
         try:
             self._retry(lambda: os.unlink(name, dir_fd=dir_fd), self._classify)
@@ -374,7 +406,7 @@ class _Removal:
                 node.kept = True
             self._failed(tally, "remove", display, exc)
             return
-        count_removed(tally, st)
+        _count(tally, kind, st)
 
     def _old_enough(
         self, tally: Tally, dir_fd: int, name: str, display: str, st: os.stat_result

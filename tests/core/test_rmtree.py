@@ -210,3 +210,23 @@ def test_a_wide_tree_needs_few_descriptors(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert not root.exists()
+
+
+def test_on_shared_storage_files_go_by_the_listing_alone(tmp_path: Path) -> None:
+    """Through the latency FUSE (shared storage) each look is a round trip: without
+    age rules files are not stat'ed (their bytes are not counted), with one they are."""
+    from benchmarks.latencyfs import mounted
+
+    backing, mnt = tmp_path / "backing", tmp_path / "mnt"
+    mnt.mkdir()
+    make_tree(backing / "a", TREE)
+    make_tree(backing / "b", TREE)
+    with mounted(backing, mnt) as live:
+        plain = remove([live / "a"])
+        aged = remove([live / "b"], RemoveSettings(modified_before=time.time() + 60))
+    assert not (backing / "a").exists()
+    assert not (backing / "b").exists()
+    assert plain["removed.files"] == aged["removed.files"] == FILES
+    assert plain["removed.specials"] == 1
+    assert plain["removed.bytes"] == 0
+    assert aged["removed.bytes"] == BYTES
