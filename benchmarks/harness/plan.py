@@ -88,9 +88,9 @@ ALL_TOOLS: Final = (
     RCP_AUTO,
     *FIXED_TOOLS,
     *HOOK_TOOLS,
-    *REMOTE_TOOLS,
     *REMOVE_TOOLS,
     *COMPARE_TOOLS,
+    *REMOTE_TOOLS,
 )
 
 
@@ -229,9 +229,9 @@ QUICK: Final = Plan(
         OPERATOR,
         FSSPEC_RCP,
         *HOOK_TOOLS,
-        *REMOTE_TOOLS,
         *REMOVE_TOOLS,
         *COMPARE_TOOLS,
+        *REMOTE_TOOLS,
     ),
     reps=3,
     budget_s=12 * 60,

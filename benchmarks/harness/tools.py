@@ -310,8 +310,8 @@ def toolbox(env: ToolEnv) -> dict[str, Tool]:
                 ),
             )
         ),
-        *_remote(env),
         *_chores(env),
+        *_remote(env),
     ]
     return {t.id: _probe(t, env) for t in tools}
 
