@@ -314,8 +314,14 @@ def retrying(
     """
 
     def run(fn: Callable[[], T], classifier: Classifier = classify) -> T:
-        # Imported on the first transient failure, not at start-up: most runs never
-        # retry, and a command copying a small tree should start fast.
+        # The first try is a plain call: the policy (and tenacity's import, which
+        # a command copying a small tree should not pay) is built only after a
+        # transient failure. Most calls never fail, and a removal makes one per file.
+        try:
+            return fn()
+        except OSError as exc:
+            if attempts <= 1 or classifier(exc) is not Kind.TRANSIENT:
+                raise
         import tenacity
 
         def transient(exc: BaseException) -> bool:
@@ -323,7 +329,7 @@ def retrying(
 
         policy = tenacity.Retrying(
             retry=tenacity.retry_if_exception(transient),
-            stop=tenacity.stop_after_attempt(max(1, attempts)),
+            stop=tenacity.stop_after_attempt(attempts - 1),
             wait=tenacity.wait_exponential_jitter(
                 multiplier=base_delay, max=2.0, jitter=base_delay
             ),

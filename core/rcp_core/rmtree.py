@@ -21,8 +21,10 @@ Invariants:
   (``mtime``) before ``modified_before`` and born (``statx`` birth time) before
   ``created_before``; an unknown birth time keeps the entry, never guessed;
 - **dry runs** change nothing: each entry that would go is logged and counted;
-- **a look costs a round trip on shared storage**: there, without age rules, files are
-  removed by the listing's type alone (no ``stat``), so their bytes are not counted;
+- **files go by the listing's type** (``d_type``, as ``rm -rf``): a file is looked at
+  (``stat``) only for the age rules, so its bytes are counted only then (on shared
+  storage each look is a round trip; on a local disk the looks made a removal a fifth
+  slower than ``rm -rf``);
 - **errors**: transient ones are retried, others recorded (deduplicated) with the
   entry kept; fatal ones (a read-only filesystem) and ``fail_early`` stop the run,
   which then raises :class:`~rcp_core.errors.CopyFailedError` ("remove") with the
@@ -248,18 +250,18 @@ class _Removal:
             includes=settings.includes, excludes=settings.excludes
         )
         budget = open_files_budget(CopySettings())
-        places = [storage_of(self.hook, path, follow=False) for path in operands]
-        storage = [(info, info) for info in places]
+        storage = [
+            (info, info)
+            for info in (storage_of(self.hook, path, follow=False) for path in operands)
+        ]
         chosen = choose_concurrency(
             self.hook, storage, CopySettings(max_workers=settings.max_workers), budget
         )
         self.concurrency = dataclasses.replace(chosen, processes=1, aside=0)
-        ages = (
+        self.stat_files = (
             settings.modified_before is not None or settings.created_before is not None
         )
-        self.stat_files = ages or not any(info.shared for info in places)
-        """Look at each file (for its age, and to count its bytes); not on shared
-        storage without age rules, where each look is a round trip."""
+        """Look at each file: only for the age rules (``rm -rf`` does not either)."""
         self.pool = WorkPool(
             self.concurrency.maximum, self.concurrency.initial, self._crashed
         )
