@@ -63,7 +63,7 @@ from rcp_core.errors import (
 )
 from rcp_core.progress import Progress
 from rcp_core.settings import CopySettings, ExistingPolicy
-from rcp_core.summary import Resources, Summary, Tally, merge
+from rcp_core.summary import Resources, Summary, Tally, ThreadTallies, merge
 
 DEFAULT_WORKERS = 16
 """Files in flight when the settings do not say (stores answer slowly, in parallel)."""
@@ -131,7 +131,7 @@ def copy_tree(
         run.copy()
     finally:
         ticker.stop()
-    counts = merge(run.tallies)
+    counts = merge(list(run.counters.tallies))
     summary = Summary(
         counts, Resources.since(started, usage), tuple(run.errors.report())
     )
@@ -168,21 +168,15 @@ class _Run:
         self.source, self.target, self.settings = source, target, settings
         self.errors = ErrorLog()
         self.stopped = threading.Event()
-        self.tallies: list[Tally] = []
+        self.counters = ThreadTallies()
         self.pending = 0
-        self._local = threading.local()
         self._lock = threading.Lock()
         self._retry = retrying(settings.retries + 1, settings.retry_delay)
         self._room = threading.BoundedSemaphore(1)
 
     def tally(self) -> Tally:
         """This thread's counters (each thread writes only its own)."""
-        tally: Tally | None = getattr(self._local, "tally", None)
-        if tally is None:
-            tally = self._local.tally = Tally()
-            with self._lock:
-                self.tallies.append(tally)
-        return tally
+        return self.counters.mine()
 
     def copy(self) -> None:
         items = list(_listing(self.source, self.tally()))
@@ -431,6 +425,6 @@ class _Ticker:
             self.on_progress(self._snapshot())
 
     def _snapshot(self, final: bool = False) -> Progress:
-        counts = merge(list(self.run.tallies))
+        counts = merge(list(self.run.counters.tallies))
         elapsed = time.monotonic() - self.started
         return Progress(counts, elapsed, self.run.pending, final)

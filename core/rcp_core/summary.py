@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import resource
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +40,26 @@ class Tally(dict[str, int]):
     def moved(self, n: int) -> None:
         """``n`` more bytes of data written (called as a copy goes)."""
         self["moved.bytes"] += n
+
+
+class ThreadTallies:
+    """One :class:`Tally` per thread that asks, all of them in :attr:`tallies` (for
+    progress and the final merge). A thread writes only its own; the list only grows
+    (under a lock), so a reader that copied it sees a consistent, shorter list."""
+
+    def __init__(self) -> None:
+        self.tallies: list[Tally] = []
+        self._local = threading.local()
+        self._lock = threading.Lock()
+
+    def mine(self) -> Tally:
+        """The calling thread's counters."""
+        tally: Tally | None = getattr(self._local, "tally", None)
+        if tally is None:
+            tally = self._local.tally = Tally()
+            with self._lock:
+                self.tallies.append(tally)
+        return tally
 
 
 def merge(tallies: Iterable[Mapping[str, int]]) -> dict[str, int]:

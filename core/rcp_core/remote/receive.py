@@ -55,7 +55,7 @@ from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.meta import meta_of, stat_of, xattrs_of
 from rcp_core.remove import Protect, remove_entry
 from rcp_core.settings import CopySettings, ExistingPolicy
-from rcp_core.summary import Tally, merge
+from rcp_core.summary import Tally, ThreadTallies, merge
 from rcp_core.tree import DIR_FLAGS
 
 log = logging.getLogger("rcp_core")
@@ -143,9 +143,8 @@ class Receiver:
     def __init__(self, settings: CopySettings, parent_fd: int, umask: int) -> None:
         self.settings = settings
         self.metadata = Metadata(settings.preserve, umask)
-        self.tallies: list[Tally] = []
-        """One per thread that wrote (each thread is the only writer of its own)."""
-        self._local = threading.local()
+        self.counters = ThreadTallies()
+        """One tally per thread that wrote (each thread is the only writer of its own)."""
         self.errors: list[str] = []
         self.done = threading.Event()
         self._lock = threading.Lock()
@@ -170,17 +169,11 @@ class Receiver:
     @property
     def tally(self) -> Tally:
         """The calling thread's counters."""
-        tally: Tally | None = getattr(self._local, "tally", None)
-        if tally is None:
-            tally = self._local.tally = Tally()
-            with self._lock:
-                self.tallies.append(tally)
-        return tally
+        return self.counters.mine()
 
     def counts(self) -> dict[str, int]:
         """Every thread's counters, summed."""
-        with self._lock:
-            return merge(self.tallies)
+        return merge(list(self.counters.tallies))
 
     def _dir(self, dir_id: Any) -> ReceivedDir:
         with self._lock:
