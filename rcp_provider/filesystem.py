@@ -242,8 +242,10 @@ class RcpFileSystem(LocalFileSystem, metaclass=_OneProtocol):  # type: ignore[mi
         parallel, as many at once as the engine's storage plugins start a copy
         with there. On a local disk fsspec's own walk is as fast (one core's work)."""
         root = self._strip_protocol(path)
+        if kwargs or not os.path.isdir(root):
+            return super().find(path, maxdepth, withdirs, detail, **kwargs)
         workers = self._listing_workers(root)
-        if workers < 2 or kwargs or not self.isdir(root):
+        if workers < 2:
             return super().find(path, maxdepth, withdirs, detail, **kwargs)
         if maxdepth is not None and maxdepth < 1:
             raise ValueError("maxdepth must be at least 1")
@@ -255,10 +257,8 @@ class RcpFileSystem(LocalFileSystem, metaclass=_OneProtocol):  # type: ignore[mi
         return {name: out[name] for name in names} if detail else names
 
     def _listing_workers(self, path: str) -> int:
-        """Directories listed at once below ``path``: the plugins' starting
-        concurrency for its storage (1 where it is local)."""
-        if not os.path.isdir(path):
-            return 1
+        """Directories listed at once below the directory ``path``: the plugins'
+        starting concurrency for its storage (1 where it is local)."""
         if self._plugins is None:
             self._plugins = plugin_manager()
         hook = self._plugins.hook

@@ -172,7 +172,9 @@ class _Run:
         self.pending = 0
         self._lock = threading.Lock()
         self._retry = retrying(settings.retries + 1, settings.retry_delay)
-        self._room = threading.BoundedSemaphore(1)
+        self.workers = settings.max_workers or DEFAULT_WORKERS
+        self._room = threading.BoundedSemaphore(2 * self.workers)
+        """Files submitted and not yet done: the workers' and as many waiting."""
 
     def tally(self) -> Tally:
         """This thread's counters (each thread writes only its own)."""
@@ -192,9 +194,7 @@ class _Run:
 
     def _parallel(self, files: list[Item], existing: dict[str, dict[str, Any]]) -> None:
         """Copy ``files``, ``max_workers`` at once; at most twice that many wait."""
-        workers = self.settings.max_workers or DEFAULT_WORKERS
-        self._room = threading.BoundedSemaphore(2 * workers)
-        with ThreadPoolExecutor(workers, thread_name_prefix="rcp-store") as pool:
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="rcp-store") as pool:
             for item in files:
                 if self.stopped.is_set():
                     break

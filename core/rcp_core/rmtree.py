@@ -315,7 +315,7 @@ class _Removal:
             kind = "symlinks"
         else:
             kind = "files" if stat.S_ISREG(st.st_mode) else "specials"
-        self._unlink(tally, parent_fd, name, display, kind, st)
+        self._unlink(tally, parent_fd, os.path.dirname(display), name, kind, st)
 
     def _scan(self, tally: Tally, node: _Dir) -> None:
         """Open ``node`` (only now: a queued directory holds no descriptor), unlink
@@ -338,8 +338,9 @@ class _Removal:
             self._release(tally, node)
 
     def _entry(self, tally: Tally, node: _Dir, entry: os.DirEntry[str]) -> None:
-        rel = f"{node.rel}/{entry.name}" if node.rel else entry.name
-        display = os.path.join(node.display, entry.name)
+        """One entry of ``node``: removed, kept, or queued. A file costs no path
+        arithmetic unless the filters or a message need its path."""
+        name = entry.name
         try:
             is_dir = entry.is_dir(follow_symlinks=False)  # the listing's type: no stat
             st = (
@@ -349,10 +350,11 @@ class _Removal:
             return  # gone meanwhile: nothing to remove
         except OSError as exc:
             node.kept = True
-            self._failed(tally, "stat", display, exc)
+            self._failed(tally, "stat", os.path.join(node.display, name), exc)
             return
         under = node.under_include
         if self.filter.active:
+            rel = f"{node.rel}/{name}" if node.rel else name
             verdict = self.filter.decide(
                 rel, is_dir, under_include=under, ignores=None
             ).verdict
@@ -363,11 +365,11 @@ class _Removal:
             under = verdict is Verdict.INCLUDE
         if not is_dir:
             if under:
-                self._unlink(
-                    tally, node.fd, entry.name, display, _kind(entry), st, node
-                )
+                self._unlink(tally, node.fd, node.display, name, _kind(entry), st, node)
             return
         assert st is not None
+        display = os.path.join(node.display, name)
+        rel = f"{node.rel}/{name}" if node.rel else name
         if st.st_dev != node.dev and not self.settings.cross_devices:
             node.kept = True
             tally["skipped.dirs"] += 1
@@ -375,28 +377,29 @@ class _Removal:
             return
         with self._lock:
             node.pending += 1
-        child = _Dir(node, node.fd, entry.name, rel, display, st.st_dev, under)
+        child = _Dir(node, node.fd, name, rel, display, st.st_dev, under)
         self.pool.push(self._scan, child)
 
     def _unlink(
         self,
         tally: Tally,
         dir_fd: int,
+        where: str,
         name: str,
-        display: str,
         kind: str,
         st: os.stat_result | None,
         node: _Dir | None = None,
     ) -> None:
-        """Remove one non-directory (its summary ``kind``: files, symlinks or
-        specials) if the age rules let it go; ``st`` when it was looked at."""
-        if st is not None and not self._old_enough(tally, dir_fd, name, display, st):
+        """Remove ``name`` of ``dir_fd`` (``where`` in messages), a non-directory of
+        the summary ``kind`` (files, symlinks or specials), if the age rules let it
+        go; ``st`` when it was looked at."""
+        if st is not None and not self._old_enough(tally, dir_fd, where, name, st):
             if node is not None:
                 node.kept = True
             tally[f"skipped.{kind}"] += 1
             return
         if self.settings.dry_run:
-            log.info("would remove %r", display)
+            log.info("would remove %r", os.path.join(where, name))
             _count(tally, kind, st)
             return
         try:
@@ -406,12 +409,12 @@ class _Removal:
         except OSError as exc:
             if node is not None:
                 node.kept = True
-            self._failed(tally, "remove", display, exc)
+            self._failed(tally, "remove", os.path.join(where, name), exc)
             return
         _count(tally, kind, st)
 
     def _old_enough(
-        self, tally: Tally, dir_fd: int, name: str, display: str, st: os.stat_result
+        self, tally: Tally, dir_fd: int, where: str, name: str, st: os.stat_result
     ) -> bool:
         settings = self.settings
         if (
@@ -424,7 +427,7 @@ class _Removal:
         try:
             born = birth_time(dir_fd, name)
         except OSError as exc:
-            self._failed(tally, "stat", display, exc)
+            self._failed(tally, "stat", os.path.join(where, name), exc)
             return False
         return born is not None and born < settings.created_before
 
