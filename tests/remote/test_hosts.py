@@ -9,6 +9,7 @@ every byte between hosts crosses a veth link, which a test can count, cap with
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -121,6 +122,84 @@ def test_a_tree_crosses_a_capped_link_exactly(
         hosts.source.limit("10gbit")
     assert result.returncode == 0, result.stderr
     assert tree_compare(src, dst) == []
+
+
+def test_a_killed_source_daemon_fails_the_copy_and_leaves_no_partial_file(
+    hosts: Lan, tmp_path: Path
+) -> None:
+    """SIGKILL the remote source while a large file streams (32 MiB over 16 Mbit/s
+    take about 16 s, so the kill lands mid-file on any machine): a clear error in
+    bounded time, the cut-off file removed, no daemon left behind."""
+    src = make_tree(tmp_path / "src", {"big": File(os.urandom(32 * MIB))})
+    dst = tmp_path / "dst"
+    hosts.source.limit("16mbit")
+    try:
+        proc = subprocess.Popen(
+            hosts.master.argv(
+                [
+                    sys.executable,
+                    "-c",
+                    RCP_MAIN,
+                    "--ssh",
+                    hosts.ssh,
+                    "--rcpd-path",
+                    RCPD,
+                    hosts.at(hosts.source, src),
+                    str(dst),
+                ]
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while not ((dst / "big").exists() and (dst / "big").stat().st_size > 0):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the copy did not start"
+            time.sleep(0.05)
+        killed = time.monotonic()
+        pkill = subprocess.run(["pkill", "-KILL", "-f", "rcpd --role source"])
+        _, err = proc.communicate(timeout=60)
+        elapsed = time.monotonic() - killed
+    finally:
+        hosts.source.limit("10gbit")
+    assert pkill.returncode == 0, "no source daemon was running"
+    assert proc.returncode == 1, err
+    assert "closed control before the copy ended" in err, err
+    assert elapsed < 30, elapsed
+    assert not (dst / "big").exists()
+    left = subprocess.run(
+        ["pgrep", "-f", "rcpd --role"], capture_output=True, text=True
+    )
+    assert left.stdout == "", "a daemon outlived the copy"
+
+
+def test_a_remote_destination_reports_progress_while_it_copies(
+    hosts: Lan, tmp_path: Path
+) -> None:
+    """The destination daemon's counts reach the master's progress lines before the
+    copy ends: 16 MiB over a 40 Mbit/s link take at least 3 s on any machine, and
+    the destination reports every second."""
+    src = make_tree(
+        tmp_path / "src", {f"f{i}": os.urandom(MIB // 4) for i in range(64)}
+    )
+    hosts.source.limit("40mbit")
+    try:
+        result = hosts.rcp(
+            "--progress",
+            "--progress-type",
+            "text",
+            "--progress-interval",
+            "0.5",
+            hosts.at(hosts.source, src),
+            hosts.at(hosts.destination, tmp_path / "dst"),
+        )
+    finally:
+        hosts.source.limit("10gbit")
+    assert result.returncode == 0, result.stderr
+    files = [int(n) for n in re.findall(r"copied: +files (\d+)", result.stderr)]
+    assert files[-1] == 64, result.stderr
+    assert any(0 < n < 64 for n in files[:-1]), result.stderr
 
 
 def test_a_pulled_cable_fails_the_copy_within_its_bound(
