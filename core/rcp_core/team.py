@@ -13,10 +13,13 @@ as an Airflow worker is safe) that copy *file batches*:
   entries of one directory grouped by the scan), the one furthest from the caller's
   own depth-first path, so processes mostly work in different directories; the batch
   travels with its directory's two descriptors;
-- a helper runs as many batches at once as the caller's pool runs workers, and holds
-  one task more than that (:class:`_Slots`): when the controller moves the limit,
-  :meth:`Team.set_limit` moves every helper's (a cold tree whose single worker waits
-  for the disk grows to two in the helpers too);
+- a helper runs as many batches at once as the caller's pool runs workers, and is
+  sent tasks ahead while fewer than :data:`TASK_ENTRIES` entries per batch it runs,
+  plus one task, are out (:class:`_Backlog`): a tree of small directories keeps many
+  small tasks queued there, enough to cover the moments its feeder waits for the
+  caller's GIL, while a tree of large directories keeps the two tasks it always did.
+  When the controller moves the limit, :meth:`Team.set_limit` moves every helper's (a
+  cold tree whose single worker waits for the disk grows to two in the helpers too);
 - a stolen batch holds its directory node until the helper's ``Done``, so a directory
   is finished after every entry wherever it was copied;
 - hard-linked files go back to the caller, which owns the link map (links across
@@ -178,9 +181,10 @@ class _Helper:
         self.final = threading.Event()
         self.limit = team.setup.concurrency.initial
         """Batches the helper runs at once (what its process was last told)."""
-        self.slots = _Slots(self.limit + 1)
-        self.tasks: dict[int, tuple[DirNode, int]] = {}
-        """Task id -> its directory and how many batches (references) it joined."""
+        self.backlog = _Backlog(_backlog_bound(self.limit))
+        self.tasks: dict[int, tuple[DirNode, int, int]] = {}
+        """Task id -> its directory, how many batches (references) it joined, and
+        how many entries it holds."""
         self.lock = threading.Lock()
         self.ids = itertools.count()
         self.sent = 0
@@ -228,8 +232,8 @@ class _Helper:
             self.threads.append(thread)
 
     def set_limit(self, workers: int) -> None:
-        """Run ``workers`` batches at once there, with one task more sent ahead."""
-        self.slots.resize(workers + 1)
+        """Run ``workers`` batches at once there, with tasks sent ahead to match."""
+        self.backlog.resize(_backlog_bound(workers))
         with self.lock:
             self.limit = workers
             self.send_quietly(Limit(workers))  # before start: sent by start
@@ -252,19 +256,17 @@ class _Helper:
                 return
         walker = self.team.walker
         while True:
-            while not self.slots.acquire(timeout=POLL):
+            while not self.backlog.wait_for_room(timeout=POLL):
                 if self._gone():
                     return
             item = self.own.pop() or self.pool.steal(self._rank, give_up=self._gone)
             if item is None:
-                self.slots.release()
                 return
             if item[0] == walker.batch:
                 node, batch = item[1]
                 more = self.own.pop_batches(node, TASK_ENTRIES - len(batch))
                 self._send_task(node, [batch, *more])
                 continue
-            self.slots.release()
             fn, args = item
             try:
                 if fn == walker.visit:
@@ -297,7 +299,8 @@ class _Helper:
         with self.lock:
             if not self.dead:
                 task = next(self.ids)
-                self.tasks[task] = (node, len(batches))
+                self.tasks[task] = (node, len(batches), len(entries))
+                self.backlog.add(len(entries))
                 try:
                     self.chan.send(
                         Task(
@@ -315,11 +318,11 @@ class _Helper:
                     return
                 except OSError:
                     del self.tasks[task]  # the reader will see the helper gone
+                    self.backlog.done(len(entries))
         # Not sent: the caller copies them after all.
         for batch in batches:
             self.pool.push(self.team.walker.batch, node, batch)
             self.pool.finish_external()
-        self.slots.release()
 
     # -- reading ----------------------------------------------------------------
 
@@ -347,7 +350,7 @@ class _Helper:
         if isinstance(message, Done):
             self._done(message)
         elif isinstance(message, Deferred):
-            node, _ = self.tasks[message.task]
+            node, _, _ = self.tasks[message.task]
             self.team.walker.hold(node)
             self.pool.push(self._copy_deferred, node, message.name, message.rel)
         elif isinstance(message, Counts):
@@ -374,7 +377,7 @@ class _Helper:
 
     def _done(self, message: Done) -> None:
         with self.lock:
-            node, parts = self.tasks.pop(message.task)
+            node, parts, entries = self.tasks.pop(message.task)
         if message.failed:
             node.failed = True
         if message.has_content:
@@ -382,7 +385,7 @@ class _Helper:
         for _ in range(parts):
             self.pool.push(self.team.walker.release, node)
             self.pool.finish_external()
-        self.slots.release()
+        self.backlog.done(entries)
 
     def _copy_deferred(self, tally: Tally, node: DirNode, name: str, rel: str) -> None:
         """A hard-linked file of a helper's batch, copied here with the link map."""
@@ -403,18 +406,18 @@ class _Helper:
             return
         status = self.proc.poll() if self.proc else None
         cause = OSError(errno.EPIPE, f"helper process exited (status {status})")
-        paths = [node.display(node.rel) for node, _ in lost.values()]
+        paths = [node.display(node.rel) for node, _, _ in lost.values()]
         for path in paths or ["(its counts since the last report)"]:
             self.local["errors"] += 1
             self.ctx.errors.add(FatalError("copy batch", path, cause))
-        for node, _ in lost.values():
+        for node, _, _ in lost.values():
             node.failed = True
         self.ctx.stop(str(cause))
-        for node, parts in lost.values():
+        for node, parts, entries in lost.values():
             for _ in range(parts):
                 self.pool.push(self.team.walker.release, node)
                 self.pool.finish_external()
-            self.slots.release()
+            self.backlog.done(entries)
 
     # -- ending -----------------------------------------------------------------
 
@@ -427,7 +430,7 @@ class _Helper:
     def finish(self) -> None:
         self.closing = True
         self.ready.set()  # wake the feeder wherever it waits: it sees ``closing``
-        self.slots.release()
+        self.backlog.wake()
         if not self.sent:
             self._kill()  # it never took work: nothing to wait for
         else:
@@ -456,35 +459,52 @@ class _Helper:
             self.proc.kill()
 
 
-class _Slots:
-    """A semaphore whose size can change: the tasks a helper may hold at once.
+def _backlog_bound(workers: int) -> int:
+    """Entries a helper running ``workers`` batches at once may hold (one task more
+    may pass it): one full task for each, and one ahead."""
+    return (workers + 1) * TASK_ENTRIES
 
-    A smaller size takes effect as tasks come back; a release beyond the size (to
-    wake a waiting feeder at the end) only lets it through sooner.
+
+class _Backlog:
+    """Entries sent to a helper and not yet done, against a bound that can change.
+
+    The feeder sends a task while fewer entries than the bound are out, so the bound
+    is passed by at most one task. A smaller bound takes effect as tasks come back;
+    :meth:`wake` lets a waiting feeder through at the end, to see that it is done.
     """
 
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._held = 0
+    def __init__(self, bound: int) -> None:
+        self._bound = bound
+        self._out = 0
+        self._woken = False
         self._cond = threading.Condition()
 
-    def resize(self, size: int) -> None:
+    def resize(self, bound: int) -> None:
         with self._cond:
-            self._size = size
+            self._bound = bound
             self._cond.notify_all()
 
-    def acquire(self, timeout: float) -> bool:
-        """Take a slot within ``timeout`` seconds; whether one was taken."""
+    def wait_for_room(self, timeout: float) -> bool:
+        """Whether another task may be sent (or :meth:`wake` was called), waiting at
+        most ``timeout`` seconds for it."""
         with self._cond:
-            if not self._cond.wait_for(lambda: self._held < self._size, timeout):
-                return False
-            self._held += 1
-            return True
+            return self._cond.wait_for(
+                lambda: self._out < self._bound or self._woken, timeout
+            )
 
-    def release(self) -> None:
+    def add(self, entries: int) -> None:
         with self._cond:
-            self._held -= 1
-            self._cond.notify()
+            self._out += entries
+
+    def done(self, entries: int) -> None:
+        with self._cond:
+            self._out -= entries
+            self._cond.notify_all()
+
+    def wake(self) -> None:
+        with self._cond:
+            self._woken = True
+            self._cond.notify_all()
 
 
 class _Own:
