@@ -135,7 +135,9 @@ class WorkPool:
     ) -> Item | None:
         """Take the oldest queued item of the best rank, waiting for one.
 
-        :param rank: ``None`` for items not wanted, else lower is better.
+        :param rank: ``None`` for items not wanted, else lower is better; 0 is the
+            best there is, so the oldest item of rank 0 is taken without looking
+            further (the stack is searched under the pool's lock).
         :param give_up: checked at least every ``STEAL_POLL`` seconds while waiting.
         :returns: the item, or ``None`` once the pool has ended or ``give_up()``.
             A returned item stays reserved until :meth:`finish_external`.
@@ -147,6 +149,8 @@ class WorkPool:
                     r = rank(item)
                     if r is not None and (best is None or r < best[0]):
                         best = (r, i)
+                        if r == 0:
+                            break
                 if best is not None:
                     item = self._stack[best[1]]
                     del self._stack[best[1]]
