@@ -9,7 +9,7 @@ untimed (:mod:`.trial`), and they remove it, or compare the source with it. Targ
 - content comparison, ``rcmp --checksum SRC COPY`` against hashing both trees
   serially (``sha256sum``; ``b3sum --num-threads 1``) and comparing the lists: at
   least 2x faster than the faster of the two, on every cell where it ran (ext4
-  ``mixed`` and ``100m_3`` in the profiles).
+  ``mixed`` and ``100m_3`` in the profiles, and ``1g_4`` in the full one).
 
 Invariants: as in :mod:`.targets`, values come only from verified outcomes and a
 target is never met from a failed or missing one; fewer files than a target's scale

@@ -804,7 +804,7 @@ def test_chore_cells_hold_one_chore_and_validate() -> None:
         ("fuse", "1k_200", ("warm",)),
     }
     compared = {(c.fs, c.fileset) for c in FULL.cells if c.tools == COMPARE_TOOLS}
-    assert compared == {("ext4", "mixed"), ("ext4", "100m_3")}
+    assert compared == {("ext4", "mixed"), ("ext4", "100m_3"), ("ext4", "1g_4")}
     bad = replace(QUICK, cells=(Cell("ext4", "1k_10k", tools=("cp_r", "rrm")),))
     with pytest.raises(ValueError, match="mixes copy and remove tools"):
         validate(bad)
