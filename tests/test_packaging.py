@@ -78,3 +78,27 @@ def test_ruff_bans_source_root_imports(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert result.stdout.count("TID251") == 2
+
+
+def test_the_package_loads_its_public_names_when_first_used() -> None:
+    """A tool that imports one module of rcp_core does not load the copy engine
+    (start-up time of rrm and rcmp); every public name still resolves."""
+    probe = (
+        "import sys, rcp_core.errors, rcp_core.rmtree, rcp_core.verify\n"
+        "assert 'rcp_core.engine' not in sys.modules, 'engine loaded'\n"
+        "assert 'ctypes.util' not in sys.modules, 'ctypes.util loaded'\n"
+        "import rcp_core\n"
+        "for name in rcp_core.__all__:\n"
+        "    assert getattr(rcp_core, name) is not None, name\n"
+        "assert 'rcp_core.engine' in sys.modules\n"
+        "try:\n"
+        "    rcp_core.no_such_name\n"
+        "except AttributeError as exc:\n"
+        "    assert 'no_such_name' in str(exc)\n"
+        "else:\n"
+        "    raise AssertionError('no AttributeError')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr

@@ -10,7 +10,6 @@ unknown birth time means instead of mistaking it for the epoch.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import os
 import struct
@@ -32,6 +31,8 @@ Statx = Callable[[int, bytes, int, int, ctypes.Array[ctypes.c_char]], int]
 @functools.cache
 def _statx() -> Statx | None:
     """glibc's ``statx`` (2.28+), or ``None`` without it."""
+    import ctypes.util  # only when a birth time is asked for: it costs 8 ms to import
+
     name = ctypes.util.find_library("c")
     if name is None:
         return None
