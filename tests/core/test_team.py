@@ -38,7 +38,7 @@ from rcp_core.plugins import plugin_manager
 from rcp_core.pool import WorkPool
 from rcp_core.progress import Progress
 from rcp_core.summary import Summary
-from rcp_core.team import FINAL_TIMEOUT, Team
+from rcp_core.team import FINAL_TIMEOUT, TASK_ENTRIES, Team, _Backlog, _backlog_bound
 from rcp_core.tuning import Concurrency
 from support.treecmp import TreeCompare
 from support.treespec import Dir, Entry, Fifo, File, HardLink, Symlink, make_tree
@@ -602,3 +602,26 @@ def test_sending_to_a_gone_helper_raises_an_os_error() -> None:
             a.send(Ready())
     finally:
         a.close()
+
+
+def test_the_backlog_sends_ahead_by_entries_up_to_its_bound() -> None:
+    """Small tasks pass while fewer entries than the bound are out (so one task may
+    pass it); a task coming back makes room; a smaller bound waits for returns;
+    wake lets a waiting feeder through at the end."""
+    backlog = _Backlog(_backlog_bound(1))
+    assert _backlog_bound(1) == 2 * TASK_ENTRIES
+    sent = 0
+    while backlog.wait_for_room(timeout=0):
+        backlog.add(16)  # a directory of 16 files
+        sent += 1
+    assert sent == 2 * TASK_ENTRIES // 16
+    backlog.done(16)
+    assert backlog.wait_for_room(timeout=0)
+    backlog.add(TASK_ENTRIES)  # a full task passes the bound by at most itself
+    assert not backlog.wait_for_room(timeout=0)
+    backlog.resize(_backlog_bound(3))
+    assert backlog.wait_for_room(timeout=0)
+    backlog.resize(_backlog_bound(0))
+    assert not backlog.wait_for_room(timeout=0.01)
+    backlog.wake()
+    assert backlog.wait_for_room(timeout=0)
