@@ -5,7 +5,9 @@ descriptor and never through a symlink (``O_NOFOLLOW``), and scanned by one work
 that unlinks its non-directories there (``unlinkat``); each subdirectory is a work
 item of the pool, so as many directories are emptied at once as the limit allows (the
 storage plugin's starting point, moved by the adaptive controller: on shared storage
-every unlink waits a round trip, which many in flight hide). A directory is removed
+every unlink waits a round trip, which many in flight hide; on a local disk the
+kernel's unlink work overlaps in as many threads as the copy would use processes). A
+directory is removed
 after its last child, by the worker that finished that child: each node counts the
 work still in flight beneath it.
 
@@ -68,7 +70,7 @@ from rcp_core.remove import count_removed
 from rcp_core.settings import CopySettings
 from rcp_core.summary import Resources, Summary, Tally, merge
 from rcp_core.tree import DIR_FLAGS
-from rcp_core.tuning import Controller
+from rcp_core.tuning import Concurrency, Controller
 
 log = logging.getLogger("rcp_core")
 
@@ -200,6 +202,22 @@ def remove(
     return summary
 
 
+def _threads_for_processes(chosen: Concurrency) -> Concurrency:
+    """The removal's concurrency from the copy's: no helper processes, and where the
+    copy would spread over processes (a CPU-bound local disk), at least as many
+    threads. A removal's work is ``unlink`` in the kernel, where the GIL is free, so
+    threads overlap as the copy's processes do (50,000 files on ext4: one worker
+    0.95 s, two 0.70 s, ``rm -rf`` 0.88 s). A fixed setting stays as set."""
+    floor = min(chosen.processes, chosen.maximum) if chosen.adaptive else 1
+    return dataclasses.replace(
+        chosen,
+        processes=1,
+        aside=0,
+        initial=max(chosen.initial, floor),
+        minimum=max(chosen.minimum, floor),
+    )
+
+
 def _kind(entry: os.DirEntry[str]) -> str:
     """A non-directory's kind in the summary, from the listing (no ``stat``)."""
     if entry.is_symlink():
@@ -257,7 +275,7 @@ class _Removal:
         chosen = choose_concurrency(
             self.hook, storage, CopySettings(max_workers=settings.max_workers), budget
         )
-        self.concurrency = dataclasses.replace(chosen, processes=1, aside=0)
+        self.concurrency = _threads_for_processes(chosen)
         self.stat_files = (
             settings.modified_before is not None or settings.created_before is not None
         )

@@ -3,6 +3,7 @@ failures), symlinks never followed, dry runs, refusals, counts."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
 import subprocess
@@ -13,8 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from rcp_core import hookimpl
 from rcp_core.errors import CopyFailedError, UsageError
-from rcp_core.rmtree import RemoveSettings, remove
+from rcp_core.plugins import plugin_manager
+from rcp_core.rmtree import RemoveSettings, _Removal, remove
+from rcp_core.tuning import Concurrency
 from support.treespec import Dir, Fifo, File, Spec, Symlink, make_tree
 
 T0 = 1_600_000_000 * 10**9
@@ -231,3 +235,31 @@ def test_files_are_looked_at_only_for_the_age_rules(tmp_path: Path) -> None:
     assert plain["removed.specials"] == 1
     assert plain["removed.bytes"] == 0
     assert aged["removed.bytes"] == BYTES
+
+
+@pytest.mark.parametrize(
+    ("chosen", "initial", "minimum"),
+    [
+        (Concurrency(initial=1, maximum=8, processes=2, aside=2), 2, 2),
+        (Concurrency(initial=32, minimum=4, maximum=128), 32, 4),
+        (Concurrency(initial=1, maximum=1, processes=2), 1, 1),
+        (Concurrency(initial=1, maximum=1, adaptive=False, processes=2), 1, 1),
+    ],
+)
+def test_a_removal_runs_threads_where_a_copy_would_run_processes(
+    tmp_path: Path, chosen: Concurrency, initial: int, minimum: int
+) -> None:
+    """unlink works in the kernel without the GIL: on a CPU-bound local disk the
+    removal overlaps it in threads, as many as the copy's processes, and never
+    spawns a process; a fixed setting or a maximum stays as chosen."""
+
+    class Site:
+        @hookimpl
+        def rcp_choose_concurrency(self) -> Concurrency:
+            return chosen
+
+    (tmp_path / "t").mkdir()
+    run = _Removal(RemoveSettings(), plugin_manager([Site()]), [str(tmp_path / "t")])
+    assert run.concurrency == dataclasses.replace(
+        chosen, initial=initial, minimum=minimum, processes=1, aside=0
+    )
