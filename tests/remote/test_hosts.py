@@ -46,25 +46,37 @@ class Lan:
     def at(self, host: netns.Host, path: Path) -> str:
         return f"root@{host.address}:{path}"
 
+    def _rcp_argv(self, args: tuple[str, ...]) -> list[str]:
+        return self.master.argv(
+            [
+                sys.executable,
+                "-c",
+                RCP_MAIN,
+                "--ssh",
+                self.ssh,
+                "--rcpd-path",
+                RCPD,
+                *args,
+            ]
+        )
+
     def rcp(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """``rcp`` run on the master's host."""
         return subprocess.run(
-            self.master.argv(
-                [
-                    sys.executable,
-                    "-c",
-                    RCP_MAIN,
-                    "--ssh",
-                    self.ssh,
-                    "--rcpd-path",
-                    RCPD,
-                    *args,
-                ]
-            ),
+            self._rcp_argv(args),
             capture_output=True,
             text=True,
             timeout=timeout,
             check=False,
+        )
+
+    def start_rcp(self, *args: str) -> subprocess.Popen[str]:
+        """``rcp`` started on the master's host, its output piped."""
+        return subprocess.Popen(
+            self._rcp_argv(args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
 
 
@@ -134,24 +146,7 @@ def test_a_killed_source_daemon_fails_the_copy_and_leaves_no_partial_file(
     dst = tmp_path / "dst"
     hosts.source.limit("16mbit")
     try:
-        proc = subprocess.Popen(
-            hosts.master.argv(
-                [
-                    sys.executable,
-                    "-c",
-                    RCP_MAIN,
-                    "--ssh",
-                    hosts.ssh,
-                    "--rcpd-path",
-                    RCPD,
-                    hosts.at(hosts.source, src),
-                    str(dst),
-                ]
-            ),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = hosts.start_rcp(hosts.at(hosts.source, src), str(dst))
         deadline = time.monotonic() + 30
         while not ((dst / "big").exists() and (dst / "big").stat().st_size > 0):
             assert proc.poll() is None, proc.communicate()
@@ -210,25 +205,8 @@ def test_a_pulled_cable_fails_the_copy_within_its_bound(
     src = make_tree(tmp_path / "src", {"big": File(os.urandom(32 * MIB))})
     hosts.source.limit("16mbit")  # 32 MiB take about 16 s
     try:
-        proc = subprocess.Popen(
-            hosts.master.argv(
-                [
-                    sys.executable,
-                    "-c",
-                    RCP_MAIN,
-                    "--ssh",
-                    hosts.ssh,
-                    "--rcpd-path",
-                    RCPD,
-                    "--remote-timeout",
-                    "5",
-                    hosts.at(hosts.source, src),
-                    str(tmp_path / "dst"),
-                ]
-            ),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        proc = hosts.start_rcp(
+            "--remote-timeout", "5", hosts.at(hosts.source, src), str(tmp_path / "dst")
         )
         dst = tmp_path / "dst"
         deadline = time.monotonic() + 30
