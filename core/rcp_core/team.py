@@ -14,10 +14,11 @@ as an Airflow worker is safe) that copy *file batches*:
   own depth-first path, so processes mostly work in different directories; the batch
   travels with its directory's two descriptors;
 - a helper runs as many batches at once as the caller's pool runs workers, and is
-  sent tasks ahead while fewer than :data:`TASK_ENTRIES` entries per batch it runs,
-  plus one task, are out (:class:`_Backlog`): a tree of small directories keeps many
-  small tasks queued there, enough to cover the moments its feeder waits for the
-  caller's GIL, while a tree of large directories keeps the two tasks it always did.
+  sent tasks while fewer entries are out than a full task (:data:`TASK_ENTRIES`) for
+  each batch it runs and one more (:class:`_Backlog`): a tree of small directories
+  keeps many small tasks queued there, enough to cover the moments its feeder waits
+  for the caller's GIL, while a tree of large directories keeps the two tasks it
+  always did.
   When the controller moves the limit, :meth:`Team.set_limit` moves every helper's (a
   cold tree whose single worker waits for the disk grows to two in the helpers too);
 - a stolen batch holds its directory node until the helper's ``Done``, so a directory
