@@ -63,7 +63,7 @@ from rcp_core.errors import (
 )
 from rcp_core.progress import Progress
 from rcp_core.settings import CopySettings, ExistingPolicy
-from rcp_core.summary import Resources, Summary, Tally, ThreadTallies, merge
+from rcp_core.summary import Resources, Summary, Tally, ThreadTallies
 
 DEFAULT_WORKERS = 16
 """Files in flight when the settings do not say (stores answer slowly, in parallel)."""
@@ -131,7 +131,7 @@ def copy_tree(
         run.copy()
     finally:
         ticker.stop()
-    counts = merge(list(run.counters.tallies))
+    counts = run.counters.merged()
     summary = Summary(
         counts, Resources.since(started, usage), tuple(run.errors.report())
     )
@@ -425,6 +425,6 @@ class _Ticker:
             self.on_progress(self._snapshot())
 
     def _snapshot(self, final: bool = False) -> Progress:
-        counts = merge(list(self.run.counters.tallies))
+        counts = self.run.counters.merged()
         elapsed = time.monotonic() - self.started
         return Progress(counts, elapsed, self.run.pending, final)

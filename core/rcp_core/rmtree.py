@@ -7,9 +7,8 @@ item of the pool, so as many directories are emptied at once as the limit allows
 storage plugin's starting point, moved by the adaptive controller: on shared storage
 every unlink waits a round trip, which many in flight hide; on a local disk the
 kernel's unlink work overlaps in as many threads as the copy would use processes). A
-directory is removed
-after its last child, by the worker that finished that child: each node counts the
-work still in flight beneath it.
+directory is removed after its last child, by the worker that finished that child:
+each node counts the work still in flight beneath it.
 
 Invariants:
 

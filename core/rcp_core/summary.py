@@ -61,6 +61,10 @@ class ThreadTallies:
                 self.tallies.append(tally)
         return tally
 
+    def merged(self) -> dict[str, int]:
+        """Every thread's counters so far, summed (safe while threads count)."""
+        return merge(list(self.tallies))
+
 
 def merge(tallies: Iterable[Mapping[str, int]]) -> dict[str, int]:
     """Sum tallies key by key."""

@@ -55,7 +55,7 @@ from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.meta import meta_of, stat_of, xattrs_of
 from rcp_core.remove import Protect, remove_entry
 from rcp_core.settings import CopySettings, ExistingPolicy
-from rcp_core.summary import Tally, ThreadTallies, merge
+from rcp_core.summary import Tally, ThreadTallies
 from rcp_core.tree import DIR_FLAGS
 
 log = logging.getLogger("rcp_core")
@@ -173,7 +173,7 @@ class Receiver:
 
     def counts(self) -> dict[str, int]:
         """Every thread's counters, summed."""
-        return merge(list(self.counters.tallies))
+        return self.counters.merged()
 
     def _dir(self, dir_id: Any) -> ReceivedDir:
         with self._lock:
