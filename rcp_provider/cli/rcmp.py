@@ -7,12 +7,18 @@ Output on stdout, one JSON object per line: each difference as it is found
 the differences themselves are the lines before it). ``--summary-json PATH`` also
 writes the summary, with the first differences, to a file.
 
-An operand may be a URL: ``rcp://host:port/path`` names a tree on an ``rcpd serve``
-service, whose side is listed and (``--checksum``) hashed on its host, so no file data
-crosses the network (trust it through fsspec's configuration, e.g.
-``FSSPEC_RCP_FINGERPRINT`` and ``FSSPEC_RCP_TOKEN``); any other fsspec URL is read here
-(:mod:`rcp_provider.storecompare`). Differences are then printed when the comparison
-ends.
+An operand may be on another host, and its side is then listed and (``--checksum``)
+hashed on that host, so no file data crosses the network:
+
+- ``[user@]host[:port]:/path``, as ``rcp`` takes it: ``rcmp`` starts ``rcpd serve
+  --session`` there over SSH (``--ssh``, ``--rcpd-path``), confined to the path, with a
+  fresh token and a certificate pinned from the SSH channel; it stops when ``rcmp``
+  ends;
+- ``rcp://host:port/path``, a tree on a running ``rcpd serve`` (trust it through
+  fsspec's configuration, e.g. ``FSSPEC_RCP_FINGERPRINT`` and ``FSSPEC_RCP_TOKEN``).
+
+Any other fsspec URL is read here (:mod:`rcp_provider.storecompare`). With an operand
+of these, differences are printed when the comparison ends.
 
 Exit status: 0 the trees are the same, 1 they differ, 2 bad input or an entry that
 could not be compared (an ``error`` difference), 130 interrupted.
@@ -21,19 +27,24 @@ could not be compared (an ``error`` difference), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rcp_core.comparison import Comparison, Difference, DiffKind
 from rcp_core.errors import RemoteError, UsageError
 from rcp_core.settings import CompareAttr
 from rcp_core.verify import compare
 from rcp_provider.cli.common import OneLineErrorParser, in_worker
+from rcp_provider.cli.remote import add_launch_options, is_remote, launch_of
 from rcp_provider.cli.stores import names_a_store
+
+if TYPE_CHECKING:
+    from rcp_provider.storecopy import Place
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--max-workers", type=int, help="workers in flight")
     parser.add_argument("--summary-json", metavar="PATH", help="write the summary")
+    add_launch_options(parser.add_argument_group("trees on other hosts (host:/path)"))
     return parser
 
 
@@ -77,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         attrs = CompareAttr.parse(args.attrs)
         lines = _Lines(sys.stdout)
-        if names_a_store([args.src, args.dst]):
+        if names_a_store([args.src, args.dst]) or is_remote([args.src, args.dst]):
             result = _compare_places(args, attrs)
             for difference in result.differences:
                 lines(difference)
@@ -112,20 +124,48 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _compare_places(
     args: argparse.Namespace, attrs: frozenset[CompareAttr]
 ) -> Comparison:
-    """Two trees through fsspec (a URL operand).
+    """Two trees through fsspec (a URL or a ``host:/path`` operand).
 
     :raises UsageError: an operand fsspec cannot open, or one that does not exist.
+    :raises RemoteError: a host's ``rcpd`` could not be started or reached.
     """
-    from rcp_provider.cli.stores import place
     from rcp_provider.storecompare import compare_places
 
-    src, dst = place(args.src), place(args.dst)
-    for side, operand in ((src, args.src), (dst, args.dst)):
-        if not side.fs.exists(side.path):
-            raise UsageError(f"{operand}: no such file or directory")
-    return compare_places(
-        src, dst, checksum=args.checksum, attrs=attrs, max_workers=args.max_workers
+    with contextlib.ExitStack() as sessions:
+        src, dst = (_place(operand, args, sessions) for operand in (args.src, args.dst))
+        for side, operand in ((src, args.src), (dst, args.dst)):
+            if not side.fs.exists(side.path):
+                raise UsageError(f"{operand}: no such file or directory")
+        return compare_places(
+            src, dst, checksum=args.checksum, attrs=attrs, max_workers=args.max_workers
+        )
+
+
+def _place(
+    operand: str, args: argparse.Namespace, sessions: contextlib.ExitStack
+) -> Place:
+    """The place ``operand`` names; for ``host:/path``, on a service started there
+    over SSH for as long as ``sessions`` lasts."""
+    from rcp_core.remote.operands import parse_operand
+    from rcp_core.remote.ssh import ssh_service
+    from rcp_provider.cli.stores import place
+    from rcp_provider.servicefs import RcpServiceFileSystem
+    from rcp_provider.storecopy import Place
+
+    where = parse_operand(operand)
+    if where is None:
+        return place(operand)
+    timeout = args.remote_timeout
+    session = sessions.enter_context(ssh_service(where, launch_of(args), timeout))
+    fs = RcpServiceFileSystem(
+        session.host,
+        session.port,
+        fingerprint=session.fingerprint,
+        token=session.token,
+        timeout=timeout,
+        skip_instance_cache=True,
     )
+    return Place(fs, where.path)
 
 
 def _finish(args: argparse.Namespace, result: Comparison) -> int:

@@ -10,7 +10,12 @@ Two ways to run it:
   (:mod:`rcp_core.remote.service`), the shape an Airflow connection points at. Once
   listening it prints one JSON line on stdout: its address and its certificate's
   fingerprint, which clients pin. SIGTERM or SIGINT stop it: running jobs are
-  cancelled (their finished files stay, no half-written file does).
+  cancelled (their finished files stay, no half-written file does);
+- ``rcpd serve --session --root PATH``: the same service for one SSH session, started
+  by ``rcmp`` to compare a ``host:/path`` tree where it is. It reads its clients'
+  token as one JSON line on stdin (never on a command line), makes a fresh identity,
+  listens on the address the SSH client reached (any free port), and stops when stdin
+  closes: it lives exactly as long as the SSH session.
 """
 
 from __future__ import annotations
@@ -26,14 +31,20 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from rcp_core.errors import RcpError, UsageError
 from rcp_core.remote.client import SERVICE_PORT
-from rcp_core.remote.daemon import serve
+from rcp_core.remote.daemon import read_line, serve, ssh_addresses
 from rcp_core.remote.hello import Role
 from rcp_provider.cli.common import OneLineErrorParser
 
+if TYPE_CHECKING:
+    from rcp_core.remote.service import Service
+
 TOKEN_ENV = "RCPD_TOKEN"
+MIN_SESSION_TOKEN = 32
+"""The shortest secret a session accepts (``rcmp`` sends 43 characters, 256 bits)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -76,14 +87,21 @@ def service_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--listen",
-        default=f"127.0.0.1:{SERVICE_PORT}",
-        help="address and port (default %(default)s; [::] for IPv6)",
+        help=f"address and port (default 127.0.0.1:{SERVICE_PORT}; with --session "
+        "the address the SSH client reached, any free port; [::] for IPv6)",
     )
     parser.add_argument(
         "--root",
         action="append",
         required=True,
-        help="a directory the service serves (repeat for several)",
+        help="a directory the service serves (repeat for several; with --session "
+        "a file's directory is served)",
+    )
+    parser.add_argument(
+        "--session",
+        action="store_true",
+        help="serve one SSH session: the token is read from stdin, the identity is "
+        "fresh, and the service stops when stdin closes",
     )
     parser.add_argument(
         "--token-file",
@@ -134,17 +152,28 @@ def run_service(args: argparse.Namespace) -> int:
     from rcp_core.remote.operands import parse_address
     from rcp_core.remote.service import Service, ServiceConfig
 
-    host, port = parse_address(args.listen, SERVICE_PORT)
     if args.max_jobs < 1:
         raise UsageError("--max-jobs must be at least 1")
-    token = _token(args.token_file)
-    identity = (
-        None
-        if args.no_encryption
-        else tls.Identity.stored(args.identity, f"rcpd {socket.gethostname()}")
+    if args.session and (args.token_file or args.client_cert):
+        raise UsageError(
+            "--session reads its token from stdin: no --token-file or --client-cert"
+        )
+    host, port = parse_address(
+        args.listen or _default_listen(args.session), SERVICE_PORT
     )
+    name = f"rcpd {socket.gethostname()}"
+    identity: tls.Identity | None = None
+    if args.session:
+        token: str | None = _session_token(args.timeout)
+        roots = [_served_directory(root) for root in args.root]
+        if not args.no_encryption:
+            identity = tls.Identity.ephemeral(name)
+    else:
+        token, roots = _token(args.token_file), args.root
+        if not args.no_encryption:
+            identity = tls.Identity.stored(args.identity, name)
     config = ServiceConfig(
-        roots=args.root,
+        roots=roots,
         identity=identity,
         token=token,
         client_certs=[path.read_text() for path in args.client_cert],
@@ -176,8 +205,50 @@ def run_service(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     print(json.dumps(announce), flush=True)
+    if args.session:
+        threading.Thread(target=_close_at_eof, args=(service,), daemon=True).start()
     service.serve_forever()
     return 0
+
+
+def _default_listen(session: bool) -> str:
+    """Loopback on the service port; for a session, the address the SSH client
+    reached (any port), so the service is not exposed on other interfaces."""
+    if not session:
+        return f"127.0.0.1:{SERVICE_PORT}"
+    _, ours = ssh_addresses()
+    if ours is None:
+        return "0.0.0.0:0"
+    return f"[{ours}]:0" if ":" in ours else f"{ours}:0"
+
+
+def _session_token(timeout: float) -> str:
+    """The token on the setup line (``{"token": "..."}``), within ``timeout``."""
+    try:
+        setup = json.loads(read_line(sys.stdin, timeout, "the SSH client"))
+    except ValueError as exc:
+        raise UsageError("the setup line is not JSON") from exc
+    token = setup.get("token") if isinstance(setup, dict) else None
+    if not isinstance(token, str) or len(token) < MIN_SESSION_TOKEN:
+        raise UsageError(
+            f"the setup line needs a token of at least {MIN_SESSION_TOKEN} characters"
+        )
+    return token
+
+
+def _served_directory(root: str) -> str:
+    """A session's root: the operand itself when it is a directory, else (a file,
+    a symlink to one) the directory that holds it."""
+    if os.path.isdir(root):
+        return root
+    return os.path.dirname(os.path.normpath(root)) or "/"
+
+
+def _close_at_eof(service: Service) -> None:
+    """Stop ``service`` when stdin closes: the SSH session that started it ended."""
+    while os.read(0, 4096):
+        pass
+    service.close()
 
 
 def _token(path: Path | None) -> str | None:

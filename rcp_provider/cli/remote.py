@@ -25,6 +25,7 @@ from rcp_core.summary import Resources, human_bytes, merge
 
 if TYPE_CHECKING:
     from rcp_core.remote.master import RoleResult
+    from rcp_core.remote.ssh import Launch
 
 log = logging.getLogger("rcp_core")
 
@@ -38,15 +39,20 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="data connections between the daemons (default 4)",
     )
     group.add_argument(
+        "--no-encryption",
+        action="store_true",
+        help="plain TCP without TLS or authentication, for trusted networks only",
+    )
+    add_launch_options(group)
+
+
+def add_launch_options(group: argparse._ArgumentGroup) -> None:
+    """The options that start ``rcpd`` on another host: ``rcp``'s and ``rcmp``'s."""
+    group.add_argument(
         "--remote-timeout",
         type=float,
         default=15.0,
         help="seconds for each connection step and each stalled frame (default 15)",
-    )
-    group.add_argument(
-        "--no-encryption",
-        action="store_true",
-        help="plain TCP without TLS or authentication, for trusted networks only",
     )
     group.add_argument(
         "--ssh",
@@ -56,6 +62,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--rcpd-path", default="rcpd", help="rcpd's command on the remote hosts"
     )
+
+
+def launch_of(args: argparse.Namespace) -> Launch:
+    """How to start ``rcpd``, from :func:`add_launch_options`'s options."""
+    from rcp_core.remote.ssh import Launch
+
+    return Launch(ssh=shlex.split(args.ssh), rcpd=args.rcpd_path)
 
 
 def is_remote(paths: Sequence[str]) -> bool:
@@ -79,7 +92,7 @@ def run(
     if args.no_encryption:
         log.warning("rcp: --no-encryption: data and control travel in plain text")
     # Imported here: TLS and SSH cost a local copy's start-up nothing.
-    from rcp_core.remote.master import Launch, merged_counts, remote_copy, role_summary
+    from rcp_core.remote.master import merged_counts, remote_copy, role_summary
 
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
 
@@ -95,7 +108,7 @@ def run(
         connections=args.max_connections,
         timeout=args.remote_timeout,
         encrypt=not args.no_encryption,
-        launch=Launch(ssh=shlex.split(args.ssh), rcpd=args.rcpd_path),
+        launch=launch_of(args),
         on_progress=show,
     )
     show(merged_counts(source, destination), final=True)

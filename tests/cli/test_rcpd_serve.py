@@ -1,12 +1,17 @@
-"""``rcpd serve`` as a process: announce line, stored identity, jobs, clean stop."""
+"""``rcpd serve`` as a process: announce line, stored identity, jobs, clean stop; a
+session for one SSH client (``--session``)."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from rcp_core.errors import RemoteError, UsageError
+from rcp_core.remote.client import ServiceClient
 from support.services import RCPD, RcpdServe
 
 TOKEN = "a-token-for-this-test"
@@ -97,3 +102,81 @@ def test_bad_service_options_are_one_line_usage_errors(
     assert result.stderr.startswith("rcpd: error: ")
     assert message in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+SESSION_TOKEN = "s" * 43
+
+
+def start_session(root: Path, identity: Path) -> subprocess.Popen[str]:
+    """``rcpd serve --session`` as sshd would run it: ``SSH_CONNECTION`` set, the
+    setup channel on stdin and stdout."""
+    return subprocess.Popen(
+        [*RCPD, "serve", "--session", "--root", str(root), "--identity", str(identity)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "SSH_CONNECTION": "127.0.0.1 40000 127.0.0.1 22"},
+    )
+
+
+def test_a_session_serves_its_token_holder_until_stdin_closes(
+    paths: dict[str, Path],
+) -> None:
+    """The token comes on stdin, the identity is fresh (nothing stored), the
+    service listens on the address SSH reached, confined to the operand's tree (a
+    file's directory), and it ends with its stdin."""
+    (paths["data"] / "tree").mkdir()
+    (paths["data"] / "tree" / "f").write_bytes(b"x" * 100)
+    proc = start_session(paths["data"] / "tree" / "f", paths["identity"])
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    proc.stdin.write(json.dumps({"token": SESSION_TOKEN}) + "\n")
+    proc.stdin.flush()
+    announce = json.loads(proc.stdout.readline())
+    host, _, port = announce["listening"].rpartition(":")
+    assert host == "127.0.0.1"
+    assert announce["roots"] == [str(paths["data"] / "tree")]
+    assert not paths["identity"].exists()
+
+    def client(token: str) -> ServiceClient:
+        return ServiceClient(
+            host,
+            int(port),
+            fingerprint=announce["fingerprint"],
+            token=token,
+            timeout=TIMEOUT,
+        )
+
+    with client(SESSION_TOKEN) as trusted:
+        assert trusted.stat(str(paths["data"] / "tree" / "f")).stat.st_size == 100
+        with pytest.raises(UsageError, match="outside this service's roots"):
+            trusted.stat(str(paths["data"]))
+    with (
+        client("t" * 43) as stranger,
+        pytest.raises(RemoteError, match="authentication failed"),
+    ):
+        stranger.stat(str(paths["data"] / "tree" / "f"))
+    proc.stdin.close()
+    assert proc.wait(TIMEOUT) == 0
+    proc.stdout.close()
+    assert proc.stderr is not None
+    proc.stderr.close()
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ('{"token": "short"}\n', "at least 32 characters"),
+        ("a token\n", "not JSON"),
+        ("", "closed the setup channel"),
+    ],
+)
+def test_a_session_without_a_good_token_never_listens(
+    paths: dict[str, Path], setup: str, message: str
+) -> None:
+    proc = start_session(paths["data"], paths["identity"])
+    out, err = proc.communicate(setup, timeout=TIMEOUT)
+    assert proc.returncode != 0
+    assert out == ""
+    assert message in err

@@ -8,6 +8,7 @@ every byte between hosts crosses a veth link, which a test can count, cap with
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -27,6 +28,7 @@ from support.treespec import Dir, File, Spec, Symlink, make_tree
 pytestmark = pytest.mark.privileged
 
 RCPD = str(Path(sys.executable).with_name("rcpd"))
+RCMP_MAIN = "from rcp_provider.cli.rcmp import main; raise SystemExit(main())"
 MIB = 1 << 20
 TREE: Spec = {
     ".": Dir(mode=0o755, mtime_ns=1_700_000_000_000_000_000),
@@ -46,12 +48,12 @@ class Lan:
     def at(self, host: netns.Host, path: Path) -> str:
         return f"root@{host.address}:{path}"
 
-    def _rcp_argv(self, args: tuple[str, ...]) -> list[str]:
+    def _argv(self, args: tuple[str, ...], main: str = RCP_MAIN) -> list[str]:
         return self.master.argv(
             [
                 sys.executable,
                 "-c",
-                RCP_MAIN,
+                main,
                 "--ssh",
                 self.ssh,
                 "--rcpd-path",
@@ -63,17 +65,27 @@ class Lan:
     def rcp(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """``rcp`` run on the master's host."""
         return subprocess.run(
-            self._rcp_argv(args),
+            self._argv(args),
             capture_output=True,
             text=True,
             timeout=timeout,
             check=False,
         )
 
+    def rcmp(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``rcmp`` run on the master's host."""
+        return subprocess.run(
+            self._argv(args, RCMP_MAIN),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
     def start_rcp(self, *args: str) -> subprocess.Popen[str]:
         """``rcp`` started on the master's host, its output piped."""
         return subprocess.Popen(
-            self._rcp_argv(args),
+            self._argv(args),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -116,6 +128,36 @@ def test_between_two_remote_hosts_data_bypasses_the_master(
     assert hosts.master.traffic() - before < MIB
     assert "source:      cpu user" in result.stdout
     assert "destination: cpu user" in result.stdout
+
+
+def test_rcmp_hashes_each_tree_on_its_own_host(hosts: Lan, tmp_path: Path) -> None:
+    """``rcmp --checksum host:/a host:/b`` from a third host: each side is listed and
+    hashed where it is (an ``rcpd serve --session`` per host), so the 8 MiB of
+    contents never cross the master's link, and one flipped byte is still found."""
+    src = make_tree(tmp_path / "src", TREE)
+    dst = tmp_path / "dst"
+    copied = hosts.rcp(str(src), str(dst))
+    assert copied.returncode == 0, copied.stderr
+    operands = (hosts.at(hosts.source, src), hosts.at(hosts.destination, dst))
+    before = hosts.master.traffic()
+    same = hosts.rcmp("--checksum", *operands)
+    assert same.returncode == 0, same.stderr
+    summary = json.loads(same.stdout.splitlines()[-1])["summary"]
+    assert summary["same"] is True
+    assert summary["files_hashed"] == 301
+    assert hosts.master.traffic() - before < MIB
+    big = dst / "big"
+    mtime = big.stat().st_mtime_ns
+    with open(big, "r+b") as f:
+        f.seek(5 * MIB)
+        byte = f.read(1)
+        f.seek(5 * MIB)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(big, ns=(mtime, mtime))
+    differ = hosts.rcmp("--checksum", *operands)
+    assert differ.returncode == 1, differ.stderr
+    found = [json.loads(line) for line in differ.stdout.splitlines()[:-1]]
+    assert [(d["path"], d["kind"]) for d in found] == [("big", "content")]
 
 
 @pytest.mark.parametrize("direction", ["push", "pull"])

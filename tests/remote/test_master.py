@@ -20,7 +20,8 @@ import pytest
 
 from benchmarks import sshd
 from rcp_core.errors import RemoteError, UsageError
-from rcp_core.remote.master import Launch, remote_copy
+from rcp_core.remote.master import remote_copy
+from rcp_core.remote.ssh import Launch
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
 

@@ -1,8 +1,8 @@
 """The master of a remote copy: starts the roles, hands out jobs, merges results.
 
-A remote side is an ``rcpd`` started over SSH (:class:`Launch`: the system OpenSSH
-client with the user's configuration; every argument is quoted for the remote shell);
-a local side runs in this process, so no sshd is needed on this host. The master never
+A remote side is an ``rcpd`` started over SSH (:mod:`rcp_core.remote.ssh`: the system
+OpenSSH client with the user's configuration); a local side runs in this process, so
+no sshd is needed on this host. The master never
 touches file data: the destination connects to the source directly.
 
 Addresses: the destination reaches a remote source at the address the source's SSH
@@ -12,14 +12,9 @@ address from which this host's SSH connection arrived on its side.
 
 from __future__ import annotations
 
-import collections
-import contextlib
-import json
 import logging
 import os
-import shlex
 import socket
-import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,35 +23,16 @@ from typing import Any
 from rcp_core.errors import ProtocolError, RemoteError, UsageError
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, dial
-from rcp_core.remote.daemon import read_line
 from rcp_core.remote.hello import DRY_RUN, FILTERS, Role
 from rcp_core.remote.job import settings_to_wire
 from rcp_core.remote.operands import RemotePath, parse_operand
 from rcp_core.remote.roles import SOFTWARE, Progress, run_destination, run_source
+from rcp_core.remote.ssh import Launch, SshDaemon
 from rcp_core.remote.wire import Frame, FrameKind
 from rcp_core.settings import CopySettings
 from rcp_core.summary import KEYS, Resources, Summary, merge
 
 log = logging.getLogger("rcp_core")
-
-
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """How to start ``rcpd`` on another host.
-
-    :param ssh: the SSH client and its options (``["ssh", "-o", "BatchMode=yes"]``).
-    :param rcpd: the daemon's command on the remote host.
-    """
-
-    ssh: Sequence[str] = ("ssh", "-o", "BatchMode=yes")
-    rcpd: str = "rcpd"
-
-    def argv(self, where: RemotePath, role: Role, timeout: float) -> list[str]:
-        target = f"{where.user}@{where.host}" if where.user else where.host
-        port = ["-p", str(where.port)] if where.port is not None else []
-        remote = [self.rcpd, "--role", role.value, "--timeout", f"{timeout:g}"]
-        # ssh joins its arguments with spaces for the remote shell: quote each one.
-        return [*self.ssh, *port, "--", target, shlex.join(remote)]
 
 
 @dataclass(slots=True)
@@ -71,7 +47,7 @@ class RoleResult:
 
 
 class _Remote:
-    """An ``rcpd`` started over SSH, and the master's control connection to it."""
+    """An ``rcpd`` role started over SSH, and the master's control connection to it."""
 
     def __init__(
         self, where: RemotePath, role: Role, launch: Launch, timeout: float
@@ -80,35 +56,18 @@ class _Remote:
         talks to the daemon)."""
         self.where, self.role, self.timeout = where, role, timeout
         self.name = f"rcpd ({role.value}) on {where.host}"
-        self.proc = subprocess.Popen(
-            launch.argv(where, role, timeout),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.stderr: collections.deque[str] = collections.deque(maxlen=20)
-        self._drain = threading.Thread(target=self._read_stderr, daemon=True)
-        self._drain.start()
+        args = ["--role", role.value, "--timeout", f"{timeout:g}"]
+        self.daemon = SshDaemon(launch, where, args, self.name, timeout)
 
     def connect(self, me: tls.Identity, encrypt: bool) -> None:
         """Send the setup line, read the daemon's announcement, open the control
         connection; on failure the daemon is stopped."""
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
         where, timeout = self.where, self.timeout
         try:
-            setup = {"master_cert": me.cert_pem, "encrypt": encrypt}
-            self.proc.stdin.write(json.dumps(setup) + "\n")
-            self.proc.stdin.flush()
-            try:
-                line = read_line(self.proc.stdout, timeout, self.name)
-            except RemoteError as exc:
-                raise RemoteError(f"{exc}{self._why()}") from exc
-            announce = json.loads(line)
-            if not isinstance(announce, dict) or not isinstance(
-                announce.get("port"), int
-            ):
+            announce = self.daemon.exchange(
+                {"master_cert": me.cert_pem, "encrypt": encrypt}
+            )
+            if not isinstance(announce.get("port"), int):
                 raise ProtocolError(f"{where.host}: rcpd's announcement is malformed")
             self.cert: str = announce["cert"]
             self.port: int = announce["port"]
@@ -125,24 +84,6 @@ class _Remote:
         except BaseException:
             self.stop()
             raise
-
-    def _read_stderr(self) -> None:
-        """Keep the daemon's stderr flowing (a full pipe would stop it); its last
-        lines explain a failure, and every line is logged at debug level."""
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line.rstrip())
-            log.debug("%s: %s", self.name, line.rstrip())
-
-    def _why(self) -> str:
-        """The exit status and last stderr lines of a daemon that failed."""
-        try:
-            status = self.proc.wait(1)
-        except subprocess.TimeoutExpired:
-            return ""
-        self._drain.join(1)
-        said = "; ".join(self.stderr)
-        return f" (exit status {status}{': ' + said if said else ''})"
 
     def send_job(self, **job: Any) -> None:
         self.control.send_control("job", **job)
@@ -195,22 +136,11 @@ class _Remote:
         )
 
     def stop(self) -> None:
-        """Close stdin (the daemon exits), then reap it within the timeout."""
+        """Close the control connection, then stop the daemon."""
         control: Connection | None = getattr(self, "control", None)
         if control is not None:
             control.close()
-        if self.proc.stdin is not None:
-            with contextlib.suppress(OSError):  # already gone
-                self.proc.stdin.close()
-        try:
-            self.proc.wait(self.timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._drain.join(self.timeout)
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        self.daemon.stop()
 
 
 def remote_copy(
