@@ -6,13 +6,15 @@
   a policy that allows it, after the source directory opened (plan, then mutate).
 - Pruning removes only destination entries the source lacks, never follows symlinks, and
   keeps names the filters exclude unless ``delete_excluded``.
-- Finishing (post-order, once every child is done): prune if the subtree had no error,
+- Finishing (post-order, once every child is done): remove the temporaries a killed
+  run left in an existing directory, prune if the subtree had no error,
   remove a traverse-only directory that stayed empty, apply the directory's metadata
   (not to an existing directory under ignore-existing), close its descriptors.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 
@@ -23,7 +25,10 @@ from rcp_core.filters import GitIgnores, Verdict
 from rcp_core.remove import Protect, remove_entry
 from rcp_core.settings import ExistingPolicy
 from rcp_core.summary import Tally
+from rcp_core.temporaries import sweep
 from rcp_core.tree import DIR_FLAGS, DirNode
+
+log = logging.getLogger("rcp_core")
 
 Guarded = Callable[[Tally, DirNode, str, str, Callable[[], None]], bool]
 """``guarded(tally, node, op, rel, step)``: the engine's error handling for one step."""
@@ -105,6 +110,24 @@ def prune(ctx: Context, tally: Tally, node: DirNode) -> None:
                 remove_entry(dst_fd, name, st, tally, rel=rel, protect=protect)
 
 
+def clear_leftovers(ctx: Context, tally: Tally, node: DirNode) -> None:
+    """Remove what an interrupted run left in this existing directory: temporaries
+    of names the source has (:func:`rcp_core.temporaries.sweep`), counted as removed
+    files."""
+    assert node.dst_fd is not None
+    found = sweep(
+        node.dst_fd,
+        lambda name: in_source(node.src_fd, name),
+        dry=ctx.dry_run is not None,
+    )
+    for name in found:
+        rel = node.child_rel(name)
+        ctx.dry("remove", "temporary", node, rel, "left by an interrupted run")
+        if ctx.dry_run is None:
+            tally["removed.files"] += 1
+            log.info("removed %r, left by an interrupted run", node.dst_path(rel))
+
+
 def in_source(src_fd: int, name: str) -> bool:
     """Whether the source directory ``src_fd`` has an entry ``name``."""
     try:
@@ -129,6 +152,14 @@ def finish_dir(ctx: Context, tally: Tally, node: DirNode, guarded: Guarded) -> N
             if node.created and ctx.dry_run is None and parent.dst_fd is not None:
                 os.rmdir(node.dst_name, dir_fd=parent.dst_fd)
             return
+        if not node.fresh and node.dst_fd is not None:
+            guarded(
+                tally,
+                node,
+                "remove temporaries",
+                node.rel,
+                lambda: clear_leftovers(ctx, tally, node),
+            )
         if ctx.settings.delete and not node.failed and not node.fresh:
             guarded(
                 tally,

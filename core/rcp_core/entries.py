@@ -5,8 +5,9 @@ Safety invariants, for every entry type:
 - a new entry is created with ``O_EXCL`` (files ``0600``) and gets its final mode and
   times only once its data is complete, so an interrupted file never looks finished;
 - an existing entry is replaced only through a temporary name in the same directory
-  renamed over it, after the new content is complete (a crash leaves the old entry or
-  the new one, never a truncated file under the old name);
+  (:mod:`rcp_core.temporaries`) renamed over it, after the new content is complete (a
+  crash leaves the old entry or the new one, never a truncated file under the old
+  name, and the next run removes the temporary);
 - on failure, whatever this call created is removed, so a retry starts clean;
 - every syscall is relative to an open directory descriptor.
 """
@@ -27,6 +28,7 @@ from rcp_core.methods import METHODS
 from rcp_core.remove import remove_entry
 from rcp_core.settings import CompareAttr
 from rcp_core.summary import Tally
+from rcp_core.temporaries import temp_name
 from rcp_core.tree import DirNode
 
 SRC_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
@@ -36,13 +38,6 @@ ASIDE_BYTES = 8 << 20
 """A file at least this large is copied aside (``Context.aside``): its copy spends a
 millisecond or more in the kernel without the GIL, worth another worker's start."""
 """A site's ``rcp_pre_create`` made the (empty) file; open it, never create."""
-
-
-def temp_name(name: str) -> str:
-    """A unique hidden name next to ``name``, at most 255 bytes long."""
-    prefix = f".rcp-{os.urandom(4).hex()}."
-    raw = os.fsencode(name)[: 255 - len(prefix)]
-    return prefix + os.fsdecode(raw)
 
 
 def existing(node: DirNode, name: str) -> os.stat_result | None:

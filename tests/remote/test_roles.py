@@ -229,6 +229,33 @@ def test_overwrite_replaces_changed_files_and_keeps_identical_ones(
     assert not [p for p in os.listdir(dst) if p.startswith(".rcp-")]
 
 
+def test_a_rerun_removes_the_temporaries_a_killed_destination_left(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    """A destination daemon killed while it replaced ``sub/f`` (and a large file)
+    left their temporaries; the next run removes them, and only them: a source file
+    of that shape, standing for a name the source lacks, stays."""
+    src = make_tree(
+        tmp_path / "src",
+        {
+            "sub/f": b"new",
+            "big": os.urandom(2 * MIB),
+            "sub/.rcp-00000000.mine": b"the user's",
+        },
+    )
+    dst = tmp_path / "dst"
+    remote_copy(src, dst)
+    leftovers = [dst / "sub" / ".rcp-0123abcd.f", dst / ".rcp-89abcdef.big"]
+    for path in leftovers:
+        path.write_bytes(b"part of a copy")
+    settings = CopySettings(existing=ExistingPolicy.OVERWRITE)
+    _, written, errors = remote_copy(src, dst, settings)
+    assert errors == []
+    assert written["removed.files"] == 2
+    assert not any(path.exists() for path in leftovers)
+    assert tree_compare(src, dst) == []
+
+
 def test_names_that_escape_the_directory_are_protocol_errors() -> None:
     from rcp_core.remote.receive import check_name
 

@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rcp_core.entries import NEW_FILE_FLAGS, rename_over, temp_name
+from rcp_core.entries import NEW_FILE_FLAGS, rename_over
 from rcp_core.errors import ProtocolError, entry_error
 from rcp_core.existing import Action, decide
 from rcp_core.filters import Filter, Verdict
@@ -56,6 +56,7 @@ from rcp_core.remote.meta import meta_of, stat_of, xattrs_of
 from rcp_core.remove import Protect, remove_entry
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.summary import Tally, ThreadTallies
+from rcp_core.temporaries import sweep, temp_name
 from rcp_core.tree import DIR_FLAGS
 
 log = logging.getLogger("rcp_core")
@@ -85,7 +86,8 @@ class ReceivedDir:
     :param path: its path as the filters see it (``""`` for the copy's root).
     :param traverse: the filters only descend into it: removed at the end if it
         stayed empty.
-    :param names: under ``--delete``, every name the source sent for it.
+    :param names: in a directory that existed, every name the source sent for it
+        (``--delete`` keeps them; a killed run's temporaries of them are removed).
     :param protected: under ``--delete``, names the source's filters excluded.
     """
 
@@ -227,13 +229,18 @@ class Receiver:
                 self.done.set()
 
     def _complete(self, node: ReceivedDir, parent: ReceivedDir) -> None:
-        """An empty traverse-only directory is removed; any other is pruned under
-        ``--delete`` and gets its metadata."""
+        """An empty traverse-only directory is removed; any other that existed loses
+        the temporaries a killed run left and is pruned under ``--delete``; then it
+        gets its metadata."""
         assert node.st is not None
         if node.traverse and not node.has_content:
             if node.created:
                 os.rmdir(node.name, dir_fd=parent.fd)
             return
+        if node.names is not None:
+            for name in sweep(node.fd, node.names.__contains__):
+                self.tally["removed.files"] += 1
+                log.info("removed %r, left by an interrupted run", node.child_rel(name))
         if self.settings.delete and not node.failed and not node.fresh:
             self._prune(node)
         self.metadata.apply(node.xattrs, node.fd, node.st, is_dir=True, times=True)
@@ -383,7 +390,7 @@ class Receiver:
             path=path,
             under_include=under,
             traverse=traverse,
-            names=set() if self.settings.delete else None,
+            names=None if fresh else set(),
         )
         with self._lock:
             self._dirs[dir_id] = node

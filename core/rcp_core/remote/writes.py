@@ -6,7 +6,7 @@ What the ``create``, ``write``, ``commit`` and ``abort`` requests do
 Invariants:
 
 - nothing is written under the final name: the data goes to a temporary
-  (:func:`rcp_core.entries.temp_name`) created ``0600`` with ``O_EXCL`` in the final
+  (:func:`rcp_core.temporaries.temp_name`) created ``0600`` with ``O_EXCL`` in the final
   name's directory, which :meth:`Upload.commit` renames over the name in one step (or,
   for an exclusive write, links to it, which fails if the name appeared meanwhile):
   a reader sees the old entry or the whole new file, never a part;
@@ -30,9 +30,10 @@ import errno
 import os
 import stat
 
-from rcp_core.entries import NEW_FILE_FLAGS, rename_over, temp_name
+from rcp_core.entries import NEW_FILE_FLAGS, rename_over
 from rcp_core.errors import UsageError
 from rcp_core.remote.roots import Confined
+from rcp_core.temporaries import temp_name
 
 DEFAULT_MODE = 0o644
 PERMISSIONS = 0o777

@@ -1,0 +1,78 @@
+"""Temporary names: what a replacement is written under, and what a killed run left.
+
+An existing destination entry is replaced through a temporary in the same directory,
+``.rcp-XXXXXXXX.NAME`` (eight random hex digits, then the name it stands in for),
+renamed over ``NAME`` when complete. A run that ends normally never leaves one (every
+failure path removes its temporary); a run that is killed (SIGKILL, power loss) can.
+The next run into that directory removes them (:func:`sweep`), so rerunning an
+interrupted copy yields an exact copy.
+
+What :func:`sweep` removes, and nothing else: a non-directory whose name has exactly
+that shape, standing in for a name the source directory has. A name of
+:data:`TRUNCATED` bytes or more after the prefix may be a truncation of a longer name
+and is never removed (a source name that long cannot be told from another).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import string
+from collections.abc import Callable
+
+log = logging.getLogger("rcp_core")
+
+PREFIX = ".rcp-"
+_HEX = frozenset(string.hexdigits.lower())
+_HEAD = len(PREFIX) + 8 + 1
+"""``.rcp-`` + eight hex digits + ``.``: what comes before the name."""
+TRUNCATED = 255 - _HEAD
+"""Bytes of the name a temporary can hold: longer names are cut to this many."""
+
+
+def temp_name(name: str) -> str:
+    """A unique hidden name next to ``name``, at most 255 bytes long."""
+    prefix = f"{PREFIX}{os.urandom(4).hex()}."
+    raw = os.fsencode(name)[:TRUNCATED]
+    return prefix + os.fsdecode(raw)
+
+
+def stands_for(name: str) -> str | None:
+    """The name the temporary ``name`` replaces; ``None`` when ``name`` is not a
+    temporary, or may hold a truncated name."""
+    if len(name) <= _HEAD or not name.startswith(PREFIX) or name[_HEAD - 1] != ".":
+        return None
+    if not _HEX.issuperset(name[len(PREFIX) : _HEAD - 1]):
+        return None
+    original = name[_HEAD:]
+    return original if len(os.fsencode(original)) < TRUNCATED else None
+
+
+def sweep(
+    dir_fd: int, in_source: Callable[[str], bool], *, dry: bool = False
+) -> list[str]:
+    """Remove the temporaries an interrupted run left in the directory ``dir_fd``
+    (see the module docstring); the names removed.
+
+    :param in_source: whether the source directory has an entry of that name.
+    :param dry: only name them.
+    """
+    removed = []
+    with os.scandir(dir_fd) as entries:
+        for entry in entries:
+            original = stands_for(entry.name)
+            if original is None or entry.is_dir(follow_symlinks=False):
+                continue
+            if not in_source(original):
+                continue
+            if dry:
+                removed.append(entry.name)
+                continue
+            try:
+                os.unlink(entry.name, dir_fd=dir_fd)
+            except FileNotFoundError:
+                continue  # gone meanwhile
+            except IsADirectoryError:
+                continue  # a directory took the name since it was listed
+            removed.append(entry.name)
+    return removed
