@@ -10,7 +10,7 @@ SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux fuse3 libfuse3-3 libfu
 DEMO_DIR ?= /tmp/rcp-demo
 LATENCYFS := benchmarks/latencyfs/latencyfs
 
-.PHONY: demo test check pytest format system clean latencyfs bench bench-system bench-rcp bytecode
+.PHONY: demo test check pytest format system clean latencyfs bench bench-system bench-rcp bytecode stress
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,15 @@ pytest: system $(VENV)/.installed latencyfs
 
 test: pytest check
 
+# The reliability suite at full scale (issue 8): every category of tests/reliability,
+# its figures rendered to benchmarks/results/reliability.md. `make test` runs it small.
+STRESS_FIGURES := benchmarks/results/reliability.json
+stress: system $(VENV)/.installed latencyfs
+	$(BIN)/python -m pytest --stress --reliability-out $(STRESS_FIGURES) tests/reliability $(PYTEST_ARGS); \
+	  status=$$?; \
+	  $(BIN)/python -m benchmarks.reliability $(STRESS_FIGURES) --out benchmarks/results/reliability.md; \
+	  exit $$status
+
 demo: system $(VENV)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" DEMO_DIR="$(DEMO_DIR)" bash scripts/demo.sh
 
@@ -62,9 +71,10 @@ latencyfs: system
 	  echo "latencyfs: libfuse3-dev missing, not built (its tests need root and skip)"; \
 	fi
 
-$(LATENCYFS): benchmarks/latencyfs/latencyfs.c
+LATENCYFS_SOURCES := benchmarks/latencyfs/latencyfs.c benchmarks/latencyfs/faults.c
+$(LATENCYFS): $(LATENCYFS_SOURCES) benchmarks/latencyfs/faults.h
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror $$(pkg-config --cflags fuse3) \
-	  -o $@ $< $$(pkg-config --libs fuse3) -lm
+	  -o $@ $(LATENCYFS_SOURCES) $$(pkg-config --libs fuse3) -lm
 
 # The benchmark of issue 3 (benchmarks/README.md): peers and the Linux source from apt,
 # then `python -m benchmarks.harness`; the report and plots go to benchmarks/results.

@@ -44,6 +44,11 @@ Invariants:
   caller's uid and gid (the parent's gid under a set-gid directory); the kernel applies
   the caller's umask and the daemon runs with umask 0. Set-id bits are cleared by the
   kernel on write and chown (HANDLE_KILLPRIV is turned off).
+Faults on request (`Faults`, `latencyfs/faults.c`): a table of rules makes chosen
+requests fail with an errno, return short reads, or wait longer, each at most N times,
+after K matches, or at random with a seeded generator; every injection is logged, so a
+test knows exactly what the tool under test met.
+
 Not emulated: reflink (FICLONE/FICLONERANGE fail with EOPNOTSUPP: FUSE has no
 remap_file_range, so copiers fall back to copy_file_range), ioctls, and locks (kept by
 the kernel, local to this machine). POSIX ACLs are stored in the backing (as xattrs)
@@ -60,8 +65,9 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -78,21 +84,62 @@ class LatencyFsError(RuntimeError):
 
 
 def daemon_argv(
-    backing: Path, mountpoint: Path, delay_ms: float, cache_s: float
+    backing: Path,
+    mountpoint: Path,
+    delay_ms: float,
+    cache_s: float,
+    faults: Faults | None = None,
 ) -> list[str]:
     """The command serving `backing` at `mountpoint` in the foreground."""
     if not os.access(DAEMON, os.X_OK):
         raise LatencyFsError(
             f"the latencyfs daemon {DAEMON} is not built: run `make latencyfs`"
         )
+    options = f"delay_ms={delay_ms!r},cache_s={cache_s!r}"
+    if faults is not None:
+        options += f",faults={faults.rules},fault_log={faults.log}"
     return [
         os.fspath(DAEMON),
         os.fspath(backing),
         os.fspath(mountpoint),
         "-f",
         "-o",
-        f"delay_ms={delay_ms!r},cache_s={cache_s!r}",
+        options,
     ]
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Failures the daemon injects: `rules` in the format of `latencyfs/faults.c`
+    (`OP GLOB ACTION [times=N] [after=K] [p=P] [ms=M]`, paths inside the mount),
+    each injection logged to `log` as `OP ACTION PATH`.
+
+    :raises ValueError: a path with a comma (it would split the mount options).
+    """
+
+    rules: Path
+    log: Path
+
+    def __post_init__(self) -> None:
+        for path in (self.rules, self.log):
+            if "," in os.fspath(path):
+                raise ValueError(f"{path}: a comma would split the mount options")
+
+    @classmethod
+    def table(cls, workdir: Path, lines: Iterable[str]) -> Faults:
+        """Write `lines` as the rules in `workdir`, with an empty log beside them."""
+        rules, log = workdir / "faults.rules", workdir / "faults.log"
+        rules.write_text("".join(f"{line}\n" for line in lines))
+        log.write_text("")
+        return cls(rules.resolve(), log.resolve())
+
+    def injected(self) -> list[tuple[str, str, str]]:
+        """What was injected so far: (op, action, path) per injection, in order."""
+        found = []
+        for line in self.log.read_text().splitlines():
+            op, action, path = line.split(" ", 2)
+            found.append((op, action, path))
+        return found
 
 
 @contextmanager
@@ -102,8 +149,10 @@ def mounted(
     delay_ms: float = DEFAULT_DELAY_MS,
     *,
     cache_s: float = 0.0,
+    faults: Faults | None = None,
 ) -> Iterator[Path]:
-    """Mount `backing` at `mountpoint` with `delay_ms` per operation; yield the mount.
+    """Mount `backing` at `mountpoint` with `delay_ms` per operation (and `faults`
+    injected, if given); yield the mount.
 
     The daemon is a subprocess (`latencyfs BACKING MOUNTPOINT -f`); the mount is live
     (it answered a stat) when this yields. On exit, even when the body raised:
@@ -122,7 +171,7 @@ def mounted(
             raise LatencyFsError(f"{path} is not a directory")
     if is_mountpoint(mountpoint):
         raise LatencyFsError(f"{mountpoint} is a mount point already")
-    command = daemon_argv(backing, mountpoint, delay_ms, cache_s)
+    command = daemon_argv(backing, mountpoint, delay_ms, cache_s, faults)
     with tempfile.TemporaryFile() as stderr:
         proc = subprocess.Popen(
             command,

@@ -51,6 +51,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "faults.h"
+
 #define DEFAULT_DELAY_MS "0.5"
 #define DEFAULT_MAX_THREADS 256
 #define MAX_DELAY_MS 86400000.0 /* a day: keeps the nanoseconds in range */
@@ -58,6 +60,8 @@
 struct options {
 	char *delay_ms;
 	char *cache_s;
+	char *faults;
+	char *fault_log;
 	char *backing;
 	int help;
 };
@@ -83,6 +87,17 @@ static void wait_round_trip(void)
 }
 
 /* "/a/b" as a path relative to the working directory (the backing). */
+/* Before serving a request: an injected fault (faults.c) answers it, after the
+   delay as a failing server's answer would come; else it is served. */
+#define ENTER(op, path)                                  \
+	do {                                             \
+		int fault_;                              \
+		wait_round_trip();                       \
+		fault_ = faults_enter((op), (path));     \
+		if (fault_)                              \
+			return fault_;                   \
+	} while (0)
+
 static const char *rel(const char *path)
 {
 	return path[1] ? path + 1 : ".";
@@ -138,7 +153,7 @@ static int claim(const char *path, int fd)
 
 static int lfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
-	wait_round_trip();
+	ENTER("getattr", path);
 	/* The kernel sends a handle only for regular files: fh is then a descriptor. */
 	if (fi != NULL)
 		return result(fstat((int)fi->fh, st));
@@ -149,7 +164,7 @@ static int lfs_readlink(const char *path, char *buf, size_t size)
 {
 	ssize_t n;
 
-	wait_round_trip();
+	ENTER("readlink", path);
 	n = readlink(rel(path), buf, size - 1);
 	if (n == -1)
 		return -errno;
@@ -160,14 +175,14 @@ static int lfs_readlink(const char *path, char *buf, size_t size)
 static int lfs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	(void)fi;
-	wait_round_trip();
+	ENTER("chmod", path);
 	return result(chmod(rel(path), mode & 07777));
 }
 
 static int lfs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
 	(void)fi;
-	wait_round_trip();
+	ENTER("chown", path);
 	return result(fchownat(AT_FDCWD, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW));
 }
 
@@ -176,13 +191,13 @@ static int lfs_utimens(const char *path, const struct timespec tv[2],
 		       struct fuse_file_info *fi)
 {
 	(void)fi;
-	wait_round_trip();
+	ENTER("utimens", path);
 	return result(utimensat(AT_FDCWD, rel(path), tv, AT_SYMLINK_NOFOLLOW));
 }
 
 static int lfs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
-	wait_round_trip();
+	ENTER("truncate", path);
 	if (fi != NULL)
 		return result(ftruncate((int)fi->fh, size));
 	return result(truncate(rel(path), size));
@@ -190,14 +205,14 @@ static int lfs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 
 static int lfs_statfs(const char *path, struct statvfs *sv)
 {
-	wait_round_trip();
+	ENTER("statfs", path);
 	return result(statvfs(rel(path), sv));
 }
 
 static int lfs_setxattr(const char *path, const char *name, const char *value,
 			size_t size, int flags)
 {
-	wait_round_trip();
+	ENTER("setxattr", path);
 	return result(lsetxattr(rel(path), name, value, size, flags));
 }
 
@@ -205,7 +220,7 @@ static int lfs_getxattr(const char *path, const char *name, char *value, size_t 
 {
 	ssize_t n;
 
-	wait_round_trip();
+	ENTER("getxattr", path);
 	n = lgetxattr(rel(path), name, value, size);
 	return n == -1 ? -errno : (int)n;
 }
@@ -214,14 +229,14 @@ static int lfs_listxattr(const char *path, char *list, size_t size)
 {
 	ssize_t n;
 
-	wait_round_trip();
+	ENTER("listxattr", path);
 	n = llistxattr(rel(path), list, size);
 	return n == -1 ? -errno : (int)n;
 }
 
 static int lfs_removexattr(const char *path, const char *name)
 {
-	wait_round_trip();
+	ENTER("removexattr", path);
 	return result(lremovexattr(rel(path), name));
 }
 
@@ -229,7 +244,7 @@ static int lfs_removexattr(const char *path, const char *name)
 
 static int lfs_mknod(const char *path, mode_t mode, dev_t rdev)
 {
-	wait_round_trip();
+	ENTER("mknod", path);
 	if (mknod(rel(path), mode, rdev) == -1)
 		return -errno;
 	return claim(path, -1);
@@ -237,7 +252,7 @@ static int lfs_mknod(const char *path, mode_t mode, dev_t rdev)
 
 static int lfs_mkdir(const char *path, mode_t mode)
 {
-	wait_round_trip();
+	ENTER("mkdir", path);
 	if (mkdir(rel(path), mode) == -1)
 		return -errno;
 	return claim(path, -1);
@@ -246,7 +261,7 @@ static int lfs_mkdir(const char *path, mode_t mode)
 /* Create `path` as a symbolic link whose text is `target`. */
 static int lfs_symlink(const char *target, const char *path)
 {
-	wait_round_trip();
+	ENTER("symlink", path);
 	if (symlink(target, rel(path)) == -1)
 		return -errno;
 	return claim(path, -1);
@@ -255,26 +270,26 @@ static int lfs_symlink(const char *target, const char *path)
 /* Create `path` as another name of the existing `existing` (never followed). */
 static int lfs_link(const char *existing, const char *path)
 {
-	wait_round_trip();
+	ENTER("link", path);
 	return result(linkat(AT_FDCWD, rel(existing), AT_FDCWD, rel(path), 0));
 }
 
 static int lfs_unlink(const char *path)
 {
-	wait_round_trip();
+	ENTER("unlink", path);
 	return result(unlink(rel(path)));
 }
 
 static int lfs_rmdir(const char *path)
 {
-	wait_round_trip();
+	ENTER("rmdir", path);
 	return result(rmdir(rel(path)));
 }
 
 /* RENAME_NOREPLACE and RENAME_EXCHANGE reach the backing. */
 static int lfs_rename(const char *from, const char *to, unsigned int flags)
 {
-	wait_round_trip();
+	ENTER("rename", from);
 	return result(renameat2(AT_FDCWD, rel(from), AT_FDCWD, rel(to), flags));
 }
 
@@ -283,7 +298,7 @@ static int lfs_opendir(const char *path, struct fuse_file_info *fi)
 	int fd;
 	DIR *dp;
 
-	wait_round_trip();
+	ENTER("opendir", path);
 	fd = open(rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd == -1)
 		return -errno;
@@ -308,10 +323,9 @@ static int lfs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t 
 	DIR *dp = (DIR *)(uintptr_t)fi->fh;
 	struct dirent *de;
 
-	(void)path;
 	(void)offset;
 	(void)flags;
-	wait_round_trip();
+	ENTER("readdir", path);
 	rewinddir(dp);
 	for (;;) {
 		struct stat st;
@@ -333,8 +347,7 @@ static int lfs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t 
 
 static int lfs_releasedir(const char *path, struct fuse_file_info *fi)
 {
-	(void)path;
-	wait_round_trip();
+	ENTER("releasedir", path);
 	return result(closedir((DIR *)(uintptr_t)fi->fh));
 }
 
@@ -342,8 +355,7 @@ static int lfs_fsyncdir(const char *path, int datasync, struct fuse_file_info *f
 {
 	int fd = dirfd((DIR *)(uintptr_t)fi->fh);
 
-	(void)path;
-	wait_round_trip();
+	ENTER("fsyncdir", path);
 	return result(datasync ? fdatasync(fd) : fsync(fd));
 }
 
@@ -353,11 +365,12 @@ static int lfs_open(const char *path, struct fuse_file_info *fi)
 {
 	int fd;
 
-	wait_round_trip();
+	ENTER("open", path);
 	fd = open(rel(path), fi->flags | O_CLOEXEC);
 	if (fd == -1)
 		return -errno;
 	fi->fh = (uint64_t)fd;
+	fi->direct_io = faults_direct(path);
 	return 0;
 }
 
@@ -365,7 +378,7 @@ static int lfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	int fd, err;
 
-	wait_round_trip();
+	ENTER("create", path);
 	fd = open(rel(path), fi->flags | O_CREAT | O_CLOEXEC, mode);
 	if (fd == -1)
 		return -errno;
@@ -375,6 +388,7 @@ static int lfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 		return err;
 	}
 	fi->fh = (uint64_t)fd;
+	fi->direct_io = faults_direct(path);
 	return 0;
 }
 
@@ -383,8 +397,8 @@ static int lfs_read(const char *path, char *buf, size_t size, off_t offset,
 {
 	size_t done = 0;
 
-	(void)path;
-	wait_round_trip();
+	ENTER("read", path);
+	size = faults_limit("read", path, size);
 	while (done < size) { /* a short read would look like the end of the file */
 		ssize_t n = pread((int)fi->fh, buf + done, size - done, offset + (off_t)done);
 
@@ -404,8 +418,7 @@ static int lfs_write(const char *path, const char *buf, size_t size, off_t offse
 {
 	size_t done = 0;
 
-	(void)path;
-	wait_round_trip();
+	ENTER("write", path);
 	while (done < size) {
 		ssize_t n = pwrite((int)fi->fh, buf + done, size - done, offset + (off_t)done);
 
@@ -423,8 +436,7 @@ static int lfs_flush(const char *path, struct fuse_file_info *fi)
 {
 	int dup_fd;
 
-	(void)path;
-	wait_round_trip();
+	ENTER("flush", path);
 	dup_fd = dup((int)fi->fh);
 	if (dup_fd == -1)
 		return -errno;
@@ -433,23 +445,20 @@ static int lfs_flush(const char *path, struct fuse_file_info *fi)
 
 static int lfs_release(const char *path, struct fuse_file_info *fi)
 {
-	(void)path;
-	wait_round_trip();
+	ENTER("release", path);
 	return result(close((int)fi->fh));
 }
 
 static int lfs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
-	(void)path;
-	wait_round_trip();
+	ENTER("fsync", path);
 	return result(datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh));
 }
 
 static int lfs_fallocate(const char *path, int mode, off_t offset, off_t length,
 			 struct fuse_file_info *fi)
 {
-	(void)path;
-	wait_round_trip();
+	ENTER("fallocate", path);
 	return result(fallocate((int)fi->fh, mode, offset, length));
 }
 
@@ -458,8 +467,7 @@ static off_t lfs_lseek(const char *path, off_t offset, int whence, struct fuse_f
 {
 	off_t pos;
 
-	(void)path;
-	wait_round_trip();
+	ENTER("lseek", path);
 	pos = lseek((int)fi->fh, offset, whence);
 	return pos == -1 ? -errno : pos;
 }
@@ -472,9 +480,9 @@ static ssize_t lfs_copy_file_range(const char *path_in, struct fuse_file_info *f
 {
 	ssize_t n;
 
-	(void)path_in;
 	(void)path_out;
-	wait_round_trip();
+	ENTER("copy_file_range", path_in);
+	size = faults_limit("copy_file_range", path_in, size);
 	n = copy_file_range((int)fi_in->fh, &off_in, (int)fi_out->fh, &off_out, size,
 			    (unsigned int)flags);
 	return n == -1 ? -errno : n;
@@ -581,6 +589,8 @@ static const struct fuse_custom_io dev_io = {.read = dev_read, .writev = dev_wri
 static const struct fuse_opt option_spec[] = {
 	OPT("delay_ms=%s", delay_ms),
 	OPT("cache_s=%s", cache_s),
+	OPT("faults=%s", faults),
+	OPT("fault_log=%s", fault_log),
 	OPT("-h", help),
 	OPT("--help", help),
 	FUSE_OPT_END,
@@ -620,7 +630,9 @@ static void usage(const char *prog)
 	       "    -o delay_ms=MS         sleep per operation (default " DEFAULT_DELAY_MS ")\n"
 	       "    -o cache_s=S           kernel entry/attribute/negative cache timeout\n"
 	       "                           (default 0: every call reaches the daemon)\n"
-	       "    -o max_threads=N       threads serving requests (default %d)\n\n",
+	       "    -o max_threads=N       threads serving requests (default %d)\n"
+	       "    -o faults=RULES        inject the failures RULES lists (faults.c)\n"
+	       "    -o fault_log=LOG       append each injected failure to LOG\n\n",
 	       prog, DEFAULT_MAX_THREADS);
 	fuse_cmdline_help();
 }
@@ -662,6 +674,8 @@ int main(int argc, char *argv[])
 	if (parse_seconds(o.delay_ms ? o.delay_ms : DEFAULT_DELAY_MS, "delay_ms", 0.001,
 			  &delay_s) == -1 ||
 	    parse_seconds(o.cache_s ? o.cache_s : "0", "cache_s", 1, &lfs.cache_s) == -1)
+		return 1;
+	if (o.faults != NULL && faults_load(o.faults, o.fault_log) == -1)
 		return 1;
 	if (cl.max_threads < 1) {
 		fprintf(stderr, "latencyfs: max_threads must be >= 1\n");
@@ -724,6 +738,8 @@ out_args:
 	free(o.backing);
 	free(o.delay_ms);
 	free(o.cache_s);
+	free(o.faults);
+	free(o.fault_log);
 	close(backing_fd);
 	return res;
 }
