@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import sshd
 from support import airflow as airflow_support
 from support import loopfs, services
 from support.treecmp import TreeCompare, compare_trees
@@ -33,7 +34,31 @@ LOOP_FIXTURES = frozenset(
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup(
+        "reliability", "the fault-injection suite (tests/reliability)"
+    )
+    group.addoption(
+        "--stress",
+        action="store_true",
+        help="run the reliability suite at full scale, and its stress-only tests "
+        "(make stress); without it they are deselected and the rest runs small",
+    )
+    group.addoption(
+        "--reliability-out",
+        metavar="PATH",
+        help="write the reliability figures (tried, survived, lost) as JSON here",
+    )
+
+
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    if not config.getoption("--stress"):
+        stress = {item for item in items if item.get_closest_marker("stress")}
+        if stress:
+            config.hook.pytest_deselected(items=list(stress))
+            items[:] = [item for item in items if item not in stress]
     root = os.geteuid() == 0
     for item in items:
         loop = bool(LOOP_FIXTURES.intersection(getattr(item, "fixturenames", ())))
@@ -112,6 +137,16 @@ def make_tree_fixture() -> Callable[[Path, Spec], Path]:
 def tree_compare() -> TreeCompare:
     """`compare_trees(src, dst, *, mode, times, owner, xattrs, hardlinks, sparse)`."""
     return compare_trees
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sshd.Sshd]:
+    """A real sshd on loopback for this module's tests (the remote host)."""
+    why = sshd.missing()
+    if why is not None:
+        pytest.fail(f"remote tests need a real sshd: {why}", pytrace=False)
+    with sshd.running_sshd(tmp_path_factory.mktemp("sshd")) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")

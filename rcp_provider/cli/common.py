@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 import threading
 from collections.abc import Callable
@@ -43,6 +44,17 @@ def configure_logging(verbose: int, quiet: bool) -> None:
     root.propagate = False
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds > 0")
+    return value
+
+
 def add_output_options(parser: argparse.ArgumentParser) -> None:
     """``--progress[-type|-interval]``, ``--summary[-json]``, ``-v`` and ``-q``."""
     out = parser.add_argument_group("output")
@@ -50,7 +62,7 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--progress-type", choices=["auto", "bar", "text"], default="auto")
     out.add_argument(
         "--progress-interval",
-        type=float,
+        type=positive_seconds,
         help="seconds between text updates (default 10)",
     )
     out.add_argument(

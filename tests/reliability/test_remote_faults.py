@@ -1,0 +1,234 @@
+"""Remote copies against a network and peers that misbehave.
+
+- a daemon stopped (SIGSTOP) mid-copy: the copy fails within its bound with a
+  clear error; continued (SIGCONT), the daemon finds its master gone and exits;
+- a 64 kbit/s link: slow, but the copy completes exactly (data that trickles is not
+  a stall);
+- a link taken down mid-copy and brought up again: a clear error within the bound,
+  then a rerun converges;
+- a "daemon" that announces a port where something accepts connections and never
+  answers: the master gives up within its bound, and its ssh client is gone.
+
+Each ends with no ``rcpd`` left behind. Figure: faults tried / handled.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchmarks import sshd
+from support.lan import Lan, lan
+from support.nobody import RCP
+from support.reliability import MIB, Figure, daemons
+from support.treecmp import TreeCompare
+from support.treespec import File, make_tree
+
+pytestmark = [pytest.mark.privileged, pytest.mark.slow]
+
+TIMEOUT = 4.0
+BOUND = 8 * TIMEOUT
+"""Longest a copy may take to fail once its peer stopped answering."""
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lan]:
+    with lan(tmp_path_factory) as three:
+        yield three
+
+
+@pytest.fixture(scope="module")
+def figure(figures: list[Figure]) -> Figure:
+    found = Figure("remote faults", "stopped daemon, slow or cut link, silent peer")
+    figures.append(found)
+    return found
+
+
+def none_left(bound: float = 20.0) -> bool:
+    deadline = time.monotonic() + bound
+    while daemons():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def wait_for_data(dst: Path, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 30
+    while not (dst.is_dir() and any(dst.rglob("*"))):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the copy did not start"
+        time.sleep(0.02)
+
+
+def record(figure: Figure, what: str, problems: list[str]) -> None:
+    figure.tried += 1
+    if problems:
+        figure.failed(f"{what}: {'; '.join(problems)}", hang=True)
+    else:
+        figure.survived += 1
+
+
+def test_a_stopped_daemon_fails_the_copy_in_time_and_exits_when_continued(
+    hosts: Lan, tmp_path: Path, figure: Figure, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(tmp_path / "src", {"big": File(os.urandom(8 * MIB)), "small": b"s"})
+    dst = tmp_path / "dst"
+    operands = (
+        "-o",
+        "--remote-timeout",
+        str(TIMEOUT),
+        hosts.at(hosts.source, src),
+        str(dst),
+    )
+    hosts.source.limit("16mbit")  # 8 MiB take about 4 s
+    problems = []
+    try:
+        proc = hosts.start_rcp(*operands)
+        wait_for_data(dst, proc)
+        (pid,) = daemons("source")
+        os.kill(pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            _, err = proc.communicate(timeout=BOUND + 30)
+            took = time.monotonic() - stopped
+            if proc.returncode == 0 or took > BOUND:
+                problems.append(
+                    f"exit {proc.returncode} after {took:.1f} s: {err[-200:]}"
+                )
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    finally:
+        hosts.source.limit("10gbit")
+    if not none_left():
+        problems.append("the continued daemon did not exit")
+    rerun = hosts.rcp(*operands)
+    if rerun.returncode != 0 or tree_compare(src, dst):
+        problems.append(f"the rerun: {rerun.stderr[-200:]}")
+    record(figure, "SIGSTOP of the source daemon", problems)
+    assert not problems
+
+
+def test_a_64_kbit_link_is_slow_but_exact(
+    hosts: Lan, tmp_path: Path, figure: Figure, tree_compare: TreeCompare
+) -> None:
+    """About 200 KiB through 64 kbit/s (the first 64 KiB pass at once, tbf's burst):
+    some seventeen seconds of trickling data, longer than the 15 s bound on a stall."""
+    spec = {f"f{i}": os.urandom(5000) for i in range(20)}
+    spec["one"] = File(os.urandom(100_000))
+    src = make_tree(tmp_path / "src", spec)
+    hosts.source.limit("64kbit")
+    try:
+        done = hosts.rcp(
+            hosts.at(hosts.source, src),
+            str(tmp_path / "dst"),
+            timeout=300,
+        )
+    finally:
+        hosts.source.limit("10gbit")
+    problems = []
+    if done.returncode != 0:
+        problems.append(f"exit {done.returncode}: {done.stderr[-300:]}")
+    elif tree_compare(src, tmp_path / "dst"):
+        problems.append("the copy differs")
+    record(figure, "64 kbit/s link", problems)
+    assert not problems
+
+
+def test_a_link_down_and_up_again_then_a_rerun_converges(
+    hosts: Lan, tmp_path: Path, figure: Figure, tree_compare: TreeCompare
+) -> None:
+    src = make_tree(
+        tmp_path / "src", {"big": File(os.urandom(24 * MIB)), "small": b"s"}
+    )
+    dst = tmp_path / "dst"
+    operands = (
+        "-o",
+        "--remote-timeout",
+        str(TIMEOUT),
+        hosts.at(hosts.source, src),
+        str(dst),
+    )
+    hosts.source.limit("16mbit")
+    problems = []
+    try:
+        proc = hosts.start_rcp(*operands)
+        wait_for_data(dst, proc)
+        hosts.source.link(up=False)
+        pulled = time.monotonic()
+        _, err = proc.communicate(timeout=BOUND + 30)
+        took = time.monotonic() - pulled
+        if proc.returncode == 0 or took > BOUND:
+            problems.append(f"exit {proc.returncode} after {took:.1f} s: {err[-200:]}")
+    finally:
+        hosts.source.link(up=True)
+        hosts.source.limit("10gbit")
+    if not none_left():
+        problems.append("a daemon outlived the cut")
+    rerun = hosts.rcp(*operands)
+    if rerun.returncode != 0 or tree_compare(src, dst):
+        problems.append(f"the rerun: {rerun.stderr[-200:]}")
+    record(figure, "link down and up", problems)
+    assert not problems
+
+
+SILENT = """#!{python}
+import json, socket, sys, time
+from rcp_core.remote import tls
+sys.stdin.readline()
+listener = socket.create_server(("127.0.0.1", 0))
+cert = tls.Identity.ephemeral("silent").cert_pem
+print(json.dumps({{"rcpd": [1, 8], "port": listener.getsockname()[1], "cert": cert,
+                  "address": "127.0.0.1"}}), flush=True)
+held = [listener.accept() for _ in range(4)]
+time.sleep(3600)
+"""
+
+
+def test_a_peer_that_accepts_and_never_answers_is_given_up_in_time(
+    tmp_path: Path, server: sshd.Sshd, figure: Figure
+) -> None:
+    silent = tmp_path / "silent-rcpd"
+    silent.write_text(SILENT.format(python=sys.executable))
+    silent.chmod(0o755)
+    started = time.monotonic()
+    done = subprocess.run(
+        [
+            *RCP,
+            "--remote-timeout",
+            str(TIMEOUT),
+            "--ssh",
+            " ".join(server.ssh()),
+            "--rcpd-path",
+            str(silent),
+            f"root@127.0.0.1:{server.port}:{tmp_path}",
+            str(tmp_path / "dst"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=BOUND + 60,
+        check=False,
+    )
+    took = time.monotonic() - started
+    problems = []
+    if done.returncode == 0 or took > BOUND:
+        problems.append(
+            f"exit {done.returncode} after {took:.1f} s: {done.stderr[-200:]}"
+        )
+    # The fake ignores its stdin closing (a real rcpd exits): it is the test's to
+    # stop. The copy's own ssh client must be gone.
+    ssh_left = subprocess.run(
+        ["pgrep", "-f", f"^ssh .*{silent}"], capture_output=True, text=True, check=False
+    )
+    subprocess.run(["pkill", "-KILL", "-f", f"^{sys.executable} {silent}"], check=False)
+    if ssh_left.stdout:
+        problems.append("the copy's ssh client outlived it")
+    record(figure, "a peer that accepts and never answers", problems)
+    assert not problems

@@ -1,0 +1,104 @@
+"""Three hosts on a private bridge (network namespaces), two of them with an sshd:
+what the host-to-host tests copy between.
+
+The master runs on ``master``; ``source`` and ``destination`` each run their own
+sshd, which both accept one client key. The file systems are this machine's, so a
+path means the same on every host, but every byte between hosts crosses a veth link,
+which a test can count, cap with ``tbf``, or pull.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from benchmarks import netns, sshd
+from support.nobody import RCP_MAIN
+
+RCPD = str(Path(sys.executable).with_name("rcpd"))
+RCMP_MAIN = "from rcp_provider.cli.rcmp import main; raise SystemExit(main())"
+
+
+@dataclass(frozen=True)
+class Lan:
+    master: netns.Host
+    source: netns.Host
+    destination: netns.Host
+    ssh: str
+
+    def at(self, host: netns.Host, path: Path) -> str:
+        return f"root@{host.address}:{path}"
+
+    def _argv(self, args: tuple[str, ...], main: str = RCP_MAIN) -> list[str]:
+        return self.master.argv(
+            [
+                sys.executable,
+                "-c",
+                main,
+                "--ssh",
+                self.ssh,
+                "--rcpd-path",
+                RCPD,
+                *args,
+            ]
+        )
+
+    def rcp(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """``rcp`` run on the master's host."""
+        return subprocess.run(
+            self._argv(args),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def rcmp(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``rcmp`` run on the master's host."""
+        return subprocess.run(
+            self._argv(args, RCMP_MAIN),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    def start_rcp(self, *args: str) -> subprocess.Popen[str]:
+        """``rcp`` started on the master's host, its output piped."""
+        return subprocess.Popen(
+            self._argv(args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+
+@contextlib.contextmanager
+def lan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lan]:
+    """The three hosts, their sshds running; all gone when the block ends.
+
+    Fails the test (never skips it) without namespaces or sshd: as root they must be
+    there (``make system``).
+    """
+    why = netns.missing() or sshd.missing()
+    if why is not None:
+        pytest.fail(
+            f"host-to-host tests need namespaces and sshd: {why}", pytrace=False
+        )
+    with netns.lan(3) as (h1, h2, h3):
+        keys = tmp_path_factory.mktemp("sshd-h2")
+        with (
+            sshd.running_sshd(keys, h2) as on_h2,
+            sshd.running_sshd(tmp_path_factory.mktemp("sshd-h3"), h3) as on_h3,
+        ):
+            # One client key for both servers: h2 accepts h3's client key too.
+            with open(keys / "authorized_keys", "a") as f:
+                f.write(Path(f"{on_h3.client_key}.pub").read_text())
+            assert (on_h2.address, on_h3.address) == (h2.address, h3.address)
+            yield Lan(h1, h2, h3, " ".join(on_h3.ssh()))

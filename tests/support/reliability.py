@@ -1,0 +1,131 @@
+"""What the reliability suite measures (its scale, its figures), on what (a mixed
+tree), and the check every category makes (:func:`looks_complete_but_is_not`).
+
+A :class:`Figure` counts one category's trials: ``tried``, ``survived`` (the
+guarantee held), ``lost`` (data lost or damaged: must be 0), ``hangs`` (a wait past
+its bound) and ``crashes`` (a traceback or a signal where an error was due). A test
+records its figure before it asserts, so a failing run still publishes what it saw.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from support.treespec import Dir, Entry, File, HardLink, Sparse, Symlink
+
+MIB = 1 << 20
+MTIME = 1_700_000_000_123_456_789
+RCPD = str(Path(sys.executable).with_name("rcpd"))
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """How many trials a category runs: ``fast`` in ``make test``, ``full`` in
+    ``make stress``."""
+
+    stress: bool
+
+    def trials(self, fast: int, full: int) -> int:
+        return full if self.stress else fast
+
+
+@dataclass(slots=True)
+class Figure:
+    """One category's counts (see the module docstring); ``notes`` say what failed."""
+
+    category: str
+    what: str
+    tried: int = 0
+    survived: int = 0
+    lost: int = 0
+    hangs: int = 0
+    crashes: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def failed(
+        self, note: str, *, lost: bool = False, hang: bool = False, crash: bool = False
+    ) -> None:
+        """One trial went wrong: ``note`` says how (the first 20 are kept)."""
+        self.lost += lost
+        self.hangs += hang
+        self.crashes += crash
+        if len(self.notes) < 20:
+            self.notes.append(note)
+
+    @property
+    def clean(self) -> bool:
+        return self.survived == self.tried and not (
+            self.lost or self.hangs or self.crashes
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def mixed_tree(seed: int, large: tuple[int, ...] = (4 * MIB,)) -> dict[str, Entry]:
+    """A tree of every kind a copy meets: 288 small files in 16 directories, the
+    ``large`` files, a 64 MiB sparse file, hard links (within a directory and
+    across), symlinks (one dangling), empty directories, assorted modes and times."""
+    rng = random.Random(seed)
+    spec: dict[str, Entry] = {".": Dir(mode=0o755, mtime_ns=MTIME)}
+    for d in range(16):
+        spec[f"small/d{d}"] = Dir(mode=0o750, mtime_ns=MTIME + d)
+        for f in range(18):
+            size = rng.choice([0, 1, 100, 1000, 4096, 20_000, 150_000])
+            spec[f"small/d{d}/f{f}"] = File(
+                rng.randbytes(size),
+                mode=rng.choice([0o644, 0o600, 0o755]),
+                mtime_ns=MTIME - rng.randrange(10**15),
+            )
+    for i, size in enumerate(large):
+        spec[f"large/f{i}"] = File(rng.randbytes(size), mtime_ns=MTIME - i)
+    spec["large/sparse"] = Sparse(
+        64 * MIB,
+        {0: b"head", 20 * MIB: rng.randbytes(MIB), 64 * MIB - 4: b"tail"},
+        mtime_ns=MTIME,
+    )
+    spec["hard/a"] = File(rng.randbytes(300_000), mtime_ns=MTIME)
+    spec["hard/b"] = HardLink("hard/a")
+    spec["hard/in-small"] = HardLink("small/d3/f4")
+    spec["links/rel"] = Symlink("../hard/a")
+    spec["links/dangling"] = Symlink("nowhere")
+    spec["empty/x/y"] = Dir(mtime_ns=MTIME)
+    return spec
+
+
+def looks_complete_but_is_not(src: Path, dst: Path) -> list[str]:
+    """Regular files of ``dst`` with their source's size and mtime (what a rerun
+    with ``-o`` trusts) but other bytes: a half-written file mistaken for complete."""
+    wrong = []
+    for path in dst.rglob("*"):
+        if path.is_symlink() or not path.is_file():
+            continue
+        origin = src / path.relative_to(dst)
+        try:
+            theirs = origin.lstat()
+        except FileNotFoundError:
+            continue
+        mine = path.lstat()
+        same_look = (mine.st_size, mine.st_mtime_ns) == (
+            theirs.st_size,
+            theirs.st_mtime_ns,
+        )
+        if same_look and path.read_bytes() != origin.read_bytes():
+            wrong.append(str(path.relative_to(dst)))
+    return wrong
+
+
+def daemons(role: str = "") -> list[int]:
+    """The running ``rcpd --role`` processes of this interpreter (of ``role`` if
+    given): the daemons themselves, not the ssh commands that started them."""
+    pattern = f"^{re.escape(sys.executable)} {re.escape(RCPD)} --role {role}"
+    found = subprocess.run(
+        ["pgrep", "-f", pattern], capture_output=True, text=True, check=False
+    )
+    return [int(pid) for pid in found.stdout.split()]
