@@ -39,6 +39,10 @@ def render(figures: list[dict[str, Any]], command: str) -> str:
     for figure in sorted(figures, key=lambda f: (f["category"], f["what"])):
         counts = " | ".join(str(figure[column]) for column in COLUMNS)
         lines.append(f"| {figure['category']} | {figure['what']} | {counts} |")
+    details = [f for f in figures if f.get("detail")]
+    if details:
+        lines += ["", "How the trials went:", ""]
+        lines += [f"- {f['category']}: {f['what']}: {f['detail']}" for f in details]
     bad = [
         f
         for f in figures

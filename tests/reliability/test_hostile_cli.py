@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from support.reliability import Figure
+from support.reliability import Figure, published
 from support.treespec import File, make_tree
 
 BIN = Path(sys.executable).parent
@@ -91,9 +91,7 @@ def snapshot(root: Path) -> dict[str, tuple[int, int, int, bytes]]:
 
 @pytest.fixture(scope="module")
 def figure(figures: list[Figure]) -> Figure:
-    found = Figure("hostile input", "malformed CLI operands and options")
-    figures.append(found)
-    return found
+    return published(figures, "hostile input", "malformed CLI operands and options")
 
 
 @pytest.mark.parametrize(("tool", "args"), CASES, ids=lambda v: str(v))

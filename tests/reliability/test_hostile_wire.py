@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from rcp_core.errors import ConnectionLostError, ProtocolError
 from rcp_core.remote.wire import PREFIX, FrameReader
-from support.reliability import Figure, Scale
+from support.reliability import Figure, Scale, published
 
 LIMIT = 1 << 16
 """The reader's frame limit here: lengths beyond it must be refused unread."""
@@ -121,8 +121,7 @@ def read_all(stream: bytes, sent: int) -> str:
 def test_hostile_frames_are_decoded_or_refused_cleanly(
     scale: Scale, figures: list[Figure]
 ) -> None:
-    figure = Figure("hostile input", "wire decoder: generated frames")
-    figures.append(figure)
+    figure = published(figures, "hostile input", "wire decoder: generated frames")
 
     @settings(
         max_examples=scale.trials(fast=200, full=8000),

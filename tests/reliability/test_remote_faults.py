@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +27,7 @@ import pytest
 from benchmarks import sshd
 from support.lan import Lan, lan
 from support.nobody import RCP
-from support.reliability import MIB, Figure, daemons
+from support.reliability import MIB, Figure, daemons, published
 from support.treecmp import TreeCompare
 from support.treespec import File, make_tree
 
@@ -36,6 +36,8 @@ pytestmark = [pytest.mark.privileged, pytest.mark.slow]
 TIMEOUT = 4.0
 BOUND = 8 * TIMEOUT
 """Longest a copy may take to fail once its peer stopped answering."""
+Fault = Callable[[], Callable[[], None]]
+"""Breaks something now; returns how to mend it."""
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +48,9 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lan]:
 
 @pytest.fixture(scope="module")
 def figure(figures: list[Figure]) -> Figure:
-    found = Figure("remote faults", "stopped daemon, slow or cut link, silent peer")
-    figures.append(found)
-    return found
+    return published(
+        figures, "remote faults", "stopped daemon, slow or cut link, silent peer"
+    )
 
 
 def none_left(bound: float = 20.0) -> bool:
@@ -68,51 +70,50 @@ def wait_for_data(dst: Path, proc: subprocess.Popen[str]) -> None:
         time.sleep(0.02)
 
 
-def record(figure: Figure, what: str, problems: list[str]) -> None:
-    figure.tried += 1
-    if problems:
-        figure.failed(f"{what}: {'; '.join(problems)}", hang=True)
-    else:
-        figure.survived += 1
+def break_mid_copy(
+    hosts: Lan, tmp_path: Path, tree_compare: TreeCompare, fault: Fault
+) -> list[str]:
+    """Pull 8 MiB over a 16 Mbit/s link (about 4 s), apply ``fault`` once data
+    flows, undo it when the copy ended; what went wrong: the copy must fail within
+    :data:`BOUND`, no daemon may stay, and a rerun must converge."""
+    src = make_tree(tmp_path / "src", {"big": File(os.urandom(8 * MIB)), "s": b"s"})
+    dst = tmp_path / "dst"
+    at = hosts.at(hosts.source, src)
+    operands = ("-o", "--remote-timeout", str(TIMEOUT), at, str(dst))
+    hosts.source.limit("16mbit")
+    problems = []
+    try:
+        proc = hosts.start_rcp(*operands)
+        wait_for_data(dst, proc)
+        undo = fault()
+        broken = time.monotonic()
+        try:
+            _, err = proc.communicate(timeout=BOUND + 30)
+        finally:
+            undo()
+        took = time.monotonic() - broken
+        if proc.returncode == 0 or took > BOUND:
+            problems.append(f"exit {proc.returncode} after {took:.1f} s: {err[-200:]}")
+    finally:
+        hosts.source.limit("10gbit")
+    if not none_left():
+        problems.append("a daemon outlived the copy")
+    rerun = hosts.rcp(*operands)
+    if rerun.returncode != 0 or tree_compare(src, dst):
+        problems.append(f"the rerun: {rerun.stderr[-200:]}")
+    return problems
 
 
 def test_a_stopped_daemon_fails_the_copy_in_time_and_exits_when_continued(
     hosts: Lan, tmp_path: Path, figure: Figure, tree_compare: TreeCompare
 ) -> None:
-    src = make_tree(tmp_path / "src", {"big": File(os.urandom(8 * MIB)), "small": b"s"})
-    dst = tmp_path / "dst"
-    operands = (
-        "-o",
-        "--remote-timeout",
-        str(TIMEOUT),
-        hosts.at(hosts.source, src),
-        str(dst),
-    )
-    hosts.source.limit("16mbit")  # 8 MiB take about 4 s
-    problems = []
-    try:
-        proc = hosts.start_rcp(*operands)
-        wait_for_data(dst, proc)
+    def stop() -> Callable[[], None]:
         (pid,) = daemons("source")
         os.kill(pid, signal.SIGSTOP)
-        stopped = time.monotonic()
-        try:
-            _, err = proc.communicate(timeout=BOUND + 30)
-            took = time.monotonic() - stopped
-            if proc.returncode == 0 or took > BOUND:
-                problems.append(
-                    f"exit {proc.returncode} after {took:.1f} s: {err[-200:]}"
-                )
-        finally:
-            os.kill(pid, signal.SIGCONT)
-    finally:
-        hosts.source.limit("10gbit")
-    if not none_left():
-        problems.append("the continued daemon did not exit")
-    rerun = hosts.rcp(*operands)
-    if rerun.returncode != 0 or tree_compare(src, dst):
-        problems.append(f"the rerun: {rerun.stderr[-200:]}")
-    record(figure, "SIGSTOP of the source daemon", problems)
+        return lambda: os.kill(pid, signal.SIGCONT)
+
+    problems = break_mid_copy(hosts, tmp_path, tree_compare, stop)
+    figure.trial("SIGSTOP of the source daemon", problems, hang=True)
     assert not problems
 
 
@@ -138,44 +139,19 @@ def test_a_64_kbit_link_is_slow_but_exact(
         problems.append(f"exit {done.returncode}: {done.stderr[-300:]}")
     elif tree_compare(src, tmp_path / "dst"):
         problems.append("the copy differs")
-    record(figure, "64 kbit/s link", problems)
+    figure.trial("64 kbit/s link", problems, hang=True)
     assert not problems
 
 
 def test_a_link_down_and_up_again_then_a_rerun_converges(
     hosts: Lan, tmp_path: Path, figure: Figure, tree_compare: TreeCompare
 ) -> None:
-    src = make_tree(
-        tmp_path / "src", {"big": File(os.urandom(24 * MIB)), "small": b"s"}
-    )
-    dst = tmp_path / "dst"
-    operands = (
-        "-o",
-        "--remote-timeout",
-        str(TIMEOUT),
-        hosts.at(hosts.source, src),
-        str(dst),
-    )
-    hosts.source.limit("16mbit")
-    problems = []
-    try:
-        proc = hosts.start_rcp(*operands)
-        wait_for_data(dst, proc)
+    def pull() -> Callable[[], None]:
         hosts.source.link(up=False)
-        pulled = time.monotonic()
-        _, err = proc.communicate(timeout=BOUND + 30)
-        took = time.monotonic() - pulled
-        if proc.returncode == 0 or took > BOUND:
-            problems.append(f"exit {proc.returncode} after {took:.1f} s: {err[-200:]}")
-    finally:
-        hosts.source.link(up=True)
-        hosts.source.limit("10gbit")
-    if not none_left():
-        problems.append("a daemon outlived the cut")
-    rerun = hosts.rcp(*operands)
-    if rerun.returncode != 0 or tree_compare(src, dst):
-        problems.append(f"the rerun: {rerun.stderr[-200:]}")
-    record(figure, "link down and up", problems)
+        return lambda: hosts.source.link(up=True)
+
+    problems = break_mid_copy(hosts, tmp_path, tree_compare, pull)
+    figure.trial("link down and up", problems, hang=True)
     assert not problems
 
 
@@ -230,5 +206,5 @@ def test_a_peer_that_accepts_and_never_answers_is_given_up_in_time(
     subprocess.run(["pkill", "-KILL", "-f", f"^{sys.executable} {silent}"], check=False)
     if ssh_left.stdout:
         problems.append("the copy's ssh client outlived it")
-    record(figure, "a peer that accepts and never answers", problems)
+    figure.trial("a peer that accepts and never answers", problems, hang=True)
     assert not problems

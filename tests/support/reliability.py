@@ -37,7 +37,8 @@ class Scale:
 
 @dataclass(slots=True)
 class Figure:
-    """One category's counts (see the module docstring); ``notes`` say what failed."""
+    """One category's counts (see the module docstring); ``notes`` say what failed,
+    ``detail`` what the trials were like (how many kills landed mid-copy, say)."""
 
     category: str
     what: str
@@ -47,6 +48,7 @@ class Figure:
     hangs: int = 0
     crashes: int = 0
     notes: list[str] = field(default_factory=list)
+    detail: str = ""
 
     def failed(
         self, note: str, *, lost: bool = False, hang: bool = False, crash: bool = False
@@ -58,6 +60,17 @@ class Figure:
         if len(self.notes) < 20:
             self.notes.append(note)
 
+    def trial(
+        self, what: str, problems: list[str], *, lost: bool = False, hang: bool = False
+    ) -> None:
+        """One trial: survived when ``problems`` is empty, else failed (as ``lost``
+        or ``hang``) with them as its note."""
+        self.tried += 1
+        if problems:
+            self.failed(f"{what}: {'; '.join(problems)}", lost=lost, hang=hang)
+        else:
+            self.survived += 1
+
     @property
     def clean(self) -> bool:
         return self.survived == self.tried and not (
@@ -66,6 +79,13 @@ class Figure:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def published(figures: list[Figure], category: str, what: str) -> Figure:
+    """A new figure, added to the session's ``figures`` (the report's rows)."""
+    figure = Figure(category, what)
+    figures.append(figure)
+    return figure
 
 
 def mixed_tree(seed: int, large: tuple[int, ...] = (4 * MIB,)) -> dict[str, Entry]:
