@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rcp_core.errors import ProtocolError, RemoteError
+from rcp_core.errors import ProtocolError, RemoteError, UsageError
 from rcp_core.remote.daemon import read_line
 from rcp_core.remote.operands import RemotePath, parse_address
 
@@ -174,7 +174,10 @@ def ssh_service(where: RemotePath, launch: Launch, timeout: float) -> Iterator[S
         listening, fingerprint = announce.get("listening"), announce.get("fingerprint")
         if not isinstance(listening, str) or not isinstance(fingerprint, str):
             raise ProtocolError(f"{name}: its announcement is malformed")
-        host, port = parse_address(listening, 0)
+        try:
+            host, port = parse_address(listening, 0)
+        except UsageError as exc:
+            raise ProtocolError(f"{name}: it listens on {listening!r}") from exc
         if host in ("0.0.0.0", "::"):
             host = where.host  # it listens on every address: the one SSH reached
         yield Session(host, port, fingerprint, token)
