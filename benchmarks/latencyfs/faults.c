@@ -14,9 +14,10 @@
  * - GLOB is an fnmatch(3) pattern for the path inside the mount (`/dir/file`); `*`
  *   matches across slashes.
  * - ACTION is an errno name (answered instead of serving the request), `short`
- *   (a read or copy_file_range moves half the bytes asked, at least one; the file is
- *   opened with direct_io so the short count reaches the caller), or `slow` (the
- *   request waits `ms` more, then is served).
+ *   (a read or copy_file_range moves half the bytes asked, at least one), `eof` (it
+ *   moves nothing, as at the end of the file, whatever the file's size says) -- a
+ *   file either may meet is opened with direct_io, so the count reaches the caller
+ *   -- or `slow` (the request waits `ms` more, then is served).
  * - times=N injects at most N times (default: always); after=K lets the first K
  *   matching requests through; p=P injects each matching request with probability
  *   P (a xorshift generator seeded by `seed S`, default 1, so a table replays).
@@ -44,11 +45,13 @@
 #define MAX_RULES 64
 #define SHORT (-1)
 #define SLOW (-2)
+#define END (-3)
+#define LIMITS(action) ((action) == SHORT || (action) == END)
 
 struct rule {
 	char op[24];
 	char glob[256];
-	int action; /* an errno > 0, SHORT or SLOW */
+	int action; /* an errno > 0, SHORT, END or SLOW */
 	long times; /* -1: no limit */
 	long after;
 	double p;
@@ -82,6 +85,8 @@ static const char *action_name(int action)
 		return "short";
 	if (action == SLOW)
 		return "slow";
+	if (action == END)
+		return "eof";
 	for (i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
 		if (errnos[i].value == action)
 			return errnos[i].name;
@@ -106,8 +111,9 @@ static int parse_action(const char *text, int *action)
 {
 	size_t i;
 
-	if (strcmp(text, "short") == 0 || strcmp(text, "slow") == 0) {
-		*action = text[1] == 'h' ? SHORT : SLOW;
+	if (strcmp(text, "short") == 0 || strcmp(text, "slow") == 0 ||
+	    strcmp(text, "eof") == 0) {
+		*action = text[0] == 'e' ? END : text[1] == 'h' ? SHORT : SLOW;
 		return 0;
 	}
 	for (i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++) {
@@ -228,17 +234,17 @@ static void note(const char *op, int action, const char *path)
 		fprintf(stderr, "latencyfs: fault log: %s\n", strerror(errno));
 }
 
-/* The first rule for `op` and `path` (`shorts`: among the SHORT rules, else among
-   the others) that fires now, counting the match of each it passes; NULL when none
-   fires. */
-static struct rule *fire(const char *op, const char *path, int shorts)
+/* The first rule for `op` and `path` (`limits`: among the SHORT and END rules, else
+   among the others) that fires now, counting the match of each it passes; NULL when
+   none fires. */
+static struct rule *fire(const char *op, const char *path, int limits)
 {
 	int i;
 
 	for (i = 0; i < nrules; i++) {
 		struct rule *r = &rules[i];
 
-		if ((r->action == SHORT) != shorts)
+		if (LIMITS(r->action) != limits)
 			continue;
 		if ((strcmp(r->op, "*") != 0 && strcmp(r->op, op) != 0) ||
 		    fnmatch(r->glob, path, 0) != 0)
@@ -275,9 +281,14 @@ int faults_enter(const char *op, const char *path)
 
 size_t faults_limit(const char *op, const char *path, size_t size)
 {
-	if (nrules == 0 || size < 2 || fire(op, path ? path : "", 1) == NULL)
+	struct rule *r;
+
+	if (nrules == 0 || size == 0)
 		return size;
-	return size / 2;
+	r = fire(op, path ? path : "", 1);
+	if (r == NULL)
+		return size;
+	return r->action == END ? 0 : size > 1 ? size / 2 : size;
 }
 
 int faults_direct(const char *path)
@@ -285,7 +296,7 @@ int faults_direct(const char *path)
 	int i;
 
 	for (i = 0; i < nrules; i++)
-		if (rules[i].action == SHORT && fnmatch(rules[i].glob, path, 0) == 0)
+		if (LIMITS(rules[i].action) && fnmatch(rules[i].glob, path, 0) == 0)
 			return 1;
 	return 0;
 }

@@ -21,7 +21,7 @@ import stat
 from collections.abc import Callable
 
 from rcp_core.context import Context
-from rcp_core.errors import SourceChangedError
+from rcp_core.errors import SourceChangedError, SourceCutShortError
 from rcp_core.existing import Action, attrs_equal, decide, same_content
 from rcp_core.links import Leader
 from rcp_core.methods import METHODS
@@ -226,6 +226,8 @@ def _copy_data(
             )
         after = os.fstat(src)
         changed = after.st_size != st.st_size or after.st_mtime_ns != st.st_mtime_ns
+        if copied != st.st_size and not changed:
+            raise SourceCutShortError(copied, st.st_size)
         ctx.metadata.apply(src, dst, st, is_dir=False, times=not changed)
     except BaseException:
         os.close(dst)

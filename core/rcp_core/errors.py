@@ -340,6 +340,16 @@ def retrying(
     return run
 
 
+class SourceCutShortError(OSError):
+    """The source gave fewer bytes than its size, though neither its size nor its
+    mtime changed (a filesystem whose reads end early): EIO, and the partial copy is
+    removed, never kept under the final name."""
+
+    def __init__(self, copied: int, size: int) -> None:
+        reason = f"the source ended after {copied} of its {size} bytes"
+        super().__init__(errno.EIO, reason)
+
+
 class SourceChangedError(OSError):
     """The source file changed size or mtime while it was being copied.
 

@@ -13,6 +13,10 @@ to the next one; "not supported" answers are remembered per (source device, dest
 device) so later files skip the probe. Sparse files skip step 2 (copy_file_range fills
 holes on some filesystems) but use it for each data range. At most ``size`` bytes (the
 size seen at open) are copied; if the source shrank, the copy ends at the real end.
+``copy_file_range`` that ends early is not taken for the end: the kernel's own copy
+(what FUSE falls back to) stops at the first short read, so reads finish the range, and
+only a read of nothing ends it. A copy shorter than a source that did not change is
+the caller's to refuse (:class:`~rcp_core.errors.SourceCutShortError`).
 """
 
 from __future__ import annotations
@@ -118,6 +122,8 @@ class DataCopier:
             except OSError as exc:
                 self._refuse(devs, "copy_file_range", exc)
             else:
+                if copied < size:  # ended early: reads tell a short read from the end
+                    copied += _read_write(src, dst, copied, size - copied, moved)
                 return "copy_file_range", copied
         return "readwrite", _read_write(src, dst, 0, size, moved)
 
@@ -149,12 +155,15 @@ class DataCopier:
         devs: tuple[int, int],
         moved: Moved | None = None,
     ) -> int:
+        done = 0
         if self._allowed(devs, "copy_file_range"):
             try:
-                return _copy_range(src, dst, offset, length, moved)
+                done = _copy_range(src, dst, offset, length, moved)
             except OSError as exc:
                 self._refuse(devs, "copy_file_range", exc)
-        return _read_write(src, dst, offset, length, moved)
+        if done < length:  # refused, or ended early: reads finish the range
+            done += _read_write(src, dst, offset + done, length - done, moved)
+        return done
 
 
 def data_extents(fd: int, size: int) -> Iterator[tuple[int, int]]:

@@ -88,6 +88,20 @@ def test_short_reads_reach_the_reader(fs: tuple[Path, Faults]) -> None:
     assert 32768 + sum(map(len, chunks)) == 200_000
 
 
+@pytest.mark.parametrize("rules", [["read /f eof times=1"]])
+def test_an_early_end_of_file_reaches_the_reader(fs: tuple[Path, Faults]) -> None:
+    """The first read finds nothing, though the size says 200,000 bytes."""
+    mnt, faults = fs
+    fd = os.open(mnt / "f", os.O_RDONLY)
+    try:
+        assert os.fstat(fd).st_size == 200_000
+        assert os.read(fd, 4096) == b""
+        assert len(os.read(fd, 4096)) == 4096
+    finally:
+        os.close(fd)
+    assert faults.injected() == [("read", "eof", "/f")]
+
+
 def test_random_faults_replay_from_their_seed(tmp_path: Path) -> None:
     outcomes = []
     for run in ("a", "b"):

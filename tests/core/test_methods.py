@@ -15,13 +15,16 @@ import os
 import platform
 import re
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager as ContextManager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rcp_core.methods
+from benchmarks.latencyfs import Faults, mounted
 from benchmarks.mounts import which
 from rcp_core import (
     CopyFailedError,
@@ -634,3 +637,60 @@ def test_a_run_moves_as_many_bytes_as_it_copies(tmp_path: Path) -> None:
         (tmp_path / "src" / f"f{i}").write_bytes(b"z" * size)
     summary = copy(tmp_path / "src", tmp_path / "dst")
     assert summary.counts["moved.bytes"] == summary["copied.bytes"] == (70 << 20) + 10
+
+
+@pytest.fixture
+def faulty(tmp_path: Path) -> Callable[[list[str]], ContextManager[Path]]:
+    """``faulty(rules)``: a latencyfs mount over ``tmp_path/backing`` (holding ``src``
+    with a dense and a sparse 300,000-byte file) whose requests meet ``rules``."""
+    backing = tmp_path / "backing"
+    (backing / "src").mkdir(parents=True)
+    (backing / "src" / "dense").write_bytes(os.urandom(300_000))
+    with open(backing / "src" / "sparse", "wb") as f:
+        f.seek(200_000)
+        f.write(os.urandom(100_000))
+    (tmp_path / "mnt").mkdir()
+
+    @contextmanager
+    def mount(rules: list[str]) -> Iterator[Path]:
+        faults = Faults.table(tmp_path, rules)
+        with mounted(backing, tmp_path / "mnt", delay_ms=0, faults=faults) as mnt:
+            yield mnt
+
+    return mount
+
+
+@pytest.mark.privileged
+@pytest.mark.parametrize(
+    "rules",
+    [
+        ["copy_file_range * short", "read * short"],
+        ["copy_file_range * EOPNOTSUPP", "read * short"],  # the kernel's own copy
+    ],
+)
+def test_a_copy_that_ends_early_is_finished_by_reads(
+    faulty: Callable[[list[str]], ContextManager[Path]],
+    rules: list[str],
+    tree_compare: TreeCompare,
+) -> None:
+    """copy_file_range ending at a short read (FUSE, the kernel's fallback copy) is
+    not the end of the file: every byte arrives."""
+    with faulty(rules) as mnt:
+        summary = copy(str(mnt / "src"), str(mnt / "dst"))
+        assert summary["errors"] == 0
+        assert tree_compare(mnt / "src", mnt / "dst") == []
+
+
+@pytest.mark.privileged
+def test_a_source_that_ends_before_its_size_is_an_error_not_a_short_copy(
+    faulty: Callable[[list[str]], ContextManager[Path]],
+) -> None:
+    """Reads that find the end of a file its size says goes on (nothing changed):
+    the entry fails with EIO and no cut-off file is kept under its name."""
+    rules = ["copy_file_range /src/dense eof", "read /src/dense eof"]
+    with faulty(rules) as mnt:
+        with pytest.raises(CopyFailedError) as failed:
+            copy(str(mnt / "src"), str(mnt / "dst"))
+        assert failed.value.summary["errors"] == 1
+        assert "ended after 0 of its 300000 bytes" in str(failed.value.errors)
+        assert sorted(os.listdir(mnt / "dst")) == ["sparse"]
