@@ -117,32 +117,53 @@ def copy_file(
         if st.st_nlink > 1 and ctx.defer is not None:
             ctx.defer(node, name, rel)
             return
-        if st.st_nlink > 1:
-            key = (st.st_dev, st.st_ino)
-            anchor = node.anchor or node
-            assert anchor.job is not None
-            leader, is_leader = ctx.links.claim(
-                key, st.st_nlink, anchor.job.dst_parent, node.dst_path(rel)
-            )
-            if not is_leader:
-                leader.done.wait()
-                try:
-                    if leader.ok and _link(ctx, tally, node, dst_name, rel, leader):
-                        return
-                except OSError as exc:
-                    if exc.errno != errno.EMLINK:
-                        raise  # EMLINK: the inode has all the links it can take
-
-            else:
-                ok = False
-                try:
-                    ok = _copy_data(ctx, tally, node, src, st, dst_name, rel)
-                finally:
-                    ctx.links.finish(key, leader, ok)
-                return
+        if st.st_nlink > 1 and _one_of_links(ctx, tally, node, src, st, dst_name, rel):
+            return
         _copy_data(ctx, tally, node, src, st, dst_name, rel)
     finally:
         os.close(src)
+
+
+def _one_of_links(
+    ctx: Context,
+    tally: Tally,
+    node: DirNode,
+    src: int,
+    st: os.stat_result,
+    dst_name: str,
+    rel: str,
+) -> bool:
+    """Copy one name of a multiply-linked file as its leader, or link it to the
+    leader's copy; ``False`` when it must be copied on its own (the inode has all the
+    links it can take, or the leader's copy is not the inode's any more).
+
+    A name whose leader failed claims again: it leads now, or follows a newer leader.
+    So the failed leader's retry (after a transient error) links to the new copy
+    instead of making a second one, and the group stays one inode.
+    """
+    key = (st.st_dev, st.st_ino)
+    anchor = node.anchor or node
+    assert anchor.job is not None
+    while True:
+        leader, is_leader = ctx.links.claim(
+            key, st.st_nlink, anchor.job.dst_parent, node.dst_path(rel)
+        )
+        if is_leader:
+            ok = False
+            try:
+                ok = _copy_data(ctx, tally, node, src, st, dst_name, rel)
+            finally:
+                ctx.links.finish(key, leader, ok)
+            return True
+        leader.done.wait()
+        if leader.ok:
+            break
+    try:
+        return _link(ctx, tally, node, dst_name, rel, leader)
+    except OSError as exc:
+        if exc.errno != errno.EMLINK:
+            raise
+        return False  # the inode has all the links it can take
 
 
 def _copy_data(

@@ -5,7 +5,8 @@ The first name seen becomes the *leader*: it copies the data, then releases the
 followers, which link to the leader's destination. An entry is dropped once all of the
 inode's names were seen, so memory is bounded by the multiply-linked inodes in flight.
 A follower waits only for a leader that is already copying in another thread, so the
-wait always ends; if the leader failed, the follower copies the data itself.
+wait always ends; if the leader failed, the follower claims again and leads (copies
+the data) or follows a newer leader, so a failed leader's retry links to that copy.
 """
 
 from __future__ import annotations

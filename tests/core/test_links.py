@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.latencyfs import Faults, mounted
 from rcp_core import CopyFailedError, CopySettings, ExistingPolicy, copy
 from support.nobody import NOBODY, rcp_as_nobody, world_dir
 from support.treecmp import TreeCompare
@@ -434,3 +435,29 @@ def test_a_hard_link_between_two_sources_of_one_run_stays_a_link(
         assert first.read_bytes() == b"shared" * 1000
         assert os.stat(first).st_ino == os.stat(second).st_ino
         assert sorted(os.listdir(dst)) == ["far", "pair"]
+
+
+@pytest.mark.privileged
+def test_a_leader_that_fails_transiently_keeps_its_links(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    """The first name of a linked file meets EAGAIN while the other names wait for
+    it (latencyfs: 20 ms per request, so they do wait): its retry must link to the
+    copy they then make, not make a second one."""
+    backing = tmp_path / "backing"
+    make_tree(
+        backing / "src",
+        {
+            "d/a": File(os.urandom(300_000)),
+            "d/b": HardLink("d/a"),
+            "d/c": HardLink("d/a"),
+        },
+    )
+    (tmp_path / "mnt").mkdir()
+    faults = Faults.table(tmp_path, ["copy_file_range /src/d/* EAGAIN times=1"])
+    with mounted(backing, tmp_path / "mnt", delay_ms=20, faults=faults) as mnt:
+        summary = copy(str(mnt / "src"), str(mnt / "dst"))
+        assert [op for op, _, _ in faults.injected()] == ["copy_file_range"]
+        assert summary["errors"] == 0
+        assert tree_compare(mnt / "src", mnt / "dst") == []
+        assert os.stat(mnt / "dst" / "d" / "a").st_nlink == 3
