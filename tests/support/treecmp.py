@@ -22,7 +22,7 @@ import errno
 import os
 import stat
 from collections.abc import Iterator
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 StrOrBytesPath = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 CHUNK = 1024 * 1024
@@ -164,7 +164,7 @@ def _content(
     with open(fa, "rb", buffering=0) as xa, open(fb, "rb", buffering=0) as xb:
         offset = 0
         while True:
-            ca, cb = xa.read(CHUNK), xb.read(CHUNK)
+            ca, cb = _read_full(xa), _read_full(xb)
             if ca != cb:
                 at = offset + next(
                     (i for i, (x, y) in enumerate(zip(ca, cb, strict=False)) if x != y),
@@ -175,6 +175,16 @@ def _content(
             if not ca:
                 return
             offset += len(ca)
+
+
+def _read_full(f: BinaryIO) -> bytes:
+    """The next ``CHUNK`` bytes, fewer only at the end: a raw read may return less
+    (FUSE with direct_io), which is not the end of the file."""
+    parts, left = [], CHUNK
+    while left and (part := f.read(left)):
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
 
 
 def _xattrs(path: bytes, link: bool) -> dict[str, bytes]:

@@ -1,0 +1,146 @@
+"""One ``rcpd serve`` under load: many clients at once, one of them failing.
+
+Twenty clients (threads, each with its own connection, token and tree) submit a copy
+job at once to one service process that runs at most four at a time; one more
+client's job cannot succeed (its source is missing). Then:
+
+- every other job succeeds and its copy is exact; the failing one fails with its
+  reason, and no other job notices;
+- the service's peak memory stays bounded (:data:`PEAK_RSS`);
+- the service answers a new request afterwards and stops cleanly.
+
+``make stress`` adds a soak: ten minutes of such rounds, the service's resident
+memory sampled between them, which must stay flat.
+
+Figure: jobs submitted / jobs that ended as they must.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from support.reliability import Figure, published
+from support.services import TOKEN, RcpdServe
+from support.treecmp import TreeCompare
+from support.treespec import File, make_tree
+
+pytestmark = pytest.mark.slow
+
+CLIENTS = 20
+WAIT = 120.0
+PEAK_RSS = 400 << 20
+SOAK = 600.0
+
+
+def rss(pid: int, field: str) -> int:
+    """A memory figure of a process (``VmRSS``, ``VmHWM``) in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no {field} for {pid}")
+
+
+def start(tmp_path: Path) -> tuple[RcpdServe, Path, Path]:
+    data, backup = tmp_path / "data", tmp_path / "backup"
+    data.mkdir()
+    backup.mkdir()
+    (tmp_path / "token").write_text(TOKEN)
+    args = ["--root", str(data), "--root", str(backup), "--max-jobs", "4"]
+    args += [
+        "--token-file",
+        str(tmp_path / "token"),
+        "--identity",
+        str(tmp_path / "id"),
+    ]
+    return RcpdServe(args), data, backup
+
+
+def one_round(
+    service: RcpdServe, data: Path, backup: Path, tag: str, tree_compare: TreeCompare
+) -> list[str]:
+    """Twenty good jobs and a bad one at once; what went wrong (nothing, ideally)."""
+    for i in range(CLIENTS):
+        spec = {
+            f"d{d}/f{f}": File(os.urandom(2000 + i))
+            for d in range(5)
+            for f in range(20)
+        }
+        spec["big"] = File(os.urandom(4 << 20))
+        make_tree(data / f"{tag}-{i}", spec)
+
+    def job(i: int) -> str:
+        name = f"{tag}-{i}" if i < CLIENTS else f"{tag}-missing"
+        with service.client() as client:
+            submitted = client.submit([str(data / name)], f"{backup}/")
+            done = client.wait(submitted["job"], WAIT)
+        if i == CLIENTS:
+            if done["state"] != "failed" or not done.get("error"):
+                return f"the bad job ended {done['state']}: {done}"
+            return ""
+        if done["state"] != "succeeded":
+            return f"job {i}: {done['state']} {done.get('error')}"
+        differences = tree_compare(data / name, backup / name)
+        return f"job {i}: {differences[:3]}" if differences else ""
+
+    with ThreadPoolExecutor(CLIENTS + 1) as pool:
+        return [p for p in pool.map(job, range(CLIENTS + 1)) if p]
+
+
+def test_twenty_clients_at_once_and_one_failing(
+    tmp_path: Path, figures: list[Figure], tree_compare: TreeCompare
+) -> None:
+    figure = published(
+        figures, "load", f"one rcpd serve, {CLIENTS} concurrent jobs and a failing one"
+    )
+    service, data, backup = start(tmp_path)
+    try:
+        figure.tried += CLIENTS + 1
+        problems = one_round(service, data, backup, "r0", tree_compare)
+        peak = rss(service.proc.pid, "VmHWM")
+        if peak > PEAK_RSS:
+            problems.append(f"peak RSS {peak >> 20} MiB")
+        with service.client() as client:
+            assert len(client.jobs()) == CLIENTS + 1
+    finally:
+        assert service.stop() == 0, service.stderr
+    for problem in problems:
+        figure.failed(problem, lost=True)
+    figure.survived += CLIENTS + 1 - len(problems)
+    assert figure.clean, figure.notes
+
+
+@pytest.mark.stress
+def test_a_ten_minute_soak_keeps_memory_flat(
+    tmp_path: Path, figures: list[Figure], tree_compare: TreeCompare
+) -> None:
+    figure = published(figures, "load", "ten-minute soak of mixed jobs, memory flat")
+    service, data, backup = start(tmp_path)
+    samples: list[int] = []
+    try:
+        started = time.monotonic()
+        round_no = 0
+        while time.monotonic() - started < SOAK:
+            figure.tried += CLIENTS + 1
+            problems = one_round(service, data, backup, f"r{round_no}", tree_compare)
+            for problem in problems:
+                figure.failed(f"round {round_no}: {problem}", lost=True)
+            figure.survived += CLIENTS + 1 - len(problems)
+            samples.append(rss(service.proc.pid, "VmRSS"))
+            for path in (*data.iterdir(), *backup.iterdir()):
+                shutil.rmtree(path)  # the round's trees: the service holds none now
+            round_no += 1
+    finally:
+        assert service.stop() == 0, service.stderr
+    early = max(samples[: max(1, len(samples) // 5)])
+    late = max(samples[-max(1, len(samples) // 5) :])
+    if late > early * 1.25 + (32 << 20):
+        figure.failed(
+            f"memory grew: {early >> 20} MiB early, {late >> 20} MiB late", lost=True
+        )
+    assert figure.clean, figure.notes
