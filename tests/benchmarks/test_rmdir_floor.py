@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from benchmarks.latencyfs import mounted
-from benchmarks.rmdir_floor import DIRS, render, rmdirs
+from benchmarks.rmdir_floor import DIRS, render, rmdirs, start_up
 
 pytestmark = pytest.mark.privileged
 
@@ -34,3 +35,9 @@ def test_the_bound_is_rm_rf_over_the_fastest_rmdirs() -> None:
     assert "no remover can be more than 8.0x faster" in out
     assert "out of reach" not in out
     assert "out of reach" in render({32: [0.25]}, 1.6)
+    with_rrm = render({32: [0.2]}, 1.6, fixed=0.08)
+    assert "added: at most 5.7x: out of reach for rrm." in with_rrm
+
+
+def test_rrm_start_up_is_timed_on_an_empty_directory() -> None:
+    assert 0 < start_up(str(Path(sys.executable).with_name("rrm")), 2) < 5
