@@ -93,6 +93,7 @@ def writing_time(argv: list[str], dst: Path) -> float:
     return min(spans)
 
 
+@pytest.mark.timeout(1800)  # make stress: 150 kills
 def test_a_killed_copy_rerun_is_exact(
     tmp_path: Path, scale: Scale, figures: list[Figure], tree_compare: TreeCompare
 ) -> None:

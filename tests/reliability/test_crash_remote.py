@@ -70,6 +70,7 @@ def kill_all(pids: list[int]) -> bool:
     return landed
 
 
+@pytest.mark.timeout(1800)  # make stress: 40 kills per role
 @pytest.mark.parametrize("role", ["source", "destination", "master"])
 def test_a_role_killed_mid_copy_then_rerun_is_exact(
     tmp_path: Path,

@@ -291,6 +291,7 @@ def random_rules(rng: random.Random) -> tuple[str, ...]:
     return (f"seed {rng.randint(1, 2**31)}", *rules)
 
 
+@pytest.mark.timeout(1800)  # make stress: 120 tables
 def test_random_fault_tables_never_break_the_rules(
     staged: tuple[Path, Path],
     scale: Scale,

@@ -115,6 +115,7 @@ def test_twenty_clients_at_once_and_one_failing(
     assert figure.clean, figure.notes
 
 
+@pytest.mark.timeout(SOAK + 600)
 @pytest.mark.stress
 def test_a_ten_minute_soak_keeps_memory_flat(
     tmp_path: Path, figures: list[Figure], tree_compare: TreeCompare

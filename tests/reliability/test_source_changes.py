@@ -124,6 +124,7 @@ def untouched_differences(differences: list[str], touched: set[str]) -> list[str
     return [d for d in differences if not related(path_of(d))]
 
 
+@pytest.mark.timeout(1800)  # make stress: 40 copies overtaken
 def test_a_changing_source_is_copied_honestly(
     tmp_path: Path, scale: Scale, figures: list[Figure], tree_compare: TreeCompare
 ) -> None:
