@@ -214,12 +214,18 @@ def trial(
         if done.returncode < 0 or "Traceback" in done.stderr:
             figure.failed(f"{what}: crashed: {done.stderr[-300:]}", crash=True)
             return
-        differences = tree_compare(*stage.truth()) if stage.dst.exists() else ["no dst"]
+        differences = (
+            tree_compare(*stage.truth()) if stage.truth()[1].exists() else ["no dst"]
+        )
         if done.returncode == 0 and differences:
             problems.append(f"exit 0 but {differences[:3]}")
         if done.returncode != 0 and "rcp" not in done.stderr:
             problems.append(f"exit {done.returncode} without an error line")
-        wrong = looks_complete_but_is_not(*stage.truth()) if stage.dst.exists() else []
+        wrong = (
+            looks_complete_but_is_not(*stage.truth())
+            if stage.truth()[1].exists()
+            else []
+        )
         if wrong:
             figure.failed(f"{what}: complete-looking but wrong {wrong[:3]}", lost=True)
             return
