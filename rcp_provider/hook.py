@@ -31,7 +31,8 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseHook
+from airflow.sdk import BaseHook, Connection
+from airflow.sdk.exceptions import AirflowNotFoundException
 
 from rcp_core import CompareAttr, CopySettings, Preserve, UsageError
 from rcp_core import copy as engine_copy
@@ -72,7 +73,7 @@ class RcpHook(BaseHook):
         """The service this connection points at; ``None`` for the worker itself."""
         if self.rcp_conn_id is None:
             return None
-        conn = self.get_connection(self.rcp_conn_id)
+        conn = self._connection
         return endpoint_of(
             f"connection {self.rcp_conn_id!r}",
             conn.host,
@@ -86,7 +87,7 @@ class RcpHook(BaseHook):
         """The connection's ``max_workers`` extra: the default for local copies."""
         if self.rcp_conn_id is None:
             return None
-        value = self.get_connection(self.rcp_conn_id).extra_dejson.get("max_workers")
+        value = self._connection.extra_dejson.get("max_workers")
         if value is None:
             return None
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -94,6 +95,21 @@ class RcpHook(BaseHook):
                 f"connection {self.rcp_conn_id!r}: max_workers must be an integer >= 1"
             )
         return value
+
+    @cached_property
+    def _connection(self) -> Connection:
+        """The Airflow connection named ``rcp_conn_id`` (which must not be ``None``).
+
+        :raises UsageError: no connection has that name (a retry would not help
+            until someone defines it).
+        """
+        assert self.rcp_conn_id is not None
+        try:
+            return self.get_connection(self.rcp_conn_id)
+        except AirflowNotFoundException as exc:
+            raise UsageError(
+                f"no Airflow connection {self.rcp_conn_id!r} is defined"
+            ) from exc
 
     def same_place(self, other: RcpHook) -> bool:
         return self.endpoint == other.endpoint

@@ -10,7 +10,7 @@ before anything is copied.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from rcp_core import CompareAttr, CopySettings, DryRun, ExistingPolicy, Preserve
 from rcp_core.errors import UsageError
@@ -50,6 +50,12 @@ def copy_settings(
     except ValueError:
         known = ", ".join(p.value for p in ExistingPolicy)
         raise UsageError(f"overwrite={overwrite!r}: use one of {known}") from None
+    for name, count in (("max_workers", max_workers), ("max_processes", max_processes)):
+        if count is not None:
+            whole_number(name, count, minimum=1)
+    whole_number("retries", retries, minimum=0)
+    if not _is_number(ops_throttle) or ops_throttle < 0:
+        raise UsageError(f"ops_throttle={ops_throttle!r}: a number >= 0")
     return CopySettings(
         existing=existing,
         overwrite_compare=CompareAttr.parse(overwrite_compare),
@@ -65,6 +71,30 @@ def copy_settings(
         ops_throttle=ops_throttle,
         retries=retries,
     )
+
+
+def whole_number(name: str, value: object, *, minimum: int) -> int:
+    """``value`` as the integer argument ``name`` (a bool is no number here).
+
+    :raises UsageError: not an integer, or below ``minimum``.
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise UsageError(f"{name}={value!r}: an integer >= {minimum}")
+    return value
+
+
+def seconds(name: str, value: object) -> float:
+    """``value`` as the positive duration argument ``name``.
+
+    :raises UsageError: not a number, or not above zero.
+    """
+    if not _is_number(value) or value <= 0:
+        raise UsageError(f"{name}={value!r}: a number of seconds > 0")
+    return float(value)
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def verify_mode(value: str) -> Verify:

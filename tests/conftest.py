@@ -69,19 +69,10 @@ def pytest_collection_modifyitems(
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
-def require_loop(fstype: loopfs.Fstype) -> None:
-    """Skip when not root; fail when root but the tools are missing."""
-    gate = loopfs.gate(os.geteuid(), loopfs.missing_tools(fstype))
-    if gate.action == "skip":
-        pytest.skip(gate.reason)
-    if gate.action == "fail":
-        pytest.fail(gate.reason, pytrace=False)
-
-
 @pytest.fixture(scope="session")
 def xfs_reflink(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Mount point of a 1 GiB XFS with reflink=1, shared by the whole session."""
-    require_loop("xfs")
+    loopfs.require("xfs")
     workdir = tmp_path_factory.mktemp("xfs-reflink")
     with loopfs.loop_mount(workdir, "xfs", GIB) as mnt:
         yield mnt
@@ -90,7 +81,7 @@ def xfs_reflink(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def ext4_fs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Mount point of a 1 GiB ext4, shared by the whole session."""
-    require_loop("ext4")
+    loopfs.require("ext4")
     workdir = tmp_path_factory.mktemp("ext4")
     with loopfs.loop_mount(workdir, "ext4", GIB) as mnt:
         yield mnt
@@ -119,7 +110,7 @@ def small_fs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[loopfs.SmallF
     with ExitStack() as stack:
 
         def make(size_mib: int = 16, fstype: loopfs.Fstype = "ext4") -> Path:
-            require_loop(fstype)
+            loopfs.require(fstype)
             workdir = tmp_path_factory.mktemp(f"small-{fstype}")
             size = size_mib * loopfs.MIB
             return stack.enter_context(loopfs.loop_mount(workdir, fstype, size))

@@ -141,6 +141,8 @@ class RcpCopyOperator(BaseOperator):
             source, target = RcpHook(self.src_conn_id), RcpHook(self.dst_conn_id)
             if self.manifest is not None:
                 return self._shard(source, target, settings, verify)
+            if self.shard is not None:
+                raise UsageError("shard needs the manifest it is a shard of")
             sources = self._sources()
             key = job_key(context)
             if self.deferrable:

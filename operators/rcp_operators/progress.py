@@ -13,19 +13,23 @@ import logging
 from typing import Any
 
 from rcp_core.summary import human_bytes
+from rcp_provider.options import seconds
 
 INTERVAL = 30.0
 STEP = 0.05
 
 
 class ProgressLog:
-    """Throttled progress lines; with ``total_bytes``, a line also marks every 5%."""
+    """Throttled progress lines; with ``total_bytes``, a line also marks every 5%.
+
+    :raises UsageError: ``interval`` is not a number of seconds above zero.
+    """
 
     def __init__(
         self, log: logging.Logger | Any, *, interval: float = INTERVAL
     ) -> None:
         self.log = log
-        self.interval = interval
+        self.interval = seconds("progress_interval", interval)
         self._shown_at = 0.0
         self._next_share = STEP
 

@@ -18,6 +18,7 @@ from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.cli.rrm import parse_time
 from rcp_provider.failures import airflow_errors
 from rcp_provider.hook import RcpHook
+from rcp_provider.options import whole_number
 
 
 class RcpRemoveOperator(BaseOperator):
@@ -89,7 +90,9 @@ class RcpRemoveOperator(BaseOperator):
                 missing_ok=self.missing_ok,
                 dry_run=self.dry_run_only,
                 fail_early=self.fail_early,
-                max_workers=self.max_workers,
+                max_workers=None
+                if self.max_workers is None
+                else whole_number("max_workers", self.max_workers, minimum=1),
             )
             summary = RcpHook(self.conn_id).remove(
                 paths,

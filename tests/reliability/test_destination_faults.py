@@ -1,8 +1,9 @@
-"""Real failures of real filesystems: a full destination, a read-only one, and a
-source with subtrees the copier may not read.
+"""Real failures of real filesystems: a full destination, one over its user's quota,
+a read-only one, and a source with subtrees the copier may not read.
 
-Each is made the way it happens (a small ext4 filled up, a read-only bind mount,
-``chmod 000`` against an unprivileged copier), and each must give: a non-zero exit
+Each is made the way it happens (a small ext4 filled up, an XFS user quota smaller
+than the tree, a read-only bind mount, ``chmod 000`` against an unprivileged copier),
+and each must give: a non-zero exit
 with the cause and the path on stderr, nothing half-written that looks complete,
 nothing changed where nothing could be written, everything else copied exactly, and
 -- once the cause is gone -- an exact copy from the same command.
@@ -12,6 +13,7 @@ Figure: failures made / handled.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -20,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from support import nobody
+from benchmarks.mounts import loop_volume
+from support import loopfs, nobody
 from support.loopfs import SmallFs
 from support.nobody import RCP, give_to_nobody, rcp_as_nobody
 from support.reliability import (
@@ -28,6 +31,7 @@ from support.reliability import (
     looks_complete_but_is_not,
     mixed_tree,
     published,
+    state,
 )
 from support.treecmp import TreeCompare
 from support.treespec import make_tree
@@ -39,7 +43,9 @@ MIB = 1 << 20
 
 @pytest.fixture(scope="module")
 def figure(figures: list[Figure]) -> Figure:
-    return published(figures, "destination", "full, read-only, unreadable subtrees")
+    return published(
+        figures, "destination", "full, over quota, read-only, unreadable subtrees"
+    )
 
 
 def rcp(*args: str) -> subprocess.CompletedProcess[str]:
@@ -76,6 +82,76 @@ def test_a_full_destination_stops_the_copy_and_a_rerun_after_space_is_freed_comp
 
 
 @pytest.fixture
+def quota_world() -> Iterator[Path]:
+    """A world-writable directory holding ``mnt``: an XFS mounted with user quotas
+    on, its root owned by nobody (whose quota the test sets).
+
+    Skipped only on a kernel built without XFS quotas (``CONFIG_XFS_QUOTA``), where
+    no such mount can exist; EDQUOT then comes from latencyfs (test_faults_fs).
+    """
+    loopfs.require("xfs")
+    if "# CONFIG_XFS_QUOTA is not set" in kernel_config():
+        pytest.skip("this kernel has no XFS quota support (CONFIG_XFS_QUOTA unset)")
+    with nobody.world_dir() as world:
+        mnt = world / "mnt"
+        with loop_volume(
+            world / "xfs.img",
+            mnt,
+            loopfs.MKFS["xfs"],
+            "xfs",
+            loopfs.MIN_SIZE["xfs"],
+            options="uquota",
+        ):
+            os.chown(mnt, nobody.NOBODY, nobody.NOBODY)
+            yield world
+
+
+def kernel_config() -> str:
+    """The running kernel's build configuration, if it publishes it."""
+    try:
+        with gzip.open("/proc/config.gz", "rt") as config:
+            return config.read()
+    except FileNotFoundError:
+        return ""
+
+
+def set_quota(mnt: Path, hard_limit: str) -> None:
+    """Limit nobody's blocks on ``mnt`` to ``hard_limit`` (``0``: no limit)."""
+    subprocess.run(
+        ["xfs_quota", "-x", "-c", f"limit -u bhard={hard_limit} nobody", str(mnt)],
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_a_copy_over_quota_stops_and_a_rerun_under_a_larger_quota_completes(
+    quota_world: Path, figure: Figure, tree_compare: TreeCompare
+) -> None:
+    """As nobody, with 6 MiB of quota for a tree of about 14 MiB of data: EDQUOT
+    from the kernel stops the run with its cause on the output and nothing
+    half-written looking complete; with the limit lifted the same command completes."""
+    world, mnt = quota_world, quota_world / "mnt"
+    make_tree(world / "src", mixed_tree(seed=7))
+    nobody.give_to_nobody(world / "src", [])
+    set_quota(mnt, "6m")
+    over = rcp_as_nobody(world, "-o", "src", "mnt/dst")
+    problems = []
+    said = over.stdout + over.stderr  # error lines are logged to stdout
+    if over.returncode == 0 or "Disk quota exceeded" not in said:
+        problems.append(f"exit {over.returncode}: {said[-300:]}")
+    if looks_complete_but_is_not(world / "src", mnt / "dst"):
+        problems.append("a half-written file looks complete")
+    set_quota(mnt, "0")
+    again = rcp_as_nobody(world, "-o", "src", "mnt/dst")
+    if again.returncode != 0 or tree_compare(world / "src", mnt / "dst"):
+        problems.append(
+            f"under a larger quota: exit {again.returncode} {again.stderr[-200:]}"
+        )
+    figure.trial("over an XFS user quota", problems, lost=True)
+    assert not problems
+
+
+@pytest.fixture
 def read_only(tmp_path: Path) -> Iterator[Path]:
     """A directory holding an old copy, bind-mounted read-only onto itself."""
     path = tmp_path / "dst"
@@ -95,14 +171,14 @@ def test_a_read_only_destination_changes_nothing_and_is_reported(
     assert old.returncode == 0, old.stderr
     (src / "small" / "d1" / "f1").write_bytes(b"changed since")
     (src / "new").write_bytes(b"new")
-    before = snapshot(read_only)
+    before = state(read_only)
     subprocess.run(["mount", "-o", "remount,ro,bind", str(read_only)], check=True)
     refused = rcp("-o", str(src), str(read_only))
     problems = []
     said = refused.stdout + refused.stderr  # error lines are logged to stdout
     if refused.returncode == 0 or "Read-only file system" not in said:
         problems.append(f"exit {refused.returncode}: {said[-300:]}")
-    if snapshot(read_only) != before:
+    if state(read_only) != before:
         problems.append("the read-only copy changed")
     subprocess.run(["mount", "-o", "remount,rw,bind", str(read_only)], check=True)
     again = rcp("-o", str(src), str(read_only))
@@ -110,17 +186,6 @@ def test_a_read_only_destination_changes_nothing_and_is_reported(
         problems.append(f"once writable: exit {again.returncode} {again.stderr[-200:]}")
     figure.trial("a read-only destination", problems, lost=True)
     assert not problems
-
-
-def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
-    return {
-        str(p.relative_to(root)): (
-            p.lstat().st_mode,
-            p.lstat().st_size,
-            p.lstat().st_mtime_ns,
-        )
-        for p in root.rglob("*")
-    }
 
 
 def test_unreadable_source_subtrees_fail_alone(

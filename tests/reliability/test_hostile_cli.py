@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from support.reliability import Figure, published
+from support.reliability import Figure, published, state
 from support.treespec import File, make_tree
 
 BIN = Path(sys.executable).parent
@@ -74,21 +74,6 @@ CASES: list[tuple[str, list[str]]] = [
 ]
 
 
-def snapshot(root: Path) -> dict[str, tuple[int, int, int, bytes]]:
-    """Everything a command could have touched under ``root``."""
-    seen = {}
-    for path in sorted(root.rglob("*")):
-        st = path.lstat()
-        content = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
-        seen[str(path.relative_to(root))] = (
-            st.st_mode,
-            st.st_size,
-            st.st_mtime_ns,
-            content,
-        )
-    return seen
-
-
 @pytest.fixture(scope="module")
 def figure(figures: list[Figure]) -> Figure:
     return published(figures, "hostile input", "malformed CLI operands and options")
@@ -114,7 +99,7 @@ def test_a_malformed_invocation_is_one_line_exit_2_and_touches_nothing(
                 return str(path) + arg[len(key) :]
         return arg
 
-    before = snapshot(tmp_path)
+    before = state(tmp_path)
     figure.tried += 1
     done = subprocess.run(
         [str(BIN / tool), *map(fill, args)],
@@ -133,7 +118,7 @@ def test_a_malformed_invocation_is_one_line_exit_2_and_touches_nothing(
         problems.append(f"stderr {done.stderr!r}")
     if done.stdout:
         problems.append(f"stdout {done.stdout[:200]!r}")
-    if snapshot(tmp_path) != before:
+    if state(tmp_path) != before:
         problems.append("the sandbox changed")
     if problems:
         figure.failed(

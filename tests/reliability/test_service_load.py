@@ -9,8 +9,9 @@ client's job cannot succeed (its source is missing). Then:
 - the service's peak memory stays bounded (:data:`PEAK_RSS`);
 - the service answers a new request afterwards and stops cleanly.
 
-``make stress`` adds a soak: ten minutes of such rounds, the service's resident
-memory sampled between them, which must stay flat.
+``make stress`` adds a soak: ten minutes of such rounds, each beside a local
+``rcp`` of a mixed tree, the service's resident memory sampled between them, which
+must stay flat.
 
 Figure: jobs submitted / jobs that ended as they must.
 """
@@ -19,13 +20,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from support.reliability import Figure, published
+from support.nobody import RCP
+from support.reliability import Figure, mixed_tree, published
 from support.services import TOKEN, RcpdServe
 from support.treecmp import TreeCompare
 from support.treespec import File, make_tree
@@ -115,23 +118,53 @@ def test_twenty_clients_at_once_and_one_failing(
     assert figure.clean, figure.notes
 
 
+def local_copy(src: Path, dst: Path, tree_compare: TreeCompare) -> str:
+    """A local ``rcp`` of ``src`` to a new ``dst``, checked and removed; what went
+    wrong, if anything."""
+    done = subprocess.run(
+        [*RCP, str(src), str(dst)],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+    if done.returncode != 0:
+        return f"local rcp: exit {done.returncode}: {done.stderr[-200:]}"
+    differences = tree_compare(src, dst)
+    shutil.rmtree(dst)
+    return f"local rcp: {differences[:3]}" if differences else ""
+
+
 @pytest.mark.timeout(SOAK + 600)
 @pytest.mark.stress
 def test_a_ten_minute_soak_keeps_memory_flat(
     tmp_path: Path, figures: list[Figure], tree_compare: TreeCompare
 ) -> None:
-    figure = published(figures, "load", "ten-minute soak of mixed jobs, memory flat")
+    """Rounds of twenty-one service jobs, each beside a local ``rcp`` of a mixed
+    tree, for ten minutes; the service's resident memory, sampled between rounds,
+    must stay flat."""
+    figure = published(
+        figures, "load", "ten-minute soak: service jobs and local copies, memory flat"
+    )
     service, data, backup = start(tmp_path)
+    mixed = make_tree(tmp_path / "mixed", mixed_tree(seed=11))
     samples: list[int] = []
     try:
         started = time.monotonic()
         round_no = 0
         while time.monotonic() - started < SOAK:
-            figure.tried += CLIENTS + 1
-            problems = one_round(service, data, backup, f"r{round_no}", tree_compare)
+            figure.tried += CLIENTS + 2
+            with ThreadPoolExecutor(1) as beside:
+                local = beside.submit(
+                    local_copy, mixed, tmp_path / "local", tree_compare
+                )
+                problems = one_round(
+                    service, data, backup, f"r{round_no}", tree_compare
+                )
+                problems += [p for p in [local.result()] if p]
             for problem in problems:
                 figure.failed(f"round {round_no}: {problem}", lost=True)
-            figure.survived += CLIENTS + 1 - len(problems)
+            figure.survived += CLIENTS + 2 - len(problems)
             samples.append(rss(service.proc.pid, "VmRSS"))
             for path in (*data.iterdir(), *backup.iterdir()):
                 shutil.rmtree(path)  # the round's trees: the service holds none now
@@ -140,6 +173,9 @@ def test_a_ten_minute_soak_keeps_memory_flat(
         assert service.stop() == 0, service.stderr
     early = max(samples[: max(1, len(samples) // 5)])
     late = max(samples[-max(1, len(samples) // 5) :])
+    figure.detail = (
+        f"{round_no} rounds; service RSS {early >> 20} MiB early, {late >> 20} MiB late"
+    )
     if late > early * 1.25 + (32 << 20):
         figure.failed(
             f"memory grew: {early >> 20} MiB early, {late >> 20} MiB late", lost=True

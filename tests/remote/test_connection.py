@@ -211,6 +211,38 @@ def test_a_silent_client_is_dropped_within_the_timeout(
     assert out[0] < 2.0
 
 
+def test_a_hello_trickled_byte_by_byte_ends_at_the_handshake_deadline() -> None:
+    """A peer that sends its hello one byte every 0.1 s (a read never waits long,
+    the frame would take seconds) is dropped when the handshake's second is up."""
+
+    def handle(sock: socket.socket) -> Any:
+        started = time.monotonic()
+        try:
+            accept(
+                sock, "client", role=Role.SOURCE, software="s", timeout=1.0, ctx=None
+            )
+        except PeerTimeoutError:
+            return time.monotonic() - started
+        return None
+
+    hello = encode(
+        FrameKind.HELLO, {"protocol": list(PROTOCOL), "role": "master", "software": "c"}
+    )
+    with (
+        serving(handle) as (address, out),
+        socket.create_connection(address, timeout=TIMEOUT) as sock,
+    ):
+        for byte in hello:
+            if out:
+                break
+            with contextlib.suppress(OSError):  # the server hung up: done
+                sock.sendall(bytes([byte]))
+            time.sleep(0.1)
+    assert len(hello) * 0.1 > 3.0  # without the deadline it would outlast the bound
+    assert isinstance(out[0], float)
+    assert out[0] < 1.5
+
+
 def test_a_silent_server_times_out_the_dial(server_id: tls.Identity) -> None:
     listener = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
     try:

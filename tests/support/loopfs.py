@@ -8,11 +8,14 @@ and whether loop-mount tests run, skip or fail here (:func:`gate`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
+
+import pytest
 
 from benchmarks import mounts
 from benchmarks.mounts import which
@@ -65,6 +68,15 @@ def gate(euid: int, missing: Sequence[str]) -> Gate:
             "fail", "no /dev/loop-control: load the loop module (modprobe loop)"
         )
     return Gate("run", "")
+
+
+def require(fstype: Fstype) -> None:
+    """Skip the calling test when not root; fail it when root but tools are missing."""
+    verdict = gate(os.geteuid(), missing_tools(fstype))
+    if verdict.action == "skip":
+        pytest.skip(verdict.reason)
+    if verdict.action == "fail":
+        pytest.fail(verdict.reason, pytrace=False)
 
 
 def backing_file(device: str) -> str | None:

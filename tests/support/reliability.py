@@ -141,6 +141,22 @@ def looks_complete_but_is_not(src: Path, dst: Path) -> list[str]:
     return wrong
 
 
+def state(root: Path) -> dict[str, tuple[int, int, int, bytes]]:
+    """Everything a command could have changed under ``root``: each entry's mode,
+    size, mtime and (for a regular file) content."""
+    seen = {}
+    for path in sorted(root.rglob("*")):
+        st = path.lstat()
+        content = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
+        seen[str(path.relative_to(root))] = (
+            st.st_mode,
+            st.st_size,
+            st.st_mtime_ns,
+            content,
+        )
+    return seen
+
+
 def daemons(role: str = "") -> list[int]:
     """The running ``rcpd --role`` processes of this interpreter (of ``role`` if
     given): the daemons themselves, not the ssh commands that started them."""

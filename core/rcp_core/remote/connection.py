@@ -398,7 +398,9 @@ def _handshake(
                 raise ConnectionLostError(f"{peer}: TLS handshake: {exc}") from exc
         conn = Connection(sock, peer)
         conn.settimeout(max(0.001, deadline - time.monotonic()))
+        conn.reader.deadline = deadline  # a hello trickled byte by byte ends too
         greet(conn)
+        conn.reader.deadline = None
         conn.settimeout(timeout)
         conn.wait_while_alive()
         return conn

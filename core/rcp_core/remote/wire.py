@@ -32,6 +32,7 @@ import enum
 import json
 import socket
 import struct
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,6 +131,11 @@ class FrameReader:
         the socket's timeout).
     :param idle_timeout: seconds to wait for the next frame to start (default: the
         same as ``frame_timeout``).
+
+    ``deadline`` (a ``time.monotonic()`` time, or ``None``) caps every wait: set, a
+    peer that trickles its bytes cannot make reading outlast it (a handshake's
+    frames, which an unauthenticated peer sends, must end by the handshake's
+    deadline however slowly they arrive).
     """
 
     def __init__(
@@ -148,6 +154,7 @@ class FrameReader:
         self.idle_timeout = (
             idle_timeout if idle_timeout is not None else (self.frame_timeout)
         )
+        self.deadline: float | None = None
         self._prefix = bytearray(PREFIX.size)
         self._payload = bytearray()
 
@@ -158,6 +165,9 @@ class FrameReader:
         got = 0
         while got < n:
             wait = self.idle_timeout if at_boundary and got == 0 else self.frame_timeout
+            if self.deadline is not None:
+                left = max(0.001, self.deadline - time.monotonic())
+                wait = left if wait is None else min(wait, left)
             self.sock.settimeout(wait)
             try:
                 k = self.sock.recv_into(view[got:])
