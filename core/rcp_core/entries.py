@@ -390,7 +390,16 @@ def copy_symlink(
             and stat.S_ISLNK(old.st_mode)
             and os.readlink(dst_name, dir_fd=node.dst_fd) == target
         ):
-            action, reason = Action.UNCHANGED, "same target"
+            if ctx.metadata.agrees_by_name(st, old):
+                action, reason = Action.UNCHANGED, "same target"
+            else:
+                # Only its metadata differs (say a killed run made it but never
+                # set them): set them on the link in place.
+                tally["copied.symlinks"] += 1
+                ctx.dry("update", "symlink", node, rel, "same target, other times")
+                if ctx.dry_run is None:
+                    ctx.metadata.apply_by_name(node.dst_fd, dst_name, st)
+                return
         if action is Action.KEEP:
             tally["skipped.symlinks"] += 1
             ctx.dry("keep", "symlink", node, rel, reason)

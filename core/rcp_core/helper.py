@@ -122,23 +122,31 @@ class Helper:
         return 0
 
     def _read(self) -> None:
-        while True:
-            got = self.chan.recv()
-            if got is None:
-                self.ctx.stop("the calling process went away")
-                self.pool.finish_external()
-                return
-            message, fds = got
-            if isinstance(message, Task):
-                self._start(message, fds)
-            elif isinstance(message, Limit):
-                self.pool.limit = message.workers
-                log.debug("helper: %d batches at once", message.workers)
-            elif isinstance(message, Stop):
-                self.ctx.stop(message.reason)
-            elif isinstance(message, Finish):
-                self.pool.finish_external()
-                return
+        """Take the caller's messages until ``Finish`` or until the caller is gone;
+        either way the session's reservation is released, so the pool ends."""
+        try:
+            while True:
+                try:
+                    got = self.chan.recv()
+                except OSError:  # ECONNRESET: it died with our messages unread
+                    got = None
+                if got is None:
+                    self.ctx.stop("the calling process went away")
+                    return
+                message, fds = got
+                if isinstance(message, Task):
+                    self._start(message, fds)
+                elif isinstance(message, Limit):
+                    self.pool.limit = message.workers
+                    log.debug("helper: %d batches at once", message.workers)
+                elif isinstance(message, Stop):
+                    self.ctx.stop(message.reason)
+                elif isinstance(message, Finish):
+                    return
+        except BaseException as exc:  # noqa: BLE001 - a bug: reported, exit status 1
+            self.pool.report_crash(exc)
+        finally:
+            self.pool.finish_external()
 
     def _start(self, task: Task, fds: list[int]) -> None:
         node = DirNode(

@@ -107,6 +107,13 @@ class Metadata:
         if times and self.times:
             os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
 
+    def agrees_by_name(self, st: os.stat_result, there: os.stat_result) -> bool:
+        """Whether ``there`` already has what :meth:`apply_by_name` would give it
+        from ``st`` (its owner and mtime, as far as they are kept)."""
+        if self.owner and (st.st_uid, st.st_gid) != (there.st_uid, there.st_gid):
+            return False
+        return not self.times or st.st_mtime_ns == there.st_mtime_ns
+
     def apply_by_name(self, dir_fd: int, name: str, st: os.stat_result) -> None:
         """Apply metadata to a symlink or special file that cannot be opened for it."""
         is_link = stat.S_ISLNK(st.st_mode)

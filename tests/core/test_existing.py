@@ -228,14 +228,29 @@ def test_update_with_equal_mtime_keeps_and_overwrite_leaves_unchanged(
 
 
 def test_symlink_with_same_target_is_unchanged(tmp_path: Path) -> None:
-    """Symlinks are compared by target: same target -> ``unchanged.symlinks``."""
+    """Symlinks are compared by target and times: both the same -> unchanged."""
     make_tree(tmp_path / "src", {"l": Symlink("somewhere", T0)})
-    make_tree(tmp_path / "dst", {"l": Symlink("somewhere", OLDER)})
+    make_tree(tmp_path / "dst", {"l": Symlink("somewhere", T0)})
     ino = os.lstat(tmp_path / "dst" / "l").st_ino
     summary = run(tmp_path, OVERWRITE)
     assert summary["unchanged.symlinks"] == 1
     assert summary["copied.symlinks"] == 0
     assert os.lstat(tmp_path / "dst" / "l").st_ino == ino
+
+
+def test_symlink_with_same_target_and_other_times_gets_the_sources(
+    tmp_path: Path,
+) -> None:
+    """A link a killed run made but never dated: its times are set in place (the
+    same link, no replacement), so the rerun's copy is exact."""
+    make_tree(tmp_path / "src", {"l": Symlink("somewhere", T0)})
+    make_tree(tmp_path / "dst", {"l": Symlink("somewhere", OLDER)})
+    ino = os.lstat(tmp_path / "dst" / "l").st_ino
+    summary = run(tmp_path, OVERWRITE)
+    assert summary["copied.symlinks"] == 1
+    assert os.lstat(tmp_path / "dst" / "l").st_ino == ino
+    assert os.lstat(tmp_path / "dst" / "l").st_mtime_ns == T0
+    assert os.readlink(tmp_path / "dst" / "l") == "somewhere"
 
 
 def test_identical_files_are_skipped(tmp_path: Path) -> None:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -505,6 +507,26 @@ def test_a_helper_exits_when_its_caller_goes_away() -> None:
         got = chan.recv()
         assert got is not None
         assert isinstance(got[0], Ready)
+        chan.close()
+        assert proc.wait(timeout=30) in (0, 1)
+    finally:
+        proc.kill()
+
+
+def test_a_helper_exits_when_its_caller_dies_with_its_messages_unread() -> None:
+    """A caller killed with the helper's messages unread resets the socket (the
+    helper's read fails with ECONNRESET instead of seeing the end): the helper must
+    leave all the same. Once it hung, waiting for work that would never come."""
+    chan, proc = spawn_helper()
+    try:
+        setup = setup_message()
+        chan.send(replace(setup, log_level=logging.DEBUG))
+        got = chan.recv()
+        assert got is not None
+        assert isinstance(got[0], Ready)
+        chan.send(Limit(4))  # answered by a log record, left unread
+        readable, _, _ = select.select([chan.sock], [], [], 30)
+        assert readable
         chan.close()
         assert proc.wait(timeout=30) in (0, 1)
     finally:

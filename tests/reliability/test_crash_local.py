@@ -45,23 +45,42 @@ ORPHAN_BOUND = 10.0
 RUN_BOUND = 120.0
 
 
-def helpers_gone(group: int, bound: float) -> bool:
-    """Whether every process of ``group`` (the killed rcp's) left within ``bound``."""
+def members(group: int) -> list[str]:
+    """The processes of ``group``: pid, state, kernel wait channel, command."""
+    found = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) != group:
+                continue
+            proc = stat_file.parent
+            wchan = (proc / "wchan").read_text()
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        found.append(f"{proc.name} {fields[0]} {wchan} {command[-60:]}")
+    return found
+
+
+def helpers_gone(group: int, bound: float) -> list[str]:
+    """The processes of ``group`` (the killed rcp's) still there after ``bound``
+    seconds (then killed): none, when every helper left in time."""
     deadline = time.monotonic() + bound
     while time.monotonic() < deadline:
         try:
             os.killpg(group, 0)
         except ProcessLookupError:
-            return True
+            return []
         time.sleep(0.05)
+    left = members(group)
     os.killpg(group, signal.SIGKILL)
-    return False
+    return left
 
 
-def kill_during(argv: list[str], dst: Path, after: float) -> tuple[int, bool]:
+def kill_during(argv: list[str], dst: Path, after: float) -> tuple[int, list[str]]:
     """Start ``argv``, SIGKILL its main process ``after`` seconds after ``dst``
     appeared (when the copy is writing); its exit status (-9 when killed, 0 when it
-    finished first) and whether its helpers left."""
+    finished first) and the helpers that did not leave in time."""
     proc = subprocess.Popen(
         argv,
         stdout=subprocess.DEVNULL,
@@ -117,8 +136,8 @@ def test_a_killed_copy_rerun_is_exact(
             status, left = kill_during(argv, dst, moment)
             if status == -signal.SIGKILL and dst.exists() and tree_compare(src, dst):
                 mid_copy += 1
-            if not left:
-                figure.failed(f"trial {trial}: helpers outlived rcp", hang=True)
+            if left:
+                figure.failed(f"trial {trial}: helpers outlived rcp: {left}", hang=True)
                 problems.append("orphans")
             wrong = looks_complete_but_is_not(src, dst) if dst.exists() else []
             if wrong:
