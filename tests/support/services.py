@@ -73,6 +73,9 @@ def start(tmp_path: Path, **config: object) -> Iterator[Served]:
 class RcpdServe:
     """An ``rcpd serve`` process on loopback, and what it announced.
 
+    Its log (stderr) is read all along, as a service manager's journal would: a
+    service that logs into a pipe nobody reads blocks once the pipe is full.
+
     :param args: its options after ``serve --listen 127.0.0.1:0``.
     """
 
@@ -85,6 +88,9 @@ class RcpdServe:
             stderr=subprocess.PIPE,
             text=True,
         )
+        self._log: list[str] = []
+        self._journal = threading.Thread(target=self._read_log, daemon=True)
+        self._journal.start()
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
@@ -102,8 +108,18 @@ class RcpdServe:
             timeout=3 * TIMEOUT,
         )
 
+    def _read_log(self) -> None:
+        assert self.proc.stderr is not None
+        self._log.extend(self.proc.stderr)
+
     def stop(self) -> int:
+        """Stop the service (SIGTERM); its exit status. ``stderr`` is its log."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        _, self.stderr = self.proc.communicate(timeout=3 * TIMEOUT)
+        self.proc.wait(timeout=3 * TIMEOUT)
+        self._journal.join(TIMEOUT)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        self.stderr = "".join(self._log)
         return self.proc.returncode

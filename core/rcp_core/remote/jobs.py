@@ -214,10 +214,13 @@ class JobTable:
         notices (it finishes no new entry after that); a finished one is unchanged."""
         with self._lock:
             job = self._jobs[job_id]
-            if job.state is State.QUEUED:
+            queued = job.state is State.QUEUED
+            if queued:
                 self._queue.remove(job)
                 self._end(job, State.CANCELLED, None, "cancelled before it started")
             job.cancel.set()
+        if queued:
+            log.info("job %s cancelled before it started", job.id)
         return job
 
     def close(self, timeout: float) -> None:
@@ -265,6 +268,8 @@ class JobTable:
             self._running -= 1
             self._end(job, state, summary, error)
             self._start_next()
+        # Outside the lock: a log that blocks (a full pipe) must not stop the service.
+        log.info("job %s %s%s", job.id, state.value, f": {error}" if error else "")
 
     def _end(
         self, job: Job, state: State, summary: Summary | None, error: str | None
@@ -273,7 +278,6 @@ class JobTable:
         job.state, job.summary, job.error = state, summary, error
         job.finished = time.time()
         job.done.set()
-        log.info("job %s %s%s", job.id, state.value, f": {error}" if error else "")
         self._finished.append(job.id)
         while len(self._finished) > self._keep:
             old = self._jobs.pop(self._finished.popleft())
