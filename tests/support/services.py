@@ -118,7 +118,8 @@ class RcpdServe:
             self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=3 * TIMEOUT)
         self._journal.join(TIMEOUT)
-        assert self.proc.stdout is not None and self.proc.stderr is not None
+        assert self.proc.stdout is not None
+        assert self.proc.stderr is not None
         self.proc.stdout.close()
         self.proc.stderr.close()
         self.stderr = "".join(self._log)
