@@ -18,12 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from support.reliability import Figure, published, state
-from support.treespec import File, make_tree
+from support.reliability import Figure, Sandbox, published, state
 
 BIN = Path(sys.executable).parent
 """The console scripts, as installed: what a user runs."""
-# SRC, DST (existing) and FILE stand for paths in the sandbox.
+# SRC, DST, FILE and NEW stand for paths of the Sandbox.
 CASES: list[tuple[str, list[str]]] = [
     ("rcp", []),
     ("rcp", ["SRC"]),
@@ -83,26 +82,11 @@ def figure(figures: list[Figure]) -> Figure:
 def test_a_malformed_invocation_is_one_line_exit_2_and_touches_nothing(
     tmp_path: Path, tool: str, args: list[str], figure: Figure
 ) -> None:
-    make_tree(
-        tmp_path, {"src/a": File(b"a"), "src/d/b": b"b", "dst/x": b"x", "file": b"f"}
-    )
-    names = {
-        "SRC": tmp_path / "src",
-        "DST": tmp_path / "dst",
-        "FILE": tmp_path / "file",
-        "NEW": tmp_path / "new",
-    }
-
-    def fill(arg: str) -> str:
-        for key, path in names.items():
-            if arg == key or arg.startswith(f"{key}/"):
-                return str(path) + arg[len(key) :]
-        return arg
-
+    sandbox = Sandbox(tmp_path)
     before = state(tmp_path)
     figure.tried += 1
     done = subprocess.run(
-        [str(BIN / tool), *map(fill, args)],
+        [str(BIN / tool), *map(sandbox.fill, args)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -25,11 +25,10 @@ from rcp_operators.copy import RcpCopyOperator
 from rcp_operators.link import RcpLinkOperator
 from rcp_operators.remove import RcpRemoveOperator
 from rcp_operators.shards import RcpFinalizeOperator, RcpPlanOperator
-from support.reliability import Figure, published, state
-from support.treespec import File, make_tree
+from support.reliability import Figure, Sandbox, published, state
 
 COPY = {"src": "SRC", "dst": "NEW"}
-# SRC, DST (existing), FILE and NEW stand for paths in the sandbox.
+# SRC, DST, FILE and NEW stand for paths of the Sandbox.
 CASES: list[tuple[type[BaseOperator], dict[str, Any]]] = [
     (RcpCopyOperator, {**COPY, "src": "NEW/missing"}),
     (RcpCopyOperator, {**COPY, "overwrite": "sometimes"}),
@@ -82,18 +81,6 @@ def figure(figures: list[Figure]) -> Figure:
     return published(figures, "hostile input", "malformed operator arguments")
 
 
-def filled(value: Any, names: dict[str, Path]) -> Any:
-    """``value`` with the sandbox's stand-in names replaced by its paths."""
-    if isinstance(value, list):
-        return [filled(v, names) for v in value]
-    if not isinstance(value, str):
-        return value
-    for key, path in names.items():
-        if value == key or value.startswith(f"{key}/"):
-            return str(path) + value[len(key) :]
-    return value
-
-
 @pytest.mark.parametrize(
     ("operator", "kwargs"),
     CASES,
@@ -105,16 +92,8 @@ def test_a_malformed_operator_call_fails_for_good_in_one_line_touching_nothing(
     kwargs: dict[str, Any],
     figure: Figure,
 ) -> None:
-    make_tree(
-        tmp_path, {"src/a": File(b"a"), "src/d/b": b"b", "dst/x": b"x", "file": b"f"}
-    )
-    names = {
-        "SRC": tmp_path / "src",
-        "DST": tmp_path / "dst",
-        "FILE": tmp_path / "file",
-        "NEW": tmp_path / "new",
-    }
-    args = {key: filled(value, names) for key, value in kwargs.items()}
+    sandbox = Sandbox(tmp_path)
+    args = {key: sandbox.fill(value) for key, value in kwargs.items()}
     before = state(tmp_path)
     figure.tried += 1
     problems, crash = [], False

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from support.treespec import Dir, Entry, File, HardLink, Sparse, Symlink
+from support.treespec import Dir, Entry, File, HardLink, Sparse, Symlink, make_tree
 
 MIB = 1 << 20
 MTIME = 1_700_000_000_123_456_789
@@ -155,6 +155,36 @@ def state(root: Path) -> dict[str, tuple[int, int, int, bytes]]:
             content,
         )
     return seen
+
+
+class Sandbox:
+    """A directory with a source tree, an existing destination and a file, for
+    malformed calls to (not) touch. In arguments, ``SRC``, ``DST``, ``FILE`` and
+    ``NEW`` (a path that does not exist), alone or followed by ``/...``, stand for
+    its paths; :meth:`fill` puts them in."""
+
+    def __init__(self, root: Path) -> None:
+        make_tree(
+            root, {"src/a": File(b"a"), "src/d/b": b"b", "dst/x": b"x", "file": b"f"}
+        )
+        self.root = root
+        self.names = {
+            "SRC": root / "src",
+            "DST": root / "dst",
+            "FILE": root / "file",
+            "NEW": root / "new",
+        }
+
+    def fill(self, value: Any) -> Any:
+        """``value`` (a list is filled item by item) with its stand-ins replaced."""
+        if isinstance(value, list):
+            return [self.fill(v) for v in value]
+        if not isinstance(value, str):
+            return value
+        for key, path in self.names.items():
+            if value == key or value.startswith(f"{key}/"):
+                return str(path) + value[len(key) :]
+        return value
 
 
 def daemons(role: str = "") -> list[int]:
