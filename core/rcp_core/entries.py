@@ -396,7 +396,7 @@ def copy_symlink(
                 # Only its metadata differs (say a killed run made it but never
                 # set them): set them on the link in place.
                 tally["copied.symlinks"] += 1
-                ctx.dry("update", "symlink", node, rel, "same target, other times")
+                ctx.dry("update", "symlink", node, rel, "same target, other metadata")
                 if ctx.dry_run is None:
                     ctx.metadata.apply_by_name(node.dst_fd, dst_name, st)
                 return
