@@ -654,7 +654,10 @@ class Receiver:
             and stat.S_ISLNK(st.st_mode)
             and stat.S_ISLNK(old.st_mode)
             and os.readlink(name, dir_fd=node.fd) == link
+            and self.metadata.agrees_by_name(st, old)
         ):
+            # Same target and metadata. A link whose metadata differ (a killed run
+            # made it but never set them) is replaced, so the rerun's copy is exact.
             action = Action.UNCHANGED
         return action, old
 
