@@ -2,9 +2,11 @@
 
 The reliability suite (``tests/reliability``, run with ``--stress
 --reliability-out FIGURES``) writes one figure per category: what was tried, how
-many trials kept every guarantee, and how many lost data, hung or crashed. This
-renders them as one table, with the notes of any trial that failed, and a verdict
-line: zero lost, zero hangs and zero crashes in every category, or which did not.
+many trials kept every guarantee, and how many lost data, hung or crashed; and the
+tests that skipped, with their reasons. This renders them as one table, the skipped
+tests (trials not made on that machine), the notes of any trial that failed, and a
+verdict line: zero lost, zero hangs and zero crashes in every category, or which did
+not.
 
 Run: ``python -m benchmarks.reliability FIGURES --out benchmarks/results/reliability.md``.
 """
@@ -13,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,14 +22,15 @@ from typing import Any
 COLUMNS = ("tried", "survived", "lost", "hangs", "crashes")
 
 
-def render(figures: list[dict[str, Any]], command: str) -> str:
-    """The report's markdown."""
+def render(run: dict[str, Any], command: str) -> str:
+    """The report's markdown, from what the suite wrote: when it ``finished`` on
+    which ``machine``, its ``figures`` and its ``skipped`` tests."""
+    figures: list[dict[str, Any]] = run["figures"]
     lines = [
         "# Reliability figures",
         "",
-        f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
-        f"{platform.node()} (Linux {platform.release()}, Python "
-        f"{platform.python_version()}): `{command}`. Each row is one category of "
+        f"Run finished {run['finished']} on {run['machine']}: `{command}`. "
+        "Each row is one category of "
         "`tests/reliability`; its tests say what a trial is and what it must keep "
         "(`docs/reliability.md` lists the guarantees).",
         "",
@@ -43,6 +44,9 @@ def render(figures: list[dict[str, Any]], command: str) -> str:
     if details:
         lines += ["", "How the trials went:", ""]
         lines += [f"- {f['category']}: {f['what']}: {f['detail']}" for f in details]
+    if run["skipped"]:
+        lines += ["", "Skipped on this machine (trials not made):", ""]
+        lines += [f"- `{s['test']}`: {s['reason']}" for s in run["skipped"]]
     bad = [
         f
         for f in figures
@@ -71,8 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--command", default="make stress")
     args = parser.parse_args(argv)
-    figures = json.loads(args.figures.read_text())
-    args.out.write_text(render(figures, args.command))
+    run = json.loads(args.figures.read_text())
+    args.out.write_text(render(run, args.command))
     return 0
 
 
