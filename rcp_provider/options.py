@@ -61,8 +61,8 @@ def copy_settings(
         overwrite_compare=CompareAttr.parse(overwrite_compare),
         delete=delete,
         delete_excluded=delete_excluded,
-        includes=_globs("include", include),
-        excludes=_globs("exclude", exclude),
+        includes=globs("include", include),
+        excludes=globs("exclude", exclude),
         preserve=Preserve.parse(preserve),
         dry_run=_dry_run(dry_run),
         fail_early=fail_early,
@@ -104,8 +104,12 @@ def verify_mode(value: str) -> Verify:
     raise UsageError(f"verify={value!r}: use one of {', '.join(VERIFY_MODES)}")
 
 
-def _globs(name: str, value: Sequence[str]) -> tuple[str, ...]:
-    """A list of globs (a single string is one glob, not its characters)."""
+def globs(name: str, value: str | Sequence[str]) -> tuple[str, ...]:
+    """The argument ``name`` as a list of globs (a single string is one glob, not
+    its characters).
+
+    :raises UsageError: an element is not a string.
+    """
     if isinstance(value, str):
         return (value,)
     if not all(isinstance(glob, str) for glob in value):

@@ -18,7 +18,7 @@ from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.cli.rrm import parse_time
 from rcp_provider.failures import airflow_errors
 from rcp_provider.hook import RcpHook
-from rcp_provider.options import whole_number
+from rcp_provider.options import globs, whole_number
 
 
 class RcpRemoveOperator(BaseOperator):
@@ -83,8 +83,8 @@ class RcpRemoveOperator(BaseOperator):
         paths = [self.paths] if isinstance(self.paths, str) else list(self.paths)
         with airflow_errors(f"remove {', '.join(paths)}"):
             settings = RemoveSettings(
-                includes=_globs(self.include),
-                excludes=_globs(self.exclude),
+                includes=globs("include", self.include),
+                excludes=globs("exclude", self.exclude),
                 modified_before=_time(self.modified_before),
                 created_before=_time(self.created_before),
                 missing_ok=self.missing_ok,
@@ -114,11 +114,6 @@ class RcpRemoveOperator(BaseOperator):
     def on_kill(self) -> None:
         """Stop: every directory in flight is finished or left as it is."""
         self._cancel.set()
-
-
-def _globs(value: str | Sequence[str]) -> tuple[str, ...]:
-    """A glob or a list of them (a single string is one glob, not its characters)."""
-    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def _time(value: str | None) -> float | None:

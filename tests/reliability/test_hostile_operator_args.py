@@ -63,6 +63,8 @@ CASES: list[tuple[type[BaseOperator], dict[str, Any]]] = [
     (RcpRemoveOperator, {"paths": "DST", "modified_before": "when-it-rains"}),
     (RcpRemoveOperator, {"paths": "DST", "created_before": "-3d"}),
     (RcpRemoveOperator, {"paths": "DST", "max_workers": 0}),
+    (RcpRemoveOperator, {"paths": "DST", "include": [7]}),
+    (RcpCopyOperator, {**COPY, "exclude": [None]}),
     (RcpRemoveOperator, {"paths": "DST", "max_workers": "many"}),
     (RcpRemoveOperator, {"paths": "DST", "progress_interval": "often"}),
     (RcpRemoveOperator, {"paths": "DST", "conn_id": "nowhere"}),
