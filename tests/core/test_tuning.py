@@ -187,3 +187,86 @@ def test_the_first_tick_grows_only_where_busy_workers_wait(
     assert controller.update(Tick(TICK, busy, 1000.0, cpu)) == limit
     if limit > start:  # a growth that makes the next tick much slower is undone
         assert controller.update(Tick(TICK, 2.0, 1000.0 / 2, 0.3 * TICK)) == start
+
+
+def shared_cpu(cores: int, others: int, cost: float) -> Callable[[int], Tick]:
+    """A CPU-bound copy on a machine where ``others`` busy threads compete for the
+    ``cores``: the scheduler gives the copy's ``workers`` threads their share, so the
+    process gets more of the CPUs (and does more) with more threads. ``cost``: CPU
+    seconds per unit of work."""
+
+    def tick(workers: int) -> Tick:
+        share = min(workers, cores * workers / (workers + others))
+        return Tick(TICK, workers, share * TICK / cost, share * TICK)
+
+    return tick
+
+
+def quiet_cpu(cost: float, penalty: float) -> Callable[[int], Tick]:
+    """The same copy alone on the machine: one core whatever the threads (the GIL),
+    and each extra thread costs a little."""
+
+    def tick(workers: int) -> Tick:
+        units = TICK / cost / (1 + penalty * (workers - 1))
+        return Tick(TICK, workers, units, 1.0 * TICK)
+
+    return tick
+
+
+def drive(
+    controller: Controller, ticks: int, storage: Callable[[int], Tick]
+) -> list[int]:
+    """Drive the controller with measured CPU; its limits, probe ticks left out."""
+    limits = []
+    for _ in range(ticks):
+        limit = controller.update(storage(controller.limit))
+        if not controller.probing:
+            limits.append(limit)
+    return limits
+
+
+def test_grows_on_a_contended_cpu_where_more_threads_win_more_of_it() -> None:
+    """Two busy threads beside the copy: each growth costs per-worker latency (past
+    beta) but wins more of the CPUs, so it is kept; the limit climbs within a few
+    ticks (the Linux tree's copy lasts about six)."""
+    controller = Controller(Concurrency(1, 1, 16))
+    limits = drive(controller, 12, shared_cpu(cores=2, others=2, cost=0.00005))
+    assert limits[3] >= 3
+    assert max(limits[-6:]) >= 4
+
+
+def test_an_idle_cpu_bound_copy_does_not_grow_that_way() -> None:
+    """Alone on the machine the process already has its core: its workers never
+    wait, so a growth is judged by latency and undone; the limit rests at 1."""
+    controller = Controller(Concurrency(1, 1, 16))
+    limits = drive(controller, 120, quiet_cpu(cost=0.00005, penalty=0.1))
+    assert limits[-60:].count(1) >= 50
+
+
+def test_a_growth_while_waiting_that_collapses_the_rate_is_undone() -> None:
+    """More of a core but half the work done: not what the growth was for."""
+    controller = Controller(Concurrency(2, 1, 16))
+    assert controller.update(Tick(TICK, 2.0, 1000.0, 0.3 * TICK)) == 3
+    assert controller.update(Tick(TICK, 3.0, 500.0, 0.5 * TICK)) == 2
+
+
+def test_a_growth_while_waiting_that_wins_no_cpu_is_undone_exactly() -> None:
+    """Storage at its limit: one more worker gets neither more CPU nor more work
+    done, so the limit goes back to where it was. (A growth on the first tick is
+    only undone by a collapse: that tick's CPU share, taken during start-up, is no
+    reference.)"""
+    controller = Controller(Concurrency(4, 4, 16))  # at the minimum: no probes
+    assert controller.update(Tick(TICK, 4.0, 1000.0, 1.0 * TICK)) == 4
+    waiting = Tick(TICK, 4.0, 1000.0, 0.3 * TICK)
+    assert controller.update(waiting) == 5
+    assert controller.update(Tick(TICK, 5.0, 1000.0, 0.3 * TICK)) == 4
+    assert controller.update(waiting) == 4  # and it waits before trying again
+
+
+def test_a_growth_while_waiting_that_gets_more_done_is_kept_and_doubled() -> None:
+    """The second worker costs per-worker latency (ratio 1.7) and no more CPU, but
+    15% more work is done: the growth is kept and the climb goes on, doubling."""
+    controller = Controller(Concurrency(1, 1, 16))
+    assert controller.update(Tick(TICK, 1.0, 1000.0, 1.0 * TICK)) == 1
+    assert controller.update(Tick(TICK, 1.0, 1000.0, 0.6 * TICK)) == 2
+    assert controller.update(Tick(TICK, 2.0, 1150.0, 0.6 * TICK)) == 4
