@@ -152,8 +152,9 @@ class _Growth:
 
     :param before: the tick that made it.
     :param limit: the limit before it (where an undo goes back to).
-    :param tentative: made on the first tick, whose CPU share (start-up, helper
-        processes not yet running) is no reference: only a collapse undoes it.
+    :param tentative: made on the first tick, whose CPU share and rate (start-up,
+        helper processes not yet running) are no reference: only a collapse undoes
+        it.
     """
 
     before: Tick
