@@ -244,14 +244,12 @@ class Controller:
                 self._cooldown = 1
                 if self._held_back(tick):
                     self._grow(tick, chained=True)
-            else:  # it bought nothing: back to where it was, and wait longer next time
+            else:  # it bought nothing: back to where it was
                 self.limit = waited.limit
-                self._cooldown = min(4 * self.probe_every, self._cooldown * 2)
-                self._wait = self._cooldown
+                self._back_off()
         elif ratio > self.beta:
-            if grew:  # that growth only made things worse: wait longer next time
-                self._cooldown = min(4 * self.probe_every, self._cooldown * 2)
-                self._wait = self._cooldown
+            if grew:  # that growth only made things worse
+                self._back_off()
             shrunk = min(self.limit - 1, int(self.limit * 0.8))
             self.limit = max(self.bounds.minimum, shrunk)
         elif ratio < self.alpha and self._held_back(tick):
@@ -286,6 +284,11 @@ class Controller:
         waited = self._grew and (chained or self._waiting(tick))
         self._waited = _Growth(tick, self.limit, tentative) if waited else None
         self.limit = grown
+
+    def _back_off(self) -> None:
+        """A growth failed: the next waits a cooldown twice the last."""
+        self._cooldown = min(4 * self.probe_every, self._cooldown * 2)
+        self._wait = self._cooldown
 
     def _paid_off(self, growth: _Growth, after: Tick) -> bool:
         """A growth made while the workers waited got the process more of a core
