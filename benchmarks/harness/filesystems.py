@@ -9,6 +9,9 @@
   ``fs/ext4/ialloc.c``); a copy of 50k files right after deleting earlier copies spent
   45% of its CPU time in that scan (perf), so every run's time depended on the runs
   before it. Deleting is also slow here (``discard``: ~80 s for 800k inodes).
+- ``ext4busy``: ``ext4`` with one busy loop spinning beside every run (:func:`busy_loop`),
+  as another task spins on a shared Airflow worker: the process gets less than a core,
+  and the automatic settings must see that more workers win more of the CPUs.
 - ``xfs``: a sparse image on the work disk, ``mkfs.xfs -m reflink=1``, attached with
   ``losetup --direct-io=on`` (so blocks are not cached twice) and loop-mounted.
 - ``tmpfs``: ``mount -t tmpfs -o size=...``; everything lives in memory, so a cold run
@@ -41,7 +44,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
@@ -51,6 +54,8 @@ from benchmarks.harness import hosts
 GiB: Final = 1024**3
 XFS_MKFS: Final = ("mkfs.xfs", "-q", "-f", "-m", "reflink=1")
 EXT4_MKFS: Final = ("mkfs.ext4", "-q", "-F", "-O", "^has_journal", "-E", "nodiscard")
+BUSY_LOOP: Final = ("sh", "-c", "while :; do :; done")
+"""The neighbour of ``ext4busy``: a shell loop that only burns a core."""
 EXT4_OPTIONS: Final = "noinit_itable"
 """No background zeroing of inode tables (it would write during the runs)."""
 
@@ -132,6 +137,29 @@ def ext4_dir(work: Path, options: FsOptions) -> Iterator[Mounted]:
             False,
             fresh,
         )
+
+
+@contextmanager
+def busy_ext4(work: Path, options: FsOptions) -> Iterator[Mounted]:
+    """The ``ext4`` directory while one busy loop spins beside every run."""
+    with ext4_dir(work, options) as mounted, busy_loop():
+        yield replace(
+            mounted,
+            name="ext4busy",
+            detail=f"{mounted.detail}; one busy loop ({' '.join(BUSY_LOOP[2:])}) "
+            "spins on a core beside every run, as a neighbour on a shared worker",
+        )
+
+
+@contextmanager
+def busy_loop() -> Iterator[subprocess.Popen[bytes]]:
+    """A process that spins on a core until the ``with`` ends (then it is gone)."""
+    spinner = subprocess.Popen(BUSY_LOOP, start_new_session=True)
+    try:
+        yield spinner
+    finally:
+        spinner.kill()
+        spinner.wait(timeout=10)
 
 
 def _fresh_ext4(
@@ -328,6 +356,7 @@ def netns_1g(work: Path, options: FsOptions) -> Iterator[Mounted]:
 
 FILESYSTEMS: Final[dict[str, FsFactory]] = {
     "ext4": ext4_dir,
+    "ext4busy": busy_ext4,
     "xfs": xfs_loop,
     "tmpfs": tmpfs,
     "fuse": latency_fuse,

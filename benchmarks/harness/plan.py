@@ -12,11 +12,12 @@ Two profiles, scaled to this machine (2 cores, 24 GiB, one virtio disk at about
   10,000 x 1 KiB and 3 x 100 MiB (about 1 minute).
 - ``full`` (at most about 95 minutes): the issue's target scales (50,000 x 1 KiB and
   the Linux tree on ext4, 4 x 1 GiB on ext4 and reflinked on XFS, 100k -> 1M files
-  for memory), rcp at 1..128 workers; the tree chores at their targets' scales
-  (removal of 50,000 x 1 KiB warm, 10,000 cold, 200 through the FUSE; comparison of
-  ``mixed``, 3 x 100 MiB and 4 x 1 GiB); then copies between two hosts at the remote
-  targets' scales (50,000 x 1 KiB, the Linux tree, 500 x 1 MiB, 4 x 1 GiB on an
-  uncapped veth, 2 x 1 GiB over 1 Gbit/s).
+  for memory), rcp at 1..128 workers; the Linux tree again beside a busy loop
+  (``ext4busy``: auto against 1, 4 and 16 workers, about 5 minutes); the tree
+  chores at their targets' scales (removal of 50,000 x 1 KiB warm, 10,000 cold, 200
+  through the FUSE; comparison of ``mixed``, 3 x 100 MiB and 4 x 1 GiB); then copies
+  between two hosts at the remote targets' scales (50,000 x 1 KiB, the Linux tree,
+  500 x 1 MiB, 4 x 1 GiB on an uncapped veth, 2 x 1 GiB over 1 Gbit/s).
 
 The local cells of ``full`` took 42 minutes in the last run; the remote cells add
 about 15 (4 tools each: rsync -a over ssh, rsync's daemon protocol, rcp over ssh
@@ -192,6 +193,10 @@ _FIXED_COST_NOTE = (
     "each tool's fixed cost (start-up, exit) on a tree too small to matter; the "
     "floor under every other cell"
 )
+_BUSY_NOTE = (
+    "the Linux tree beside a busy loop, as on a shared worker: the automatic settings "
+    "against the fixed ones when the process gets less than a core; warm only"
+)
 _REFLINK_NOTE = (
     "the reflink target: tools that can reflink (cp, parallel cp, rcp) plus shutil "
     "as the byte-copy reference; the other byte copiers would each write 4 GiB per "
@@ -220,6 +225,7 @@ _FULL_TOOLS = (*PEERS, RCP_AUTO, *FIXED_TOOLS)
 _PYTHON_REFS = ("fsspec", FSSPEC_RCP, "airflow", OPERATOR)
 """Issue 5's and 6's pairs: the operator against ObjectStoragePath, our fsspec
 filesystem against fsspec's local one."""
+_BUSY_FIXED = ("rcp_w1", "rcp_w4", "rcp_w16")
 _REFLINKERS = ("cp_r", "cp_a", f"cp_par{PARALLEL_JOBS}", "shutil", RCP_AUTO)
 
 QUICK: Final = Plan(
@@ -303,6 +309,15 @@ FULL: Final = Plan(
             _FULL_TOOLS,
             9,
             f"{_FIXED_COST_NOTE}; 9 repetitions: runs of 0.1 s vary by a fifth",
+        ),
+        Cell(
+            "ext4busy",
+            "linux",
+            ("warm",),
+            ("cp_a", RCP_AUTO, *_BUSY_FIXED),
+            None,
+            _BUSY_NOTE,
+            confirm=("cp_a",),
         ),
         Cell(
             "xfs",

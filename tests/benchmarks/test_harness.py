@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +28,13 @@ from benchmarks.harness.aggregate import CONFIRMED, auto_vs_best, outcomes
 from benchmarks.harness.bypass import bypassed
 from benchmarks.harness.cache import CacheControl
 from benchmarks.harness.filesets import FILESETS, materialize
-from benchmarks.harness.filesystems import FsOptions, Mounted, ext4_dir
+from benchmarks.harness.filesystems import (
+    FsOptions,
+    Mounted,
+    busy_ext4,
+    busy_loop,
+    ext4_dir,
+)
 from benchmarks.harness.measure import measure
 from benchmarks.harness.plan import (
     ALL_TOOLS,
@@ -532,6 +539,53 @@ def test_a_wrong_copy_is_a_failed_sample(tmp_path: Path, batch: bool) -> None:
         assert _copies(mounted.fresh.mnt) == []
         assert list(mounted.dst.iterdir()) == []
         assert list((work / "warmup").iterdir()) == [work / "warmup" / "src"]
+
+
+def _cpu_ticks(pid: int) -> int:
+    """User plus system clock ticks ``pid`` has used (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_the_busy_loop_spins_until_its_with_ends() -> None:
+    with busy_loop() as spinner:
+        before = _cpu_ticks(spinner.pid)
+        time.sleep(0.5)
+        assert spinner.poll() is None
+        # A spinning process gets most of a core, even on this shared machine.
+        assert _cpu_ticks(spinner.pid) - before >= 0.1 * os.sysconf("SC_CLK_TCK")
+    assert spinner.returncode is not None
+    assert not Path(f"/proc/{spinner.pid}").exists()
+
+
+@pytest.mark.privileged  # the ext4 filesystem's fresh volume is a loop mount
+def test_the_busy_ext4_is_the_ext4_directory_beside_a_busy_loop(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    with busy_ext4(work, FsOptions(ext4_bytes=1 << 30)) as mounted:
+        assert mounted.name == "ext4busy"
+        assert mounted.root == work / "ext4"
+        assert mounted.fresh is not None
+        assert "busy loop" in mounted.detail
+        spinners = _busy_loops()
+        assert len(spinners) == 1
+    assert _busy_loops() == []
+
+
+def _busy_loops() -> list[int]:
+    """Pids of the children of this process running the busy loop."""
+    mine = str(os.getpid())
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:  # gone meanwhile
+            continue
+        if text.rsplit(")", 1)[1].split()[1] == mine and b"while :" in cmdline:
+            found.append(int(stat.parent.name))
+    return found
 
 
 def _copies(root: Path) -> list[str]:
