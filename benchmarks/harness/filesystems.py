@@ -9,9 +9,14 @@
   ``fs/ext4/ialloc.c``); a copy of 50k files right after deleting earlier copies spent
   45% of its CPU time in that scan (perf), so every run's time depended on the runs
   before it. Deleting is also slow here (``discard``: ~80 s for 800k inodes).
-- ``ext4busy``: ``ext4`` with one busy loop spinning beside every run (:func:`busy_loop`),
-  as another task spins on a shared Airflow worker: the process gets less than a core,
-  and the automatic settings must see that more workers win more of the CPUs.
+- ``ext4busy``: ``ext4`` with one busy loop spinning beside every run (:func:`busy_loop`)
+  in a session of its own, as a neighbour in another session or cgroup: the kernel's
+  autogroup scheduling gives each session an equal share, so the copy gets one of the
+  two cores whatever its thread count, and automatic settings must not thrash when
+  more workers cannot win more CPU.
+- ``ext4shared``: the same, but the busy loop and every tool share one cpu cgroup
+  (:mod:`.cpugroup`), as the tasks of one container or systemd service do: there the
+  scheduler shares the CPUs thread by thread, so more workers win more of them.
 - ``xfs``: a sparse image on the work disk, ``mkfs.xfs -m reflink=1``, attached with
   ``losetup --direct-io=on`` (so blocks are not cached twice) and loop-mounted.
 - ``tmpfs``: ``mount -t tmpfs -o size=...``; everything lives in memory, so a cold run
@@ -49,7 +54,7 @@ from pathlib import Path
 from typing import Final
 
 from benchmarks import mounts
-from benchmarks.harness import hosts
+from benchmarks.harness import cpugroup, hosts
 
 GiB: Final = 1024**3
 XFS_MKFS: Final = ("mkfs.xfs", "-q", "-f", "-m", "reflink=1")
@@ -147,8 +152,29 @@ def busy_ext4(work: Path, options: FsOptions) -> Iterator[Mounted]:
             mounted,
             name="ext4busy",
             detail=f"{mounted.detail}; one busy loop ({' '.join(BUSY_LOOP[2:])}) "
-            "spins on a core beside every run, as a neighbour on a shared worker",
+            "spins beside every run in a session of its own (autogroup: it keeps a "
+            "core, whatever the copy's thread count)",
         )
+
+
+@contextmanager
+def shared_ext4(work: Path, options: FsOptions) -> Iterator[Mounted]:
+    """The ``ext4`` directory with a busy loop and every tool in one cpu cgroup."""
+    try:
+        with (
+            cpugroup.shared_cpu_group() as group,
+            ext4_dir(work, options) as mounted,
+            busy_loop(),
+        ):
+            yield replace(
+                mounted,
+                name="ext4shared",
+                detail=f"{mounted.detail}; one busy loop ({' '.join(BUSY_LOOP[2:])}) "
+                f"spins beside every run in the same cpu cgroup ({group}): the CPUs "
+                "are shared thread by thread",
+            )
+    except cpugroup.CgroupUnavailable as e:
+        raise FsUnavailable(str(e)) from e
 
 
 @contextmanager
@@ -357,6 +383,7 @@ def netns_1g(work: Path, options: FsOptions) -> Iterator[Mounted]:
 FILESYSTEMS: Final[dict[str, FsFactory]] = {
     "ext4": ext4_dir,
     "ext4busy": busy_ext4,
+    "ext4shared": shared_ext4,
     "xfs": xfs_loop,
     "tmpfs": tmpfs,
     "fuse": latency_fuse,

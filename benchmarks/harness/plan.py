@@ -12,8 +12,9 @@ Two profiles, scaled to this machine (2 cores, 24 GiB, one virtio disk at about
   10,000 x 1 KiB and 3 x 100 MiB (about 1 minute).
 - ``full`` (at most about 95 minutes): the issue's target scales (50,000 x 1 KiB and
   the Linux tree on ext4, 4 x 1 GiB on ext4 and reflinked on XFS, 100k -> 1M files
-  for memory), rcp at 1..128 workers; the Linux tree again beside a busy loop
-  (``ext4busy``: auto against 1, 4 and 16 workers, about 5 minutes); the tree
+  for memory), rcp at 1..128 workers; the Linux tree again beside a busy loop, in a
+  session of its own (``ext4busy``) and in the copy's cgroup (``ext4shared``): auto
+  against 1, 4 and 16 workers, about 5 minutes each; the tree
   chores at their targets' scales (removal of 50,000 x 1 KiB warm, 10,000 cold, 200
   through the FUSE; comparison of ``mixed``, 3 x 100 MiB and 4 x 1 GiB); then copies
   between two hosts at the remote targets' scales (50,000 x 1 KiB, the Linux tree,
@@ -194,8 +195,13 @@ _FIXED_COST_NOTE = (
     "floor under every other cell"
 )
 _BUSY_NOTE = (
-    "the Linux tree beside a busy loop, as on a shared worker: the automatic settings "
-    "against the fixed ones when the process gets less than a core; warm only"
+    "the Linux tree beside a busy loop in a session of its own, which keeps a core "
+    "(autogroup), as a neighbour on a shared worker: automatic settings against fixed "
+    "ones when more workers cannot win more CPU; warm only"
+)
+_SHARED_NOTE = (
+    "the Linux tree beside a busy loop in the same cpu cgroup, as tasks of one "
+    "container share it: more workers win more of the CPUs; warm only"
 )
 _REFLINK_NOTE = (
     "the reflink target: tools that can reflink (cp, parallel cp, rcp) plus shutil "
@@ -317,6 +323,15 @@ FULL: Final = Plan(
             ("cp_a", RCP_AUTO, *_BUSY_FIXED),
             None,
             _BUSY_NOTE,
+            confirm=("cp_a",),
+        ),
+        Cell(
+            "ext4shared",
+            "linux",
+            ("warm",),
+            ("cp_a", RCP_AUTO, *_BUSY_FIXED),
+            None,
+            _SHARED_NOTE,
             confirm=("cp_a",),
         ),
         Cell(

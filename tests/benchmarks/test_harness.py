@@ -4,7 +4,8 @@ Covers: median/min-max math, verification catching wrong copies (missing file, w
 size, same size but wrong bytes) and honouring each tool's symlink semantics, the
 JSON round trip, report and plots from a small synthetic results.json (a failed tool
 shows FAILED, never a time; targets met or missed by the right margin), the child
-measurement, plan narrowing, a trial of a deliberately wrong tool, and a tiny
+measurement, plan narrowing, a trial of a deliberately wrong tool, the busy-loop
+neighbours and the shared cpu cgroup of the contended cells, and a tiny
 end-to-end run of ``python -m benchmarks.harness``. Caches are never dropped here (the
 machine is shared); the real runs do that.
 """
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.harness import chores, plots, report
+from benchmarks.harness import chores, cpugroup, plots, report
 from benchmarks.harness.aggregate import CONFIRMED, auto_vs_best, outcomes
 from benchmarks.harness.bypass import bypassed
 from benchmarks.harness.cache import CacheControl
@@ -34,6 +35,7 @@ from benchmarks.harness.filesystems import (
     busy_ext4,
     busy_loop,
     ext4_dir,
+    shared_ext4,
 )
 from benchmarks.harness.measure import measure
 from benchmarks.harness.plan import (
@@ -571,6 +573,53 @@ def test_the_busy_ext4_is_the_ext4_directory_beside_a_busy_loop(
         spinners = _busy_loops()
         assert len(spinners) == 1
     assert _busy_loops() == []
+
+
+@pytest.mark.privileged  # a loop mount and a cgroup
+def test_the_shared_ext4_puts_the_busy_loop_in_the_copys_cpu_group(
+    tmp_path: Path,
+) -> None:
+    group = cpugroup.cpu_hierarchy() / cpugroup.NAME
+    with shared_ext4(tmp_path / "work", FsOptions(ext4_bytes=1 << 30)) as mounted:
+        assert mounted.name == "ext4shared"
+        [spinner] = _busy_loops()
+        members = set((group / "cgroup.procs").read_text().split())
+        assert {str(os.getpid()), str(spinner)} <= members
+    assert _busy_loops() == []
+    assert not group.exists()
+
+
+@pytest.mark.privileged  # cgroups are root's
+def test_the_shared_cpu_group_holds_this_process_and_its_children_then_goes() -> None:
+    before = Path("/proc/self/cgroup").read_text()
+    with cpugroup.shared_cpu_group() as group:
+        assert str(os.getpid()) in (group / "cgroup.procs").read_text().split()
+        child = subprocess.run(
+            ["cat", "/proc/self/cgroup"], capture_output=True, text=True, check=True
+        )
+        assert f"/{cpugroup.NAME}" in child.stdout
+    assert Path("/proc/self/cgroup").read_text() == before
+    assert not group.exists()
+
+
+@pytest.mark.privileged  # cgroups are root's
+def test_a_leftover_cpu_group_is_named_while_it_has_members_then_replaced() -> None:
+    leftover = cpugroup.cpu_hierarchy() / cpugroup.NAME
+    leftover.mkdir()
+    try:
+        with busy_loop() as spinner:
+            (leftover / "cgroup.procs").write_text(str(spinner.pid))
+            with (
+                pytest.raises(cpugroup.CgroupUnavailable, match=str(leftover)),
+                cpugroup.shared_cpu_group(),
+            ):
+                pass
+        with cpugroup.shared_cpu_group() as group:  # empty now: made anew
+            assert group == leftover
+        assert not leftover.exists()
+    finally:
+        if leftover.exists():
+            leftover.rmdir()
 
 
 def _busy_loops() -> list[int]:
