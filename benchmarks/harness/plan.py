@@ -231,7 +231,8 @@ _FULL_TOOLS = (*PEERS, RCP_AUTO, *FIXED_TOOLS)
 _PYTHON_REFS = ("fsspec", FSSPEC_RCP, "airflow", OPERATOR)
 """Issue 5's and 6's pairs: the operator against ObjectStoragePath, our fsspec
 filesystem against fsspec's local one."""
-_BUSY_FIXED = ("rcp_w1", "rcp_w4", "rcp_w16")
+_BUSY_TOOLS = ("cp_a", RCP_AUTO, "rcp_w1", "rcp_w4", "rcp_w16")
+"""The contended cells' tools: cp -a for scale, automatic against 1, 4 and 16."""
 _REFLINKERS = ("cp_r", "cp_a", f"cp_par{PARALLEL_JOBS}", "shutil", RCP_AUTO)
 
 QUICK: Final = Plan(
@@ -316,23 +317,9 @@ FULL: Final = Plan(
             9,
             f"{_FIXED_COST_NOTE}; 9 repetitions: runs of 0.1 s vary by a fifth",
         ),
-        Cell(
-            "ext4busy",
-            "linux",
-            ("warm",),
-            ("cp_a", RCP_AUTO, *_BUSY_FIXED),
-            None,
-            _BUSY_NOTE,
-            confirm=("cp_a",),
-        ),
-        Cell(
-            "ext4shared",
-            "linux",
-            ("warm",),
-            ("cp_a", RCP_AUTO, *_BUSY_FIXED),
-            None,
-            _SHARED_NOTE,
-            confirm=("cp_a",),
+        *(
+            Cell(fs, "linux", ("warm",), _BUSY_TOOLS, note=note, confirm=("cp_a",))
+            for fs, note in (("ext4busy", _BUSY_NOTE), ("ext4shared", _SHARED_NOTE))
         ),
         Cell(
             "xfs",
