@@ -14,11 +14,11 @@ Two profiles, scaled to this machine (2 cores, 24 GiB, one virtio disk at about
   the Linux tree on ext4, 4 x 1 GiB on ext4 and reflinked on XFS, 100k -> 1M files
   for memory), rcp at 1..128 workers; the Linux tree again beside a busy loop, in a
   session of its own (``ext4busy``) and in the copy's cgroup (``ext4shared``): auto
-  against 1, 4 and 16 workers, about 5 minutes each; the tree
-  chores at their targets' scales (removal of 50,000 x 1 KiB warm, 10,000 cold, 200
-  through the FUSE; comparison of ``mixed``, 3 x 100 MiB and 4 x 1 GiB); then copies
-  between two hosts at the remote targets' scales (50,000 x 1 KiB, the Linux tree,
-  500 x 1 MiB, 4 x 1 GiB on an uncapped veth, 2 x 1 GiB over 1 Gbit/s).
+  against 1, 4 and 16 workers, about 5 minutes each; the tree chores at their
+  targets' scales (removal of 50,000 x 1 KiB warm, 10,000 cold, 200 through the FUSE;
+  comparison of ``mixed``, 3 x 100 MiB and 4 x 1 GiB); then copies between two hosts
+  at the remote targets' scales (50,000 x 1 KiB, the Linux tree, 500 x 1 MiB, 4 x 1
+  GiB on an uncapped veth, 2 x 1 GiB over 1 Gbit/s).
 
 The local cells of ``full`` took 42 minutes in the last run; the remote cells add
 about 15 (4 tools each: rsync -a over ssh, rsync's daemon protocol, rcp over ssh
@@ -33,7 +33,9 @@ slow (fsspec, ObjectStoragePath). So the budget is 95 minutes (it was 75), and r
 cells come last: a slow local part can only cut them. The whole ``full`` run took 72
 minutes before the tree chores; their cells add about 5 minutes (with
 confirmation rounds: they compare every tool they run), most of it in making a
-50,000-file tree for each removal (``cp -a``, untimed, about 10 s a run).
+50,000-file tree for each removal (``cp -a``, untimed, about 10 s a run). On a quiet
+machine the whole run, ``ext4busy`` included, took 66 minutes (2026-12-01, 1108
+runs); ``ext4shared`` adds about 5.
 
 Measured costs that set the scales (load ~1-5 from other sessions): a small-file copy
 on ext4 costs its run and a verification (count, bytes, SHA-256); its deletion is a
