@@ -34,7 +34,7 @@ cells come last: a slow local part can only cut them. The whole ``full`` run too
 minutes before the tree chores; their cells add about 5 minutes (with
 confirmation rounds: they compare every tool they run), most of it in making a
 50,000-file tree for each removal (``cp -a``, untimed, about 10 s a run). On a quiet
-machine the whole run, ``ext4busy`` included, took 66 minutes (2026-12-01, 1108
+machine the whole run, ``ext4busy`` included, took 67 minutes (2026-12-01, 1108
 runs); ``ext4shared`` adds about 5.
 
 Measured costs that set the scales (load ~1-5 from other sessions): a small-file copy
