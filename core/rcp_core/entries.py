@@ -34,10 +34,10 @@ from rcp_core.tree import DirNode
 SRC_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
 NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 PRE_CREATED_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+"""A site's ``rcp_pre_create`` made the (empty) file; open it, never create."""
 ASIDE_BYTES = 8 << 20
 """A file at least this large is copied aside (``Context.aside``): its copy spends a
 millisecond or more in the kernel without the GIL, worth another worker's start."""
-"""A site's ``rcp_pre_create`` made the (empty) file; open it, never create."""
 
 
 def existing(node: DirNode, name: str) -> os.stat_result | None:
