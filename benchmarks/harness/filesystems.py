@@ -148,12 +148,11 @@ def ext4_dir(work: Path, options: FsOptions) -> Iterator[Mounted]:
 def busy_ext4(work: Path, options: FsOptions) -> Iterator[Mounted]:
     """The ``ext4`` directory while one busy loop spins beside every run."""
     with ext4_dir(work, options) as mounted, busy_loop():
-        yield replace(
+        yield _beside_busy_loop(
             mounted,
-            name="ext4busy",
-            detail=f"{mounted.detail}; one busy loop ({' '.join(BUSY_LOOP[2:])}) "
-            "spins beside every run in a session of its own (autogroup: it keeps a "
-            "core, whatever the copy's thread count)",
+            "ext4busy",
+            "in a session of its own (autogroup: it keeps a core, whatever the copy's "
+            "thread count)",
         )
 
 
@@ -166,15 +165,20 @@ def shared_ext4(work: Path, options: FsOptions) -> Iterator[Mounted]:
             ext4_dir(work, options) as mounted,
             busy_loop(),
         ):
-            yield replace(
+            yield _beside_busy_loop(
                 mounted,
-                name="ext4shared",
-                detail=f"{mounted.detail}; one busy loop ({' '.join(BUSY_LOOP[2:])}) "
-                f"spins beside every run in the same cpu cgroup ({group}): the CPUs "
-                "are shared thread by thread",
+                "ext4shared",
+                f"in the same cpu cgroup ({group}): the CPUs are shared thread by thread",
             )
     except cpugroup.CgroupUnavailable as e:
         raise FsUnavailable(str(e)) from e
+
+
+def _beside_busy_loop(mounted: Mounted, name: str, where: str) -> Mounted:
+    """``mounted`` renamed, its detail saying where the busy loop spins."""
+    loop = " ".join(BUSY_LOOP[2:])
+    detail = f"{mounted.detail}; one busy loop ({loop}) spins beside every run {where}"
+    return replace(mounted, name=name, detail=detail)
 
 
 @contextmanager

@@ -311,7 +311,7 @@ class Controller:
         return (
             tick.cpu is not None
             and self._held_back(tick)
-            and tick.cpu < self.wait_share * tick.seconds
+            and tick.share < self.wait_share
         )
 
     def _held_back(self, tick: Tick) -> bool:

@@ -30,6 +30,7 @@ from benchmarks.harness.bypass import bypassed
 from benchmarks.harness.cache import CacheControl
 from benchmarks.harness.filesets import FILESETS, materialize
 from benchmarks.harness.filesystems import (
+    BUSY_LOOP,
     FsOptions,
     Mounted,
     busy_ext4,
@@ -632,7 +633,10 @@ def _busy_loops() -> list[int]:
             cmdline = (stat.parent / "cmdline").read_bytes()
         except OSError:  # gone meanwhile
             continue
-        if text.rsplit(")", 1)[1].split()[1] == mine and b"while :" in cmdline:
+        if (
+            text.rsplit(")", 1)[1].split()[1] == mine
+            and BUSY_LOOP[2].encode() in cmdline
+        ):
             found.append(int(stat.parent.name))
     return found
 
