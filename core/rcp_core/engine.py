@@ -185,7 +185,9 @@ class Engine:
             raise
         walker = self.walker
         walker.hold(anchor)
+        tally["found.entries"] += 1
         if stat.S_ISDIR(st.st_mode):
+            tally["found.dirs"] += 1
             self.pool.push(walker.visit, anchor, job.src_name, job.dst_name, "")
         else:
             op: Op = copy_file if stat.S_ISREG(st.st_mode) else copy_other

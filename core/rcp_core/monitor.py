@@ -11,6 +11,7 @@ samples, so a slow observer delays reports, never the copy.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +29,10 @@ FIRST_TICK = 0.1
 """The first tick is shorter: the controller's first decision (to grow where the
 workers wait) must come early enough to matter in a run of about a second."""
 MIB = 1 << 20
+WORTH_HELPERS = 0.25
+"""A run expected to last this long (seconds) is worth a helper process: one takes
+about 0.08 s to start and costs the run about 0.04 s in all, so a shorter copy is
+faster without it."""
 
 Observer = Callable[[Progress], None]
 
@@ -36,6 +41,27 @@ def work_units(counts: Mapping[str, int]) -> float:
     """Work done so far: entries handled plus MiB written (of finished files and of
     files still being copied, so a large file counts as it goes)."""
     return entries(counts) + counts["moved.bytes"] / MIB
+
+
+def entries_left(counts: Mapping[str, int]) -> float:
+    """Entries still to handle, as far as the walk can tell: those found and not yet
+    handled, and for each directory found but not yet scanned as many as the scanned
+    ones held on average."""
+    scanned = counts["scanned.dirs"]
+    if not scanned:
+        return 0.0
+    found = counts["found.entries"]
+    unscanned = max(0, counts["found.dirs"] - scanned)
+    return max(0, found - entries(counts)) + unscanned * found / scanned
+
+
+def seconds_left(counts: Mapping[str, int], elapsed: float) -> float:
+    """How long :func:`entries_left` would take at the rate so far (``elapsed``
+    seconds for the work done); infinite before any work is done."""
+    done = work_units(counts)
+    if done <= 0:
+        return math.inf
+    return entries_left(counts) * elapsed / done
 
 
 class Monitor:
@@ -47,8 +73,9 @@ class Monitor:
     :param elsewhere: counters of work done outside the pool (helper processes):
         part of the progress, not of the controller's measure of its own workers.
     :param on_backlog: called once, from the monitor thread, at the first sample
-        that finds work queued for the pool's workers (a run over before the first
-        sample never calls it).
+        that finds work queued for the pool's workers in a run expected to last
+        ``WORTH_HELPERS`` seconds: the time so far and :func:`seconds_left`. A deep
+        tree's walk sees little of what is left, so there the time so far decides.
     :param on_limit: called from the monitor thread with each limit the controller
         sets that differs from the last (after the pool has it).
     """
@@ -109,6 +136,14 @@ class Monitor:
                 log.exception("progress observer %r failed; dropping it", observer)
                 self.observers.remove(observer)
 
+    def _backlog(self) -> bool:
+        """Work waits for a worker in a run expected to last ``WORTH_HELPERS``."""
+        if not self.pool.queued:
+            return False
+        elapsed = time.monotonic() - self.started
+        counts = merge(list(self.pool.tallies))
+        return elapsed + seconds_left(counts, elapsed) >= WORTH_HELPERS
+
     def _run(self) -> None:
         tick_start = last_report = time.monotonic()
         cpu_before = time.process_time()
@@ -120,7 +155,7 @@ class Monitor:
             if not cancelled and self.cancel.is_set():
                 cancelled = True
                 self.on_cancel()
-            if self.on_backlog is not None and self.pool.queued:
+            if self.on_backlog is not None and self._backlog():
                 on_backlog, self.on_backlog = self.on_backlog, None
                 on_backlog()
             busy_sum += self.pool.running

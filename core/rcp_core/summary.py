@@ -25,10 +25,16 @@ KEYS = (
     *(f"method.{method}" for method in METHODS),
     "errors",
     "moved.bytes",
+    "found.entries",
+    "found.dirs",
+    "scanned.dirs",
 )
 """``moved.bytes`` counts data as it is written, files in progress included (the
 controller's measure of work, which must not arrive in lumps of whole large files);
-``copied.bytes`` counts finished files only."""
+``copied.bytes`` counts finished files only. ``found.entries`` (the jobs' sources
+and the entries the walk's scans found, after filters), ``found.dirs`` (directories
+among them) and ``scanned.dirs`` (directories whose scan began) are the walk's view
+of the tree so far, from which the monitor estimates the work left."""
 
 
 class Tally(dict[str, int]):

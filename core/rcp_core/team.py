@@ -89,9 +89,9 @@ class Team:
     :param size: helper processes to start.
     :param eager: the helpers were asked for (``--max-processes``): the engine starts
         them before the walk, and :meth:`start` waits (bounded) until every one can
-        take work. Otherwise the engine starts them when work first queues up (a
-        small tree is done before it would pay for a helper's start-up), and the
-        caller goes on while they get ready.
+        take work. Otherwise the engine starts them when work queues up in a run
+        expected to last long enough to repay them (:mod:`rcp_core.monitor`), and
+        the caller goes on while they get ready.
 
     :meth:`start` and :meth:`close` may race (the monitor thread starts the team
     while the run ends): whichever comes first wins, and a team closed before it

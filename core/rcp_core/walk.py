@@ -295,6 +295,7 @@ class Walker:
         try:
             if it is None:
                 it = os.scandir(node.src_fd)
+                tally["scanned.dirs"] += 1
             if ctx.stopping:
                 it.close()
                 self.release(tally, node)
@@ -325,6 +326,8 @@ class Walker:
                 it.close()
             self.release(tally, node)
             return
+        tally["found.entries"] += len(dirs) + len(files)
+        tally["found.dirs"] += len(dirs)
         sink: Sink = node.sink or self.pool
         if not done:
             self.hold(node)

@@ -1,27 +1,66 @@
-"""The monitor's signals: a backlog once, when work first waits for a worker; each
-limit the controller sets."""
+"""The monitor's signals: a backlog once, when work first waits for a worker in a run
+expected to last long enough for helper processes; each limit the controller sets;
+and the walk's estimate of the work left behind the first."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
-from rcp_core.monitor import SAMPLE, Monitor
+import pytest
+
+from rcp_core import monitor as monitor_module
+from rcp_core.monitor import SAMPLE, Monitor, entries_left, seconds_left
 from rcp_core.pool import WorkPool
 from rcp_core.summary import Tally
 from rcp_core.tuning import Concurrency, Controller
 
 
 class Backlog:
-    """Counts the monitor's ``on_backlog`` calls; ``seen`` is set at the first."""
+    """Counts the monitor's ``on_backlog`` calls; ``seen`` is set at the first, and
+    ``at`` is when (``time.monotonic``)."""
 
     def __init__(self) -> None:
         self.calls = 0
+        self.at = math.nan
         self.seen = threading.Event()
 
     def __call__(self) -> None:
         self.calls += 1
+        self.at = time.monotonic()
         self.seen.set()
+
+
+def walked(done_files: int, scanned: int, found: int, found_dirs: int) -> Tally:
+    """A worker's counters after it walked and copied part of a tree."""
+    tally = Tally()
+    tally["copied.files"] = done_files
+    tally["scanned.dirs"] = scanned
+    tally["found.entries"] = found
+    tally["found.dirs"] = found_dirs
+    return tally
+
+
+def test_the_work_left_counts_what_was_found_and_what_unscanned_directories_hold() -> (
+    None
+):
+    """A root of 100 directories of 100 files, two directories scanned (the root and
+    one of them), 20 files copied: 181 found entries are left (the root among them),
+    and the 99 directories not yet scanned are taken to hold what the scanned ones
+    found on average (201 / 2)."""
+    tally = walked(done_files=20, scanned=2, found=201, found_dirs=101)
+    assert entries_left(tally) == 181 + 99 * 201 / 2
+    assert seconds_left(tally, elapsed=0.02) == pytest.approx(
+        entries_left(tally) / 1000
+    )
+
+
+def test_nothing_scanned_means_nothing_known_left_and_nothing_done_means_no_rate() -> (
+    None
+):
+    assert entries_left(Tally()) == 0
+    assert seconds_left(Tally(), elapsed=1.0) == math.inf
 
 
 def watch(pool: WorkPool, backlog: Backlog) -> Monitor:
@@ -54,6 +93,44 @@ def test_work_waiting_for_a_worker_signals_a_backlog_once() -> None:
     release.set()
     runner.join(10)
     monitor.stop()
+    assert backlog.calls == 1
+
+
+def test_a_short_run_by_the_walks_estimate_waits_for_the_time_so_far(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Work waits, but the walk found nothing left and the rate is high (a tree about
+    copied): no backlog until the run has lasted ``WORTH_HELPERS`` after all."""
+    monkeypatch.setattr(monitor_module, "WORTH_HELPERS", 0.4)
+    pool = WorkPool(1, 1, on_crash=lambda exc: None)
+    pool.tallies.append(walked(done_files=10**6, scanned=1, found=10, found_dirs=0))
+    runner, release = serve_blocked(pool, 3)
+    backlog = Backlog()
+    monitor = watch(pool, backlog)
+    assert backlog.seen.wait(10)
+    release.set()
+    runner.join(10)
+    monitor.stop()
+    assert backlog.at - monitor.started >= 0.4
+    assert backlog.calls == 1
+
+
+def test_a_long_run_by_the_walks_estimate_signals_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The walk found far more than the work done so far: the backlog comes from
+    the estimate, long before the time so far would decide."""
+    monkeypatch.setattr(monitor_module, "WORTH_HELPERS", 60.0)
+    pool = WorkPool(1, 1, on_crash=lambda exc: None)
+    pool.tallies.append(walked(done_files=1, scanned=2, found=201, found_dirs=101))
+    runner, release = serve_blocked(pool, 3)
+    backlog = Backlog()
+    monitor = watch(pool, backlog)
+    assert backlog.seen.wait(10)
+    release.set()
+    runner.join(10)
+    monitor.stop()
+    assert backlog.at - monitor.started < 60.0
     assert backlog.calls == 1
 
 
