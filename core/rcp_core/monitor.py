@@ -31,7 +31,7 @@ workers wait) must come early enough to matter in a run of about a second."""
 MIB = 1 << 20
 WORTH_HELPERS = 0.25
 """A run expected to last this long (seconds) is worth a helper process: one takes
-about 0.08 s to start and costs the run about 0.04 s in all, so a shorter copy is
+about 0.06 s to import and costs the run about 0.04 s in all, so a shorter copy is
 faster without it."""
 
 Observer = Callable[[Progress], None]
