@@ -76,6 +76,8 @@ class Monitor:
         that finds work queued for the pool's workers in a run expected to last
         ``WORTH_HELPERS`` seconds: the time so far and :func:`seconds_left`. A deep
         tree's walk sees little of what is left, so there the time so far decides.
+        The helpers it starts take work from the pool's workers, so the controller
+        then starts its measures over (:meth:`Controller.restart`).
     :param on_limit: called from the monitor thread with each limit the controller
         sets that differs from the last (after the pool has it).
     """
@@ -158,6 +160,8 @@ class Monitor:
             if self.on_backlog is not None and self._backlog():
                 on_backlog, self.on_backlog = self.on_backlog, None
                 on_backlog()
+                if self.controller is not None:
+                    self.controller.restart()
             busy_sum += self.pool.running
             samples += 1
             now = time.monotonic()

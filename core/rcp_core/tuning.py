@@ -42,7 +42,8 @@ did ``rate_gain`` more work, and its rate of work did not collapse (``collapse``
 then the latency there becomes the baseline and the limit doubles, judged the same
 way (a short copy lasts a few ticks: the climb must arrive within them). Otherwise it
 is undone, with the cooldown below. A first tick's growth is only undone by a
-collapse: that tick's share and rate, taken during start-up, are no reference. A copy
+collapse: that tick's share and rate, taken during start-up, are no reference; nor
+is the tick in which helper processes start (:meth:`Controller.restart`). A copy
 that is CPU-bound on an idle machine never waits, so never grows this way. Measured
 side by side (Linux tree, medians of 3-4): beside one busy loop auto went from 1.19x
 to 1.07x the best fixed setting, beside two from 1.27x to 1.04x; alone, on a cold
@@ -211,6 +212,15 @@ class Controller:
     def probing(self) -> bool:
         """The current limit is a probe, restored after one tick."""
         return self._restore is not None
+
+    def restart(self) -> None:
+        """Helper processes started during the tick now running: the caller's rate
+        and CPU share change with them (they take work from it), so this tick is no
+        reference for the ticks before it. It is taken as a first tick; a growth
+        waiting for its judgement is kept unjudged."""
+        self._baseline = math.inf
+        self._grew = False
+        self._waited = None
 
     def update(self, tick: Tick) -> int:
         """Feed one tick (run at the current limit); return the limit for the next."""

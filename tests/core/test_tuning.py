@@ -270,3 +270,25 @@ def test_a_growth_while_waiting_that_gets_more_done_is_kept_and_doubled() -> Non
     assert controller.update(Tick(TICK, 1.0, 1000.0, 1.0 * TICK)) == 1
     assert controller.update(Tick(TICK, 1.0, 1000.0, 0.6 * TICK)) == 2
     assert controller.update(Tick(TICK, 2.0, 1150.0, 0.6 * TICK)) == 4
+
+
+def test_a_restart_keeps_a_growth_unjudged_and_measures_afresh() -> None:
+    """Helper processes started in the tick that judges a growth: the caller's rate
+    fell because they took work from it, which is no verdict on the growth. It is
+    kept, and the tick is taken as a first one: its waiting workers make a growth
+    that only a collapse undoes."""
+    controller = Controller(Concurrency(1, 1, 16))
+    assert controller.update(Tick(TICK, 1.0, 1000.0, 1.0 * TICK)) == 1
+    assert controller.update(Tick(TICK, 1.0, 1000.0, 0.6 * TICK)) == 2
+    controller.restart()
+    assert controller.update(Tick(TICK, 2.0, 700.0, 0.6 * TICK)) == 3
+    assert controller.update(Tick(TICK, 3.0, 700.0, 0.6 * TICK)) == 6
+
+
+def test_without_a_restart_the_same_fall_undoes_the_growth() -> None:
+    """The same ticks with no helpers starting: the growth bought neither CPU nor
+    work, so it is undone."""
+    controller = Controller(Concurrency(1, 1, 16))
+    assert controller.update(Tick(TICK, 1.0, 1000.0, 1.0 * TICK)) == 1
+    assert controller.update(Tick(TICK, 1.0, 1000.0, 0.6 * TICK)) == 2
+    assert controller.update(Tick(TICK, 2.0, 700.0, 0.6 * TICK)) == 1
