@@ -216,8 +216,9 @@ class Controller:
     def restart(self) -> None:
         """Helper processes started during the tick now running: the caller's rate
         and CPU share change with them (they take work from it), so this tick is no
-        reference for the ticks before it. It is taken as a first tick; a growth
-        waiting for its judgement is kept unjudged."""
+        reference for the ticks before it. It is taken as a first tick (a probe's
+        tick still only measures the baseline); a growth waiting for its judgement
+        is kept unjudged."""
         self._baseline = math.inf
         self._grew = False
         self._waited = None

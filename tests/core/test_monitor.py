@@ -83,6 +83,19 @@ def serve_blocked(
     return runner, release
 
 
+def first_backlog(pool: WorkPool) -> tuple[Backlog, Monitor]:
+    """Serve three items that wait (one runs, two wait) until the monitor signals a
+    backlog; the backlog and the stopped monitor."""
+    runner, release = serve_blocked(pool, 3)
+    backlog = Backlog()
+    monitor = watch(pool, backlog)
+    assert backlog.seen.wait(10)
+    release.set()
+    runner.join(10)
+    monitor.stop()
+    return backlog, monitor
+
+
 def test_work_waiting_for_a_worker_signals_a_backlog_once() -> None:
     pool = WorkPool(1, 1, on_crash=lambda exc: None)
     runner, release = serve_blocked(pool, 3)  # one runs, two wait
@@ -104,13 +117,7 @@ def test_a_short_run_by_the_walks_estimate_waits_for_the_time_so_far(
     monkeypatch.setattr(monitor_module, "WORTH_HELPERS", 0.4)
     pool = WorkPool(1, 1, on_crash=lambda exc: None)
     pool.tallies.append(walked(done_files=10**6, scanned=1, found=10, found_dirs=0))
-    runner, release = serve_blocked(pool, 3)
-    backlog = Backlog()
-    monitor = watch(pool, backlog)
-    assert backlog.seen.wait(10)
-    release.set()
-    runner.join(10)
-    monitor.stop()
+    backlog, monitor = first_backlog(pool)
     assert backlog.at - monitor.started >= 0.4
     assert backlog.calls == 1
 
@@ -123,13 +130,7 @@ def test_a_long_run_by_the_walks_estimate_signals_at_once(
     monkeypatch.setattr(monitor_module, "WORTH_HELPERS", 60.0)
     pool = WorkPool(1, 1, on_crash=lambda exc: None)
     pool.tallies.append(walked(done_files=1, scanned=2, found=201, found_dirs=101))
-    runner, release = serve_blocked(pool, 3)
-    backlog = Backlog()
-    monitor = watch(pool, backlog)
-    assert backlog.seen.wait(10)
-    release.set()
-    runner.join(10)
-    monitor.stop()
+    backlog, monitor = first_backlog(pool)
     assert backlog.at - monitor.started < 60.0
     assert backlog.calls == 1
 
