@@ -135,6 +135,36 @@ def test_a_long_run_by_the_walks_estimate_signals_at_once(
     assert backlog.calls == 1
 
 
+class RestartCounter(Controller):
+    """A controller that counts its restarts."""
+
+    def __init__(self) -> None:
+        super().__init__(Concurrency(1, 1, 4))
+        self.restarts = 0
+
+    def restart(self) -> None:
+        self.restarts += 1
+        super().restart()
+
+
+def test_the_controller_starts_over_when_the_helpers_start() -> None:
+    """The backlog starts the helpers, which take work from the pool's workers: the
+    controller's measures start over then, once."""
+    pool = WorkPool(1, 1, on_crash=lambda exc: None)
+    runner, release = serve_blocked(pool, 3)  # nothing done: the estimate is endless
+    controller = RestartCounter()
+    backlog = Backlog()
+    monitor = Monitor(
+        pool, controller, [], 60.0, threading.Event(), lambda: None, on_backlog=backlog
+    )
+    monitor.start()
+    assert backlog.seen.wait(10)
+    release.set()
+    runner.join(10)
+    monitor.stop()
+    assert (backlog.calls, controller.restarts) == (1, 1)
+
+
 def test_a_pool_that_keeps_up_signals_nothing() -> None:
     pool = WorkPool(2, 2, on_crash=lambda exc: None)
     runner, release = serve_blocked(pool, 2)  # both run: nothing waits
