@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -177,11 +178,13 @@ def test_a_pool_that_keeps_up_signals_nothing() -> None:
     assert backlog.calls == 0
 
 
-def test_a_new_limit_reaches_the_pool_and_the_limit_callback() -> None:
-    """One worker busy on items that only wait (no CPU): the first tick grows the
-    limit, and ``on_limit`` hears of it after the pool has it."""
-    pool = WorkPool(4, 1, on_crash=lambda exc: None)
-    heard: list[tuple[int, int]] = []
+def run_waiting_items(
+    pool: WorkPool,
+    controller: Controller,
+    on_limit: Callable[[int], None] | None = None,
+) -> Monitor:
+    """Run 100 items that only wait (10 ms each, no CPU) in ``pool``, watched by a
+    monitor driving ``controller``; return the monitor once they are done."""
 
     def waiting_item(tally: Tally) -> None:
         time.sleep(0.01)
@@ -191,16 +194,52 @@ def test_a_new_limit_reaches_the_pool_and_the_limit_callback() -> None:
         pool.push(waiting_item)
     monitor = Monitor(
         pool,
-        Controller(Concurrency(1, 1, 4)),
+        controller,
         [],
         60.0,
         threading.Event(),
         lambda: None,
-        on_limit=lambda limit: heard.append((limit, pool.limit)),
+        on_limit=on_limit,
     )
     monitor.start()
     pool.run()
     monitor.stop()
+    return monitor
+
+
+def test_a_new_limit_reaches_the_pool_and_the_limit_callback() -> None:
+    """One worker busy on items that only wait (no CPU): the first tick grows the
+    limit, and ``on_limit`` hears of it after the pool has it."""
+    pool = WorkPool(4, 1, on_crash=lambda exc: None)
+    heard: list[tuple[int, int]] = []
+    monitor = run_waiting_items(
+        pool,
+        Controller(Concurrency(1, 1, 4)),
+        on_limit=lambda limit: heard.append((limit, pool.limit)),
+    )
     assert heard
     assert heard[0] == (2, 2)
     assert monitor.limits[:2] == [1, 2]
+
+
+def test_after_a_first_tick_that_grew_the_second_tick_is_short_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Waiting workers: the first tick grows the limit, and the tick judging that
+    growth comes ``FIRST_TICK`` later, not ``TICK`` (made a minute here, so only a
+    short second tick can move the limit again within the run's half second)."""
+    monkeypatch.setattr(monitor_module, "TICK", 60.0)
+    pool = WorkPool(4, 1, on_crash=lambda exc: None)
+    monitor = run_waiting_items(pool, Controller(Concurrency(1, 1, 4)))
+    assert monitor.limits[:2] == [1, 2]
+    assert len(monitor.limits) >= 3
+    assert monitor.limits[2] > 2
+
+
+def test_after_a_first_tick_that_held_the_limit_the_next_tick_is_a_full_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(monitor_module, "TICK", 60.0)
+    pool = WorkPool(2, 2, on_crash=lambda exc: None)
+    monitor = run_waiting_items(pool, Controller(Concurrency.fixed(2)))
+    assert monitor.limits == [2, 2]
