@@ -243,7 +243,7 @@ def _large_files(results: Results, table: Table) -> list[TargetResult]:
             AUTO,
             "cp_r",
             LARGE_VS_CP,
-            note=_fixed_cost(table),
+            note=_fixed_cost(table, ("ext4", f, m)),
         )
         for f in found
         for m in MODES
@@ -251,16 +251,31 @@ def _large_files(results: Results, table: Table) -> list[TargetResult]:
     ]
 
 
-def _fixed_cost(table: Table) -> str:
-    """rcp's and cp's time for a tiny tree: the floor under a short copy."""
-    tiny = [table.get(("ext4", FIXED_COST_FILESET, "warm", t)) for t in (AUTO, "cp_r")]
-    walls = [o.wall.median for o in tiny if o is not None and o.wall is not None]
-    if len(walls) != 2:
+def _fixed_cost(table: Table, key: tuple[str, str, Mode]) -> str:
+    """rcp's and cp's time for a tiny tree (the floor under a short copy), and the
+    cell's times less it: how much of a miss is start-up and how much the copy."""
+    floor = _walls(table, ("ext4", FIXED_COST_FILESET, "warm"))
+    if floor is None:
         return ""
-    return (
-        f"fixed cost ({FIXED_COST_FILESET} tree): rcp {walls[0]:.3g} s, "
-        f"cp -r {walls[1]:.3g} s"
+    text = (
+        f"fixed cost ({FIXED_COST_FILESET} tree): rcp {floor[0]:.3g} s, "
+        f"cp -r {floor[1]:.3g} s"
     )
+    cell = _walls(table, key)
+    if cell is None:
+        return text
+    rcp, cp = (wall - fixed for wall, fixed in zip(cell, floor, strict=True))
+    if rcp <= 0 or cp <= 0:
+        return text
+    return f"{text}; less it: rcp {rcp:.3g} s, cp -r {cp:.3g} s ({rcp / cp:.2f}x)"
+
+
+def _walls(table: Table, key: tuple[str, str, Mode]) -> tuple[float, float] | None:
+    """rcp's and cp -r's median wall times in one cell, if both verified."""
+    pair = verified_pair(table, key, AUTO, "cp_r")
+    if isinstance(pair, str):
+        return None
+    return pair[0].median, pair[1].median
 
 
 def _reflink(results: Results, table: Table) -> list[TargetResult]:

@@ -334,6 +334,27 @@ def test_targets_say_met_or_missed_with_the_margin() -> None:
     assert linux.status == "not measured"
 
 
+def test_a_large_file_miss_shows_the_copy_less_each_tools_fixed_cost() -> None:
+    results = synthetic()
+    walls = {
+        ("tiny", "cp_r"): 0.003,
+        ("tiny", "rcp_auto"): 0.055,
+        ("100m_3", "cp_r"): 0.073,
+        ("100m_3", "rcp_auto"): 0.097,
+    }
+    results.samples = [
+        _sample(tool, wall, rep=i, fileset=fileset)
+        for (fileset, tool), wall in walls.items()
+        for i in range(3)
+    ]
+    rows = {(r.target, r.scenario): r for r in check(results)}
+    large = rows[("Large files, ext4: <= 1.05x cp", "ext4 100m_3 warm")]
+    assert large.status == "missed"  # 0.097 / 0.073 = 1.33
+    assert "fixed cost (tiny tree): rcp 0.055 s, cp -r 0.003 s" in large.evidence
+    # Less their start-up, rcp copies in 0.042 s what cp -r copies in 0.070 s.
+    assert large.evidence.endswith("less it: rcp 0.042 s, cp -r 0.07 s (0.60x)")
+
+
 def test_fsspec_target_asks_2x_on_ext4_and_8x_on_the_latency_fuse() -> None:
     base = synthetic()
     base.samples = [s for s in base.samples if s.tool != "fsspec"]
