@@ -11,7 +11,7 @@ Flow (the caller is on the left)::
     Setup  ->                 once, first
            <- Ready           the helper can take work
     Task   ->                 a batch of one directory's entries, with its two fds
-           <- Deferred        a hard-linked file of that batch: the caller copies it
+           <- Deferred        a hard-linked entry of that batch: the caller copies it
            <- Record          a log record (dry-run lines, warnings)
            <- Failure         one entry's error (the caller logs and counts it)
            <- Counts          the helper's counters so far (about twice a second)
@@ -88,7 +88,8 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class Deferred:
-    """The file ``name`` (at ``rel``) of task ``task`` has other hard links."""
+    """The file or symlink ``name`` (at ``rel``) of task ``task`` has other hard
+    links."""
 
     task: int
     name: str

@@ -84,7 +84,7 @@ class Context:
         limit's Python work (:meth:`rcp_core.walk.Walker.step_aside`)."""
         self.defer: Callable[[DirNode, str, str], None] | None = None
         """Set in a helper process: ``defer(node, name, rel)`` hands a hard-linked
-        file to the caller, which owns the run's link map."""
+        file or symlink to the caller, which owns the run's link map."""
         self.on_stop: list[Callable[[str], None]] = []
         """Called once, with the reason, when the run starts stopping."""
         # Per-file hooks are called only if a site plugin implements them (hot path).

@@ -1,5 +1,9 @@
 """Copying one non-directory entry: regular file, symlink, hard link, FIFO, device.
 
+Hard links (``st_nlink > 1``) of regular files and of symlinks go through one
+mechanism, the run's link map (:mod:`rcp_core.links`, :func:`_one_of_links`): the
+first name copies, the others link to its copy. Only such entries pay for it.
+
 Safety invariants, for every entry type:
 
 - a new entry is created with ``O_EXCL`` (files ``0600``) and gets its final mode and
@@ -117,7 +121,15 @@ def copy_file(
         if st.st_nlink > 1 and ctx.defer is not None:
             ctx.defer(node, name, rel)
             return
-        if st.st_nlink > 1 and _one_of_links(ctx, tally, node, src, st, dst_name, rel):
+        if st.st_nlink > 1 and _one_of_links(
+            ctx,
+            tally,
+            node,
+            st,
+            dst_name,
+            rel,
+            lambda: _copy_data(ctx, tally, node, src, st, dst_name, rel),
+        ):
             return
         _copy_data(ctx, tally, node, src, st, dst_name, rel)
     finally:
@@ -128,12 +140,13 @@ def _one_of_links(
     ctx: Context,
     tally: Tally,
     node: DirNode,
-    src: int,
     st: os.stat_result,
     dst_name: str,
     rel: str,
+    lead: Callable[[], bool],
 ) -> bool:
-    """Copy one name of a multiply-linked file as its leader, or link it to the
+    """Copy one name of a multiply-linked file or symlink as its leader (``lead()``:
+    ``True`` when the destination then holds the inode's copy), or link it to the
     leader's copy; ``False`` when it must be copied on its own (the inode has all the
     links it can take, or the leader's copy is not the inode's any more).
 
@@ -151,7 +164,7 @@ def _one_of_links(
         if is_leader:
             ok = False
             try:
-                ok = _copy_data(ctx, tally, node, src, st, dst_name, rel)
+                ok = lead()
             finally:
                 ctx.links.finish(key, leader, ok)
             return True
@@ -373,11 +386,40 @@ def _link(
 def copy_symlink(
     ctx: Context, tally: Tally, node: DirNode, name: str, dst_name: str, rel: str
 ) -> None:
-    """Recreate the symlink ``name`` with the same target (never followed)."""
+    """Recreate the symlink ``name`` with the same target (never followed). A
+    symlink with other names in the tree (``st_nlink > 1``) stays one inode in the
+    copy, through the link map as a regular file does (:func:`_one_of_links`)."""
     st = os.lstat(name, dir_fd=node.src_fd)
     if not stat.S_ISLNK(st.st_mode):
         copy_other(ctx, tally, node, name, dst_name, rel, st)
         return
+    if st.st_nlink > 1 and ctx.defer is not None:
+        ctx.defer(node, name, rel)
+        return
+    if st.st_nlink > 1 and _one_of_links(
+        ctx,
+        tally,
+        node,
+        st,
+        dst_name,
+        rel,
+        lambda: _make_symlink(ctx, tally, node, name, st, dst_name, rel),
+    ):
+        return
+    _make_symlink(ctx, tally, node, name, st, dst_name, rel)
+
+
+def _make_symlink(
+    ctx: Context,
+    tally: Tally,
+    node: DirNode,
+    name: str,
+    st: os.stat_result,
+    dst_name: str,
+    rel: str,
+) -> bool:
+    """Make ``dst_name`` the symlink ``name`` (``lstat`` ``st``); ``True`` when the
+    destination now holds it (``False``: an entry the policy keeps is there)."""
     target = os.readlink(name, dir_fd=node.src_fd)
     old = existing(node, dst_name)
     if old is not None:
@@ -399,19 +441,19 @@ def copy_symlink(
                 ctx.dry("update", "symlink", node, rel, "same target, other metadata")
                 if ctx.dry_run is None:
                     ctx.metadata.apply_by_name(node.dst_fd, dst_name, st)
-                return
+                return True
         if action is Action.KEEP:
             tally["skipped.symlinks"] += 1
             ctx.dry("keep", "symlink", node, rel, reason)
-            return
+            return False
         if action is Action.UNCHANGED:
             tally["unchanged.symlinks"] += 1
             ctx.dry("unchanged", "symlink", node, rel, reason)
-            return
+            return True
     tally["copied.symlinks"] += 1
     if ctx.dry_run is not None:
         ctx.dry("replace" if old else "copy", "symlink", node, rel, f"-> {target}")
-        return
+        return True
     assert node.dst_fd is not None
     link_name = temp_name(dst_name) if old is not None else dst_name
     os.symlink(target, link_name, dir_fd=node.dst_fd)
@@ -422,6 +464,7 @@ def copy_symlink(
     except BaseException:
         os.unlink(link_name, dir_fd=node.dst_fd)
         raise
+    return True
 
 
 def copy_other(

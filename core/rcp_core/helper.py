@@ -3,9 +3,9 @@
 It copies the batches the caller sends, with the caller's settings, storage view and
 plugins (the built-in one and the installed site plugins), through the same
 :class:`~rcp_core.walk.Walker` items. What only the caller can do goes back to it:
-hard-linked files (``Deferred``), errors (``Failure``, logged and counted there) and
-log records. It runs as many batches at once as the caller runs workers: the caller's
-controller moves that limit, and ``Limit`` brings each move here. Each batch's
+hard-linked files and symlinks (``Deferred``), errors (``Failure``, logged and counted
+there) and log records. It runs as many batches at once as the caller runs workers: the
+caller's controller moves that limit, and ``Limit`` brings each move here. Each batch's
 directory is a parentless stand-in node holding the descriptors that came with the
 task; releasing it answers ``Done``.
 

@@ -1,12 +1,14 @@
 """Hard links inside the copied tree stay hard links (like ``cp -a`` and ``rsync -H``).
 
-Only regular files with ``st_nlink > 1`` are tracked, keyed by source (device, inode).
-The first name seen becomes the *leader*: it copies the data, then releases the
-followers, which link to the leader's destination. An entry is dropped once all of the
-inode's names were seen, so memory is bounded by the multiply-linked inodes in flight.
-A follower waits only for a leader that is already copying in another thread, so the
-wait always ends; if the leader failed, the follower claims again and leads (copies
-the data) or follows a newer leader, so a failed leader's retry links to that copy.
+Only regular files and symlinks with ``st_nlink > 1`` are tracked, keyed by source
+(device, inode); under ``dereference`` a symlink is followed, so what it leads to is
+tracked, never the link's own inode. The first name seen becomes the *leader*: it
+copies the data (or makes the symlink), then releases the followers, which link to the
+leader's destination. An entry is dropped once all of the inode's names were seen, so
+memory is bounded by the multiply-linked inodes in flight. A follower waits only for a
+leader that is already copying in another thread, so the wait always ends; if the
+leader failed, the follower claims again and leads (copies the data) or follows a
+newer leader, so a failed leader's retry links to that copy.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ class Leader:
 
     :param anchor: the leader's job's destination directory (absolute path).
     :param path: the leader's destination path relative to ``anchor``.
-    :param ok: set by the leader: its destination holds the inode's data.
+    :param ok: set by the leader: its destination holds the inode's copy.
     """
 
     anchor: str

@@ -23,8 +23,8 @@ as an Airflow worker is safe) that copy *file batches*:
   cold tree whose single worker waits for the disk grows to two in the helpers too);
 - a stolen batch holds its directory node until the helper's ``Done``, so a directory
   is finished after every entry wherever it was copied;
-- hard-linked files go back to the caller, which owns the link map (links across
-  batches and processes are kept);
+- hard-linked files and symlinks go back to the caller, which owns the link map
+  (links across batches and processes are kept);
 - errors, log records and counters flow back; the summary counts every process;
 - a helper that dies without its ``Final`` fails its outstanding batches (their
   directories are not pruned) and stops the run: nothing is lost silently;
@@ -65,7 +65,7 @@ from rcp_core.channel import (
     Stop,
     Task,
 )
-from rcp_core.entries import copy_file
+from rcp_core.entries import copy_other
 from rcp_core.errors import FatalError
 from rcp_core.paths import Job
 from rcp_core.pool import Item, WorkPool
@@ -389,8 +389,9 @@ class _Helper:
         self.backlog.done(entries)
 
     def _copy_deferred(self, tally: Tally, node: DirNode, name: str, rel: str) -> None:
-        """A hard-linked file of a helper's batch, copied here with the link map."""
-        self.team.walker.entry(tally, node, name, name, rel, copy_file)
+        """A hard-linked file or symlink of a helper's batch, copied here with the
+        link map (by its type, which the helper does not say)."""
+        self.team.walker.entry(tally, node, name, name, rel, copy_other)
         self.team.walker.release(tally, node)
 
     def _lost(self) -> None:

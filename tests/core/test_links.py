@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.latencyfs import Faults, mounted
-from rcp_core import CopyFailedError, CopySettings, ExistingPolicy, copy
+from rcp_core import CopyFailedError, CopySettings, DryRun, ExistingPolicy, copy
 from support.nobody import NOBODY, rcp_as_nobody, world_dir
 from support.treecmp import TreeCompare
 from support.treespec import (
@@ -315,6 +315,114 @@ def test_hardlink_with_name_outside_tree_copied_as_file(
     assert again["unchanged.files"] == 2
     assert again["unchanged.hardlinks"] == 1
     assert again["copied.bytes"] == 0
+
+
+def linked_symlinks(root: Path, target_kind: str) -> Path:
+    """A tree whose symlinks have two names each (``ln`` of a symlink): ``a/l`` and
+    ``a/l2`` in one directory, ``a/m`` and ``b/m2`` in two; they point at a file, a
+    directory or nothing, as ``target_kind`` says."""
+    target = {"file": "../f", "dir": "../d", "dangling": "../nowhere"}[target_kind]
+    src = make_tree(
+        root,
+        {
+            "f": File(b"the target", mtime_ns=T),
+            "d/inside": b"inside",
+            "a/l": Symlink(target, mtime_ns=T + 1),
+            "a/l2": HardLink("a/l"),
+            "a/m": Symlink(target, mtime_ns=T + 2),
+            "b/m2": HardLink("a/m"),
+        },
+    )
+    assert inode(src / "a/l") == inode(src / "a/l2")
+    return src
+
+
+def assert_linked_symlinks(dst: Path, target_kind: str) -> None:
+    """The copy of :func:`linked_symlinks`: each pair one symlink inode of two names."""
+    target = {"file": "../f", "dir": "../d", "dangling": "../nowhere"}[target_kind]
+    for first, second in [("a/l", "a/l2"), ("a/m", "b/m2")]:
+        assert is_link(dst / first)
+        assert inode(dst / first) == inode(dst / second), (first, second)
+        assert os.lstat(dst / first).st_nlink == 2
+        assert os.readlink(dst / second) == target
+    assert inode(dst / "a/l") != inode(dst / "a/m")
+
+
+@pytest.mark.parametrize("target_kind", ["file", "dir", "dangling"])
+def test_hard_linked_symlinks_stay_one_inode(
+    tmp_path: Path, tree_compare: TreeCompare, target_kind: str
+) -> None:
+    """Two names of one symlink stay two names of one symlink (``cp -a``, ``rsync
+    -H``), in one directory and across two; a rerun with overwrite changes nothing."""
+    src = linked_symlinks(tmp_path / "src", target_kind)
+    dst = tmp_path / "dst"
+    summary = copy(str(src), str(dst))
+    assert tree_compare(src, dst) == []  # link groups compared too
+    assert_linked_symlinks(dst, target_kind)
+    assert summary["copied.symlinks"] == 2
+    assert summary["copied.hardlinks"] == 2
+    before = {rel: inode(dst / rel) for rel in ("a/l", "a/l2", "a/m", "b/m2")}
+    again = copy(str(src), str(dst), OVERWRITE)
+    assert again["unchanged.symlinks"] == again["unchanged.hardlinks"] == 2
+    assert again["copied.symlinks"] == again["copied.hardlinks"] == 0
+    assert {rel: inode(dst / rel) for rel in before} == before
+    assert tree_compare(src, dst) == []
+
+
+def test_separate_symlinks_are_joined_by_an_overwrite(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    """A destination holding two separate symlinks where the source has two names of
+    one (an older copy's) gets the second name linked to the first under overwrite."""
+    src = linked_symlinks(tmp_path / "src", "file")
+    dst = tmp_path / "dst"
+    copy(str(src), str(dst))
+    for second, first in [("a/l2", "a/l"), ("b/m2", "a/m")]:
+        (dst / second).unlink()
+        (dst / second).symlink_to("../f")
+        st = os.lstat(src / first)
+        os.utime(
+            dst / second, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False
+        )
+    assert tree_compare(src, dst) != []
+    summary = copy(str(src), str(dst), OVERWRITE)
+    assert summary["copied.hardlinks"] == 2
+    assert summary["copied.symlinks"] == 0
+    assert tree_compare(src, dst) == []
+    assert_linked_symlinks(dst, "file")
+
+
+def test_a_dry_run_counts_hard_linked_symlinks_as_the_copy_does(
+    tmp_path: Path,
+) -> None:
+    src = linked_symlinks(tmp_path / "src", "dangling")
+    dry = copy(str(src), str(tmp_path / "dry"), CopySettings(dry_run=DryRun.ALL))
+    assert not (tmp_path / "dry").exists()
+    real = copy(str(src), str(tmp_path / "dst"))
+    for key in ("copied.symlinks", "copied.hardlinks", "copied.files"):
+        assert dry[key] == real[key], key
+    assert dry["copied.hardlinks"] == 2
+
+
+def test_dereference_makes_hard_linked_symlinks_separate_files(tmp_path: Path) -> None:
+    """With -L a symlink is followed: its two names become two copies of the file it
+    leads to (a file of one name), not two names of one inode."""
+    src = make_tree(
+        tmp_path / "src",
+        {"f": File(b"the target", mtime_ns=T), "l": Symlink("f"), "l2": HardLink("l")},
+    )
+    dst = tmp_path / "dst"
+    summary = copy(str(src), str(dst), DEREF)
+    inodes = set()
+    for name in ("f", "l", "l2"):
+        st = os.lstat(dst / name)
+        assert stat.S_ISREG(st.st_mode), name
+        assert st.st_nlink == 1, name
+        assert (dst / name).read_bytes() == b"the target"
+        inodes.add(st.st_ino)
+    assert len(inodes) == 3
+    assert summary["copied.files"] == 3
+    assert summary["copied.hardlinks"] == summary["copied.symlinks"] == 0
 
 
 # -- special files ----------------------------------------------------------------

@@ -130,6 +130,31 @@ def test_hard_links_across_directories_stay_linked(
     assert summary["copied.hardlinks"] == 7 + 8
 
 
+def test_hard_linked_symlinks_across_directories_stay_linked(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    """A symlink with several names goes back to the caller like a hard-linked file:
+    one inode in the copy, wherever the helpers met its names."""
+    spec: dict[str, Entry] = {}
+    for d in range(8):
+        for f in range(64):
+            spec[f"d{d}/f{f}"] = File(b"plain %d %d" % (d, f))
+        spec[f"d{d}/shared"] = Symlink("../d0/f0") if d == 0 else HardLink("d0/shared")
+        spec[f"d{d}/pair-a"] = Symlink(f"nowhere {d}")
+        spec[f"d{d}/pair-b"] = HardLink(f"d{d}/pair-a")
+    src = make_tree(tmp_path / "src", spec)
+    engine, summary = run(src, tmp_path / "dst", CopySettings(max_processes=3))
+    assert engine.crew is not None
+    assert engine.crew.batches > 0
+    assert tree_compare(src, tmp_path / "dst", hardlinks=True) == []
+    shared = [os.lstat(tmp_path / "dst" / f"d{d}" / "shared") for d in range(8)]
+    assert len({st.st_ino for st in shared}) == 1
+    assert shared[0].st_nlink == 8
+    assert os.readlink(tmp_path / "dst" / "d5" / "shared") == "../d0/f0"
+    assert summary["copied.symlinks"] == 1 + 8
+    assert summary["copied.hardlinks"] == 7 + 8
+
+
 def test_mirroring_with_helpers_replaces_stale_files_and_deletes_extras(
     tmp_path: Path, tree_compare: TreeCompare
 ) -> None:

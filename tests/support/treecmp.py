@@ -12,8 +12,8 @@ Invariants:
   may update atimes, which is why atime is never compared.
 - Symlink modes are not compared (Linux ignores them); user.* xattrs on symlinks cannot
   exist, so they are not looked for. Hard-link structure is the partition of
-  non-directory paths into inodes, within each tree: links to files outside the tree do
-  not count.
+  non-directory paths (symlinks included: `ln` of a symlink links the link) into
+  inodes, within each tree: links to files outside the tree do not count.
 """
 
 from __future__ import annotations

@@ -56,7 +56,8 @@ class Symlink:
 
 @dataclass(frozen=True, slots=True)
 class HardLink:
-    """Another name for the regular file (or fifo) at spec key `target`."""
+    """Another name for the regular file (or fifo, or symlink) at spec key `target`
+    (of a symlink: the link itself, as `ln` makes it, never what it points at)."""
 
     target: str
 
@@ -124,8 +125,10 @@ def make_tree(root: Path, spec: Spec) -> Path:
             _create(path, entry)
     for path, link in links:
         target = spec.get(link.target)
-        if not isinstance(target, bytes | File | Sparse | Fifo):
-            raise ValueError(f"hard link {path} -> {link.target!r}: not a file in spec")
+        if not isinstance(target, bytes | File | Sparse | Fifo | Symlink):
+            raise ValueError(
+                f"hard link {path} -> {link.target!r}: not a file, fifo or symlink"
+            )
         os.link(root.joinpath(*parts[link.target]), path, follow_symlinks=False)
     # Non-directories first, then directories deepest first (root "." last).
     for rel in sorted(

@@ -169,6 +169,34 @@ def test_detects_broken_and_extra_hard_link_groups(pair: tuple[Path, Path]) -> N
     ]
 
 
+def test_detects_symlinks_that_should_be_one_inode(tmp_path: Path) -> None:
+    """Two names of one symlink (``ln`` of a symlink) are a link group like a file's;
+    two separate symlinks with the same target are not that group."""
+    src = make_tree(
+        tmp_path / "src",
+        {
+            ".": Dir(0o755, T),
+            "to-a": Symlink("a.txt", T),
+            "dir": Dir(0o755, T),
+            "dir/again": HardLink("to-a"),
+        },
+    )
+    assert os.lstat(src / "to-a").st_ino == os.lstat(src / "dir/again").st_ino
+    dst = make_tree(
+        tmp_path / "dst",
+        {
+            ".": Dir(0o755, T),
+            "to-a": Symlink("a.txt", T),
+            "dir": Dir(0o755, T),
+            "dir/again": Symlink("a.txt", T),
+        },
+    )
+    assert compare_trees(src, dst) == [
+        "hard links: src group {'dir/again', 'to-a'} not linked so in dst"
+    ]
+    assert compare_trees(src, src) == []
+
+
 def test_detects_xattrs_when_asked(pair: tuple[Path, Path]) -> None:
     src, dst = pair
     os.setxattr(src / "dir/b.bin", "user.same", b"1")
