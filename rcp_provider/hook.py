@@ -36,9 +36,9 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from rcp_core import CompareAttr, CopySettings, Preserve, UsageError
 from rcp_core import copy as engine_copy
-from rcp_core.errors import JobFailedError
 from rcp_core.progress import Progress
 from rcp_core.remote.client import FINISHED, ServiceClient
+from rcp_core.remote.outcome import between_summary, job_summary
 from rcp_core.summary import Resources, merge
 from rcp_provider.endpoint import Endpoint, endpoint_of
 
@@ -130,11 +130,17 @@ class RcpHook(BaseHook):
         """Copy ``sources`` (here) to ``destination`` (at ``to``, by default here)
         by ``rcp``'s operand rules; the run's JSON summary.
 
+        Every way of copying ends by the engine's rule
+        (:mod:`rcp_core.remote.outcome`): the summary when nothing failed, else
+        :class:`~rcp_core.errors.CopyFailedError` with the partial summary and the
+        errors, whether the copy ran here, as a service's job or between two places.
+
         :param key: names a service job (see :meth:`find`).
         :param cancel: set it to stop the copy (the service's job is cancelled).
         :raises UsageError: bad operands or settings, or a refused path.
-        :raises CopyFailedError: some entries were not copied (local copies).
-        :raises RemoteError: a service failed, or its job did.
+        :raises CopyFailedError: some entries were not copied, or the copy was
+            stopped.
+        :raises RemoteError: a service failed, or its job did before it copied.
         """
         to = to or self
         here, there = self.endpoint, to.endpoint
@@ -155,7 +161,7 @@ class RcpHook(BaseHook):
                 job = self.find(key, client=client) if key else None
                 if job is None:
                     job = client.submit(sources, destination, settings, key=key)
-                return summary_of(self.wait(job, client, on_progress, cancel))
+                return job_summary(self.wait(job, client, on_progress, cancel))
         return self._between(sources, destination, settings, to, on_progress)
 
     def _between(
@@ -167,7 +173,6 @@ class RcpHook(BaseHook):
         on_progress: Report | None,
     ) -> dict[str, Any]:
         """Host to host: the data flows between the two places directly."""
-        from rcp_core.remote.master import role_summary
         from rcp_core.remote.service_copy import service_copy
 
         started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
@@ -189,8 +194,8 @@ class RcpHook(BaseHook):
             for client in (source_client, destination_client):
                 if client is not None:
                     client.close()
-        summary = role_summary(source, received, Resources.since(started, usage))
-        return summary.as_dict()
+        resources = Resources.since(started, usage)
+        return between_summary(source, received, resources).as_dict()
 
     # -- the worker's own storage: shard plans, shards, verification -----------------
 
@@ -423,14 +428,3 @@ def _relay_counts(
         report(progress.brief())
 
     return relay
-
-
-def summary_of(job: dict[str, Any]) -> dict[str, Any]:
-    """A finished job's summary.
-
-    :raises JobFailedError: the job failed or was cancelled.
-    """
-    if job["state"] != "succeeded":
-        raise JobFailedError(job)
-    summary: dict[str, Any] = job["summary"]
-    return summary

@@ -57,7 +57,6 @@ from fsspec.implementations.local import LocalFileSystem, make_path_posix
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
 
 from rcp_core.errors import (
-    CopyFailedError,
     JobFailedError,
     RemoteFileNotFoundError,
     RemoteNotADirectoryError,
@@ -554,7 +553,7 @@ class RcpServiceFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec 
 
         :raises CopyFailedError: something was not copied (its summary tells what).
         """
-        from rcp_core.remote.master import role_summary
+        from rcp_core.remote.outcome import between_summary
         from rcp_core.remote.service_copy import service_copy
 
         started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
@@ -566,9 +565,7 @@ class RcpServiceFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec 
             destination_service=self.client if to_service else None,
             timeout=self.timeout,
         )
-        if not (source.ok and received.ok):
-            summary = role_summary(source, received, Resources.since(started, usage))
-            raise CopyFailedError(summary, list(summary.errors), stopped=False)
+        between_summary(source, received, Resources.since(started, usage))
 
 
 class RcpServiceFile(AbstractBufferedFile):  # type: ignore[misc]  # fsspec is untyped

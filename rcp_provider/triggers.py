@@ -6,10 +6,13 @@ seconds), made in a thread so the triggerer's event loop never blocks. The trigg
 holds no state but what :meth:`RcpJobTrigger.serialize` returns, so the triggerer may
 recreate it anywhere and at any time.
 
-It fires once: ``{"status": "success", "job": ..., "summary": ...}`` when the job
-succeeded, ``{"status": "error", "job": ..., "message": ..., "retry": bool}`` when it
-failed, was cancelled, or the service could not be asked (``retry`` says whether the
-task's own retries may help: :func:`rcp_core.errors.retry_may_help`).
+It fires once: ``{"status": "ended", "job": ..., "view": ...}`` when the job ended
+(``view``: the job as the service showed it last), ``{"status": "error", "job": ...,
+"message": ..., "retry": bool}`` when the service could not be asked (``retry`` says
+whether the task's own retries may help: :func:`rcp_core.errors.retry_may_help`).
+The trigger does not judge how the job ended: the task does, resumed, with
+:func:`rcp_core.remote.outcome.job_summary`, as it does when it waits for a job
+itself, so a deferred copy fails exactly as a waited-for one.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from rcp_core.errors import JobFailedError, RcpError, retry_may_help
-from rcp_provider.hook import ACTIVE, RcpHook, summary_of
+from rcp_core.errors import RcpError, retry_may_help
+from rcp_provider.hook import ACTIVE, RcpHook
 
 POLL_INTERVAL = 10.0
 
@@ -68,7 +71,9 @@ class RcpJobTrigger(BaseTrigger):
                 )
                 return
             if job is not None:
-                yield TriggerEvent(_event(job))  # type: ignore[no-untyped-call]
+                yield TriggerEvent(  # type: ignore[no-untyped-call]
+                    {"status": "ended", "job": self.job_id, "view": job}
+                )
                 return
 
     def _wait(self, hook: RcpHook) -> dict[str, Any] | None:
@@ -76,16 +81,3 @@ class RcpJobTrigger(BaseTrigger):
         with hook.client() as client:
             job = client.wait(self.job_id, self.poll_interval)
         return job if job["state"] not in ACTIVE else None
-
-
-def _event(job: dict[str, Any]) -> dict[str, Any]:
-    try:
-        summary = summary_of(job)
-    except JobFailedError as exc:
-        return {
-            "status": "error",
-            "job": job["job"],
-            "message": str(exc),
-            "retry": False,
-        }
-    return {"status": "success", "job": job["job"], "summary": summary}

@@ -18,6 +18,7 @@ from airflow.sdk import BaseOperator, Context, conf
 
 from rcp_core import CopySettings, Preserve
 from rcp_core.errors import UsageError
+from rcp_core.remote.outcome import job_summary
 from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.failures import airflow_errors, failed_event
 from rcp_provider.hook import RcpHook
@@ -161,13 +162,14 @@ class RcpCopyOperator(BaseOperator):
     def execute_complete(
         self, context: Context, event: dict[str, Any]
     ) -> dict[str, Any]:
-        """Resumed after a deferred job ended (``event`` from the trigger)."""
-        if event.get("status") != "success":
+        """Resumed after a deferred job ended (``event`` from the trigger): judged as
+        a job the task waited for is."""
+        if event.get("status") != "ended":
             raise failed_event(event)
         with airflow_errors(f"copy {self._what()}"):
             source = RcpHook(self.src_conn_id)
             return self._finish(
-                event["summary"],
+                job_summary(event["view"]),
                 verify_mode(self.verify),
                 self._sources(),
                 source,

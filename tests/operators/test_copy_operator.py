@@ -3,10 +3,13 @@ test's own, as Airflow passes one; the Airflow runs are in test_dags)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -18,7 +21,8 @@ from rcp_operators.copy import RcpCopyOperator, job_key
 from rcp_provider.hook import RcpHook
 from rcp_provider.triggers import RcpJobTrigger
 from support.airflow import connection_env
-from support.services import TOKEN, Served
+from support.services import TOKEN, Served, start
+from support.stuck import copied_the_rest, stuck_copy
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
 
@@ -231,3 +235,96 @@ def test_verify_compares_only_what_the_copy_preserved(tmp_path: Path) -> None:
         verify="checksum",
     )
     assert op.execute(context={})["verify"]["same"] is True
+
+
+@pytest.fixture
+def other_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Served, str]]:
+    """A second real service, and the id of a connection to it."""
+    for other in start(tmp_path / "other"):
+        host, port = other.service.address
+        monkeypatch.setenv(
+            *connection_env(
+                "rcp_other",
+                host=host,
+                port=port,
+                password=TOKEN,
+                extra={"fingerprint": other.identity.fingerprint},
+            )
+        )
+        yield other, "rcp_other"
+
+
+def _execute(op: RcpCopyOperator) -> dict[str, Any]:
+    return op.execute(context={})
+
+
+def _resume(op: RcpCopyOperator) -> dict[str, Any]:
+    """Defer as Airflow would, run the trigger to its event, resume the task."""
+    with pytest.raises(TaskDeferred) as info:
+        op.execute(context={})
+    trigger = info.value.trigger
+    assert isinstance(trigger, RcpJobTrigger)
+
+    async def first() -> dict[str, Any]:
+        async for event in trigger.run():
+            payload: dict[str, Any] = event.payload
+            return payload
+        raise AssertionError("the trigger ended without an event")
+
+    event = asyncio.run(asyncio.wait_for(first(), timeout=60))
+    return op.execute_complete(context={}, event=event)
+
+
+@pytest.mark.privileged
+@pytest.mark.parametrize(
+    ("here", "there", "deferrable"),
+    [
+        ("worker", "worker", False),
+        ("service", "service", False),
+        ("service", "service", True),
+        ("service", "worker", False),
+        ("worker", "service", False),
+        ("service", "other", False),
+    ],
+)
+def test_failed_entries_fail_the_task_the_same_way_on_every_path(
+    here: str,
+    there: str,
+    deferrable: bool,
+    rcp_service: Served,
+    rcp_connection: str,
+    other_connection: tuple[Served, str],
+    tmp_path: Path,
+) -> None:
+    """Entries that could not be written fail the task without a retry (the same
+    copy would fail the same way), the message counting the errors and naming them,
+    whether the copy ran on the worker, as a service's job (waited for or deferred)
+    or between two places; the rest was copied."""
+    other, other_id = other_connection
+    places = {
+        "worker": (None, tmp_path / "worker", tmp_path / "worker"),
+        "service": (rcp_connection, rcp_service.data, rcp_service.backup),
+        "other": (other_id, other.data, other.backup),
+    }
+    source_id, source_parent, _ = places[here]
+    destination_id, _, destination_parent = places[there]
+    with stuck_copy(source_parent, destination_parent) as (src, dst):
+        op = RcpCopyOperator(
+            task_id="copy",
+            src=str(src),
+            dst=str(dst),
+            src_conn_id=source_id,
+            dst_conn_id=destination_id,
+            overwrite="overwrite",
+            deferrable=deferrable,
+        )
+        run = _resume if deferrable else _execute
+        with pytest.raises(AirflowFailException) as info:
+            run(op)
+        assert copied_the_rest(dst)
+    message = str(info.value)
+    what = re.escape(f"copy {src} to {dst}")
+    assert re.match(rf"{what}: copy finished with \d+ error\(s\)", message), message
+    assert "stuck" in message.partition("\n")[2], message

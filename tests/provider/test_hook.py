@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rcp_core import CopySettings, UsageError
-from rcp_core.errors import JobFailedError
+from rcp_core import CopySettings, ExistingPolicy, UsageError
+from rcp_core.errors import CopyFailedError, JobFailedError
 from rcp_provider.hook import RcpHook
 from support.airflow import connection_env
-from support.services import TOKEN, Served
+from support.services import TOKEN, Served, start
+from support.stuck import OK_FILES, copied_the_rest, stuck_copy
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
 
@@ -158,18 +160,22 @@ def test_a_failed_job_raises_with_the_services_reason(
     rcp_service: Served, rcp_connection: str
 ) -> None:
     """An immutable destination directory (even root cannot write into it): the job
-    fails, and the hook says so with the service's reason."""
+    fails, and the hook says so as the engine does (CopyFailedError), its cause
+    naming the job and the service's reason."""
     src = make_tree(rcp_service.data / "tree", TREE)
     locked = rcp_service.backup / "locked"
     locked.mkdir()
     subprocess.run(["chattr", "+i", str(locked)], check=True)
     try:
-        with pytest.raises(JobFailedError, match="failed") as info:
+        with pytest.raises(CopyFailedError, match="finished with") as info:
             RcpHook(rcp_connection).copy([str(src)], f"{locked}/", CopySettings())
     finally:
         subprocess.run(["chattr", "-i", str(locked)], check=True)
-    assert info.value.job["state"] == "failed"
-    assert info.value.job["summary"]["errors"] >= 1
+    job = info.value.__cause__
+    assert isinstance(job, JobFailedError)
+    assert job.job["state"] == "failed"
+    assert str(job.job["job"]) in str(job)
+    assert info.value.summary["errors"] >= 1
 
 
 def test_a_later_try_finds_the_job_an_earlier_try_started(
@@ -211,7 +217,7 @@ def test_cancel_stops_a_service_job_and_the_wait_returns(
         progress.append(report)
         cancel.set()
 
-    with pytest.raises(JobFailedError, match="cancelled"):
+    with pytest.raises(CopyFailedError, match="stopped") as info:
         hook.copy(
             [str(src)],
             str(rcp_service.backup / "t"),
@@ -219,6 +225,9 @@ def test_cancel_stops_a_service_job_and_the_wait_returns(
             on_progress=stop_when_running,
             cancel=cancel,
         )
+    assert info.value.stopped
+    assert isinstance(info.value.__cause__, JobFailedError)
+    assert "cancelled" in str(info.value.__cause__)
     assert progress
 
 
@@ -231,3 +240,67 @@ def test_from_a_service_to_the_worker_the_data_flows_between_them(
     )
     assert summary["copied"]["files"] == 41
     assert tree_compare(src, tmp_path / "pulled") == []
+
+
+@pytest.fixture
+def other_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Served, str]]:
+    """A second real service, and the id of a connection to it."""
+    for other in start(tmp_path / "other"):
+        host, port = other.service.address
+        _set_connection(
+            monkeypatch,
+            "rcp_other",
+            host=host,
+            port=port,
+            password=TOKEN,
+            extra={"fingerprint": other.identity.fingerprint},
+        )
+        yield other, "rcp_other"
+
+
+@pytest.mark.privileged
+@pytest.mark.parametrize(
+    ("here", "there"),
+    [
+        ("worker", "worker"),
+        ("service", "service"),
+        ("service", "worker"),
+        ("worker", "service"),
+        ("service", "other"),
+    ],
+)
+def test_a_copy_with_failed_entries_raises_on_every_path(
+    here: str,
+    there: str,
+    rcp_service: Served,
+    rcp_connection: str,
+    other_connection: tuple[Served, str],
+    tmp_path: Path,
+) -> None:
+    """Locally, as one job of a service, and between two places: entries that could
+    not be written are a CopyFailedError with the partial summary and the errors
+    (the engine's rule), never a summary returned as if the copy had succeeded."""
+    other, other_id = other_connection
+    places = {
+        "worker": (None, tmp_path / "worker", tmp_path / "worker"),
+        "service": (rcp_connection, rcp_service.data, rcp_service.backup),
+        "other": (other_id, other.data, other.backup),
+    }
+    source_id, source_parent, _ = places[here]
+    destination_id, _, destination_parent = places[there]
+    with stuck_copy(source_parent, destination_parent) as (src, dst):
+        with pytest.raises(CopyFailedError) as info:
+            RcpHook(source_id).copy(
+                [str(src)],
+                str(dst),
+                CopySettings(existing=ExistingPolicy.OVERWRITE),
+                to=RcpHook(destination_id),
+            )
+        assert copied_the_rest(dst)
+    failed = info.value
+    assert not failed.stopped
+    assert failed.errors
+    assert any("stuck" in f"{key} {example}" for key, _, example in failed.errors)
+    assert failed.summary["copied.files"] == OK_FILES

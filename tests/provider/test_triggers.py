@@ -6,7 +6,11 @@ import asyncio
 import importlib
 from typing import Any
 
+import pytest
+
 from rcp_core import CopySettings
+from rcp_core.errors import CopyFailedError, JobFailedError, retry_may_help
+from rcp_core.remote.outcome import job_summary
 from rcp_provider.hook import RcpHook
 from rcp_provider.triggers import RcpJobTrigger
 from support.services import Served
@@ -44,12 +48,13 @@ def test_a_job_that_succeeds_fires_success_with_its_summary(
         key="airflow:trigger-success:1",
     )
     event = _first_event(RcpJobTrigger(rcp_connection, job["job"], poll_interval=1.0))
-    assert event["status"] == "success"
+    assert event["status"] == "ended"
     assert event["job"] == job["job"]
-    assert event["summary"]["copied"]["files"] == 30
+    assert event["view"]["state"] == "succeeded"
+    assert job_summary(event["view"])["copied"]["files"] == 30
 
 
-def test_a_cancelled_job_fires_an_error_that_is_not_retried(
+def test_a_cancelled_job_fires_its_end_for_the_task_to_judge(
     rcp_service: Served, rcp_connection: str
 ) -> None:
     src = make_tree(rcp_service.data / "t", {f"f{i}": File(b"x") for i in range(40)})
@@ -62,9 +67,12 @@ def test_a_cancelled_job_fires_an_error_that_is_not_retried(
     )
     hook.cancel(job["job"])
     event = _first_event(RcpJobTrigger(rcp_connection, job["job"], poll_interval=1.0))
-    assert event["status"] == "error"
-    assert "cancelled" in event["message"]
-    assert event["retry"] is False
+    assert event["status"] == "ended"
+    assert event["view"]["state"] == "cancelled"
+    # Stopped as it ran (its partial summary), or before it began (none).
+    with pytest.raises((CopyFailedError, JobFailedError)) as info:
+        job_summary(event["view"])
+    assert not retry_may_help(info.value)
 
 
 def test_an_unknown_job_is_an_error_event_not_a_hang(

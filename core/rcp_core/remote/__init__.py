@@ -16,6 +16,7 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``roles``       both roles wired to their connections
 ``daemon``      ``rcpd``: a role started over SSH, talking to its master
 ``master``      starts the roles (SSH or in-process), hands out jobs, merges results
+``outcome``     a service's job or a copy between places judged by the engine's rule
 ``service``     ``rcpd serve``: copy jobs and file requests for clients
 ``roots``       a service's paths confined beneath its roots
 ``client``      a service's client: jobs, and entries to look at, read and write

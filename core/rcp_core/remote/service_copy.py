@@ -215,7 +215,11 @@ def _result(service: ServiceClient, job: dict[str, Any], role: Role) -> RoleResu
     if job.get("state") == "failed" and job.get("counts") is None:
         raise RemoteError(f"{role.value} job {job['job']}: {job.get('error')}")
     counts = dict(job.get("counts") or {})
-    errors = [str(job["error"])] if job.get("error") else []
+    # The job's own errors, one by one; its reason when it counted none.
+    listed = (job.get("summary") or {}).get("error_list") or []
+    errors = [str(e["error"]) for e in listed]
+    if not errors and job.get("error"):
+        errors = [str(job["error"])]
     return RoleResult(role, job.get("state") == "succeeded", counts, errors)
 
 
