@@ -18,7 +18,11 @@ in another fsspec store, :func:`compare_places` compares it here, by the same ru
   service crosses the network. Digests are taken by ``max_workers`` threads (each
   with its own connection to a service), the first differing range ends a file's;
 - a file that cannot be read or hashed on either side is an ``error`` difference; the
-  rest goes on.
+  rest goes on;
+- a :class:`~rcp_core.verify.Scope` (a copy's verification) leaves out what the copy
+  was not asked to copy, by the rules :func:`rcp_core.verify.compare` follows; with
+  ``follow`` the source is listed as the generic store copy reads it
+  (:mod:`rcp_provider.storecopy`: symlinks followed, specials left out).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from blake3 import blake3
 from fsspec.implementations.local import LocalFileSystem
 
 from rcp_core.comparison import (
+    DEFAULT_ATTRS,
     MAX_KEPT,
     Comparison,
     Difference,
@@ -45,10 +50,14 @@ from rcp_core.comparison import (
     attr_differences,
     type_name,
 )
+from rcp_core.filters import GitIgnores, Verdict
 from rcp_core.remote.filewire import MAX_DIGEST
 from rcp_core.settings import CompareAttr
+from rcp_core.summary import Tally
+from rcp_core.verify import EVERYTHING, Left, Scope
 from rcp_provider.servicefs import RcpServiceFileSystem
 from rcp_provider.storecopy import Place, tree_infos
+from rcp_provider.storecopy import _listing as copied_items
 
 SEGMENT = MAX_DIGEST
 """Bytes per digest: what one ``digest`` request of a service may hash."""
@@ -77,14 +86,20 @@ def compare_places(
     dst: Place,
     *,
     checksum: bool = False,
-    attrs: frozenset[CompareAttr] = frozenset(
-        {CompareAttr.SIZE, CompareAttr.MTIME, CompareAttr.MODE}
-    ),
+    attrs: frozenset[CompareAttr] = DEFAULT_ATTRS,
     max_workers: int | None = None,
+    scope: Scope = EVERYTHING,
+    follow: bool = False,
 ) -> Comparison:
-    """Compare the tree ``src`` with ``dst`` (see the module docstring)."""
+    """Compare the tree ``src`` with ``dst`` (see the module docstring).
+
+    :param scope: what a copy was asked to copy (default: everything).
+    :param follow: list ``src`` as the generic store copy reads it.
+    """
     started = time.monotonic()
-    ours, theirs = _listing(src), _listing(dst)
+    listed = _copied(src) if follow else listing(src)
+    ours, states, dropped = _in_scope(listed, src, scope)
+    theirs = listing(dst)
     differences: list[Difference] = []
     pairs: list[tuple[str, int]] = []
     gone: list[str] = []  # directories on one side only, or retyped: not entered
@@ -96,12 +111,20 @@ def compare_places(
         if a is None or b is None:
             here = a or b
             assert here is not None
+            if stat.S_ISDIR(here.st.st_mode):
+                gone.append(rel)
+            if a is None and not _extra(rel, here, scope, states, dropped):
+                continue
+            if b is None and scope.excused(here.st.st_mode):
+                continue
             kind = DiffKind.EXTRA if a is None else DiffKind.MISSING
             where = "source" if a is None else "destination"
             what = type_name(here.st)
             differences.append(Difference(name, kind, f"{what} not in the {where}"))
-            if stat.S_ISDIR(here.st.st_mode):
-                gone.append(rel)
+            continue
+        left = scope.left(rel, a.st)
+        if left is Left.ALONE:
+            gone.append(rel)
             continue
         if stat.S_IFMT(a.st.st_mode) != stat.S_IFMT(b.st.st_mode):
             detail = f"{type_name(a.st)} != {type_name(b.st)}"
@@ -111,6 +134,8 @@ def compare_places(
         if a.target != b.target:
             detail = f"target {a.target!r} != {b.target!r}"
             differences.append(Difference(name, DiffKind.LINK, detail))
+        if left is Left.METADATA:
+            continue  # a directory merged into: its own attributes
         wanted = attrs & a.known & b.known
         if stat.S_ISDIR(a.st.st_mode):
             wanted -= {CompareAttr.SIZE}
@@ -139,7 +164,93 @@ def compare_places(
     )
 
 
-def _listing(place: Place) -> dict[str, Listed]:
+_State = tuple[bool, GitIgnores | None]
+"""A source directory in scope: included (or below an include), its ``.gitignore``
+stack."""
+
+
+def _in_scope(
+    listed: dict[str, Listed], place: Place, scope: Scope
+) -> tuple[dict[str, Listed], dict[str, _State], dict[str, Verdict]]:
+    """The entries of the source listing ``listed`` the copy was asked to copy; the
+    state of each source directory in scope; and the entries left out (by their
+    verdict: excluded, or traversed with nothing included below)."""
+    if not scope.filter.active:
+        return listed, dict.fromkeys(listed, (False, None)), {}
+    chosen: dict[str, Listed] = {}
+    states: dict[str, _State] = {}
+    dropped: dict[str, Verdict] = {}
+    traversed: set[str] = set()
+    for rel in sorted(listed):  # a directory before what is below it
+        entry = listed[rel]
+        is_dir = stat.S_ISDIR(entry.st.st_mode)
+        if rel:
+            parent = posixpath.dirname(rel)
+            if parent not in states:
+                continue  # below an entry left out
+            under, ignores = states[parent]
+            verdict = scope.verdict(rel, is_dir, under, ignores)
+        else:
+            ignores = GitIgnores.root() if scope.filter.gitignore else None
+            under, verdict = False, Verdict.INCLUDE
+        if verdict is Verdict.EXCLUDE:
+            dropped[rel] = verdict
+            continue
+        if is_dir:
+            if ignores is not None:
+                ignores = ignores.with_file(rel, _gitignore(listed, place, rel))
+            states[rel] = (under or verdict is Verdict.INCLUDE, ignores)
+        if verdict is Verdict.TRAVERSE:
+            traversed.add(rel)
+        else:
+            chosen[rel] = entry
+    for rel in list(chosen):  # a traversed directory holding a chosen entry is made
+        parent = posixpath.dirname(rel)
+        while rel and parent in traversed and parent not in chosen:
+            chosen[parent] = listed[parent]
+            rel, parent = parent, posixpath.dirname(parent)
+    dropped.update(dict.fromkeys(traversed - chosen.keys(), Verdict.TRAVERSE))
+    return chosen, states, dropped
+
+
+def _gitignore(listed: dict[str, Listed], place: Place, rel: str) -> str:
+    """The text of the source directory ``rel``'s ``.gitignore`` (a regular file,
+    never a symlink's target), ``""`` if it has none."""
+    name = posixpath.join(rel, ".gitignore") if rel else ".gitignore"
+    entry = listed.get(name)
+    if entry is None or not stat.S_ISREG(entry.st.st_mode):
+        return ""
+    data: bytes = place.fs.cat_file(place.join(name))
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _extra(
+    rel: str,
+    entry: Listed,
+    scope: Scope,
+    states: dict[str, _State],
+    dropped: dict[str, Verdict],
+) -> bool:
+    """Whether ``entry``, which only the destination has, is a difference."""
+    if rel in dropped:
+        return (
+            scope.extras and scope.delete_excluded and dropped[rel] is Verdict.EXCLUDE
+        )
+    state = states.get(posixpath.dirname(rel))
+    if state is None:
+        return False  # below a source entry left out
+    return scope.extra(rel, stat.S_ISDIR(entry.st.st_mode), *state)
+
+
+def _copied(place: Place) -> dict[str, Listed]:
+    """The tree at ``place`` as the generic store copy lists it (its own listing)."""
+    if not place.posix:
+        return listing(place)
+    items = copied_items(place, Tally())
+    return {item.rel: _from_info(item.info) for item in items if not item.is_special}
+
+
+def listing(place: Place) -> dict[str, Listed]:
     """Every entry of the tree at ``place`` by path relative to it ("" itself)."""
     if isinstance(place.fs, RcpServiceFileSystem):
         return dict(_service_tree(place.fs, place.path))

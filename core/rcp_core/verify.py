@@ -5,7 +5,9 @@ where they differ as a :class:`~rcp_core.comparison.Difference`; the
 :class:`~rcp_core.comparison.Comparison` it returns is what an Airflow task pushes to
 XCom and what ``rcmp`` prints. :func:`verify_copy` compares each source of a copy with
 its copy, named by the copy's operand rules: what ``rcp --verify`` and the Airflow
-hook run after a copy.
+hook run after a copy; a :class:`Scope` makes it compare what the copy was asked to
+copy (its filters, specials it may skip, what its policy left alone), the same on
+every path (:mod:`rcp_provider.storecompare` takes one too).
 
 Invariants:
 
@@ -40,12 +42,15 @@ Invariants:
 
 from __future__ import annotations
 
+import enum
 import errno
 import os
+import posixpath
 import stat
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from blake3 import blake3
@@ -63,13 +68,15 @@ from rcp_core.comparison import (
     type_name,
 )
 from rcp_core.errors import EntryError, UsageError, VerificationError
+from rcp_core.existing import Action, decide
+from rcp_core.filters import Filter, GitIgnores, Verdict
 from rcp_core.pool import WorkPool
-from rcp_core.settings import CompareAttr, Preserve
+from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy, Preserve
 from rcp_core.storage import detect
 from rcp_core.summary import Tally
 from rcp_core.tree import DIR_FLAGS
 
-__all__ = ["Comparison", "DiffKind", "Difference", "compare"]
+__all__ = ["Comparison", "DiffKind", "Difference", "Scope", "compare"]
 
 SEGMENT = 16 << 20
 """Bytes of one file hashed by one worker; larger files are split across workers."""
@@ -86,6 +93,202 @@ ROOT_DIR_FLAGS = DIR_FLAGS | os.O_NONBLOCK
 CHILD_DIR_FLAGS = ROOT_DIR_FLAGS | os.O_NOFOLLOW
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
+SPECIALS = frozenset({stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK})
+"""File types a copy may skip when it cannot recreate them (``skip_specials``)."""
+
+
+class Left(enum.Enum):
+    """How a copy's policy left an entry that was in the destination before it."""
+
+    ALONE = "alone"
+    """Kept as it was (ignore-existing, or update with a destination at least as
+    new): not compared, nor anything below it."""
+    METADATA = "metadata"
+    """A directory merged into under ignore-existing: it keeps its own attributes;
+    its entries are compared one by one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What a copy was asked to copy, so that verifying it compares that and no more.
+
+    ``Scope()`` compares everything (``rcmp``); :meth:`of` is a copy's. Every rule
+    is the copy's own, from the same code (:class:`~rcp_core.filters.Filter`,
+    :func:`~rcp_core.existing.decide`):
+
+    - an entry the filters exclude is compared on neither side (nor below it); a
+      directory they only traverse is ``missing`` only when an entry below it is
+      included (the copy removes a traverse-only directory it left empty);
+    - a destination-only entry is ``extra`` only for a mirror (``extras``, the copy's
+      ``--delete``), and then not where the filters exclude it (protected), unless
+      ``delete_excluded``, which also makes an excluded name the source has ``extra``
+      in the destination (the copy removes it);
+    - with ``skip_specials``, a FIFO, socket or device missing in the destination is
+      no difference (the copy may have been unable to recreate it);
+    - ``before`` is what the destination tree held before the copy (``lstat`` by
+      relative path, the root as ``""``; ``None``: nothing, or not recorded): an entry
+      there that ``existing``'s policy kept is :attr:`Left.ALONE`, an existing
+      directory merged into under ignore-existing :attr:`Left.METADATA`.
+    """
+
+    filter: Filter = field(default_factory=Filter)
+    skip_specials: bool = False
+    extras: bool = True
+    delete_excluded: bool = False
+    existing: ExistingPolicy = ExistingPolicy.ERROR
+    before: Mapping[str, os.stat_result] | None = None
+
+    @classmethod
+    def of(
+        cls, settings: CopySettings, before: Mapping[str, os.stat_result] | None = None
+    ) -> Scope:
+        """The scope of a copy run with ``settings``.
+
+        :raises UsageError: a filter that does not compile, an unreadable filter file.
+        """
+        return cls(
+            filter=Filter.build(
+                includes=settings.includes,
+                excludes=settings.excludes,
+                filter_file=settings.filter_file,
+                gitignore=settings.gitignore,
+            ),
+            skip_specials=settings.skip_specials,
+            extras=settings.delete,
+            delete_excluded=settings.delete_excluded,
+            existing=settings.existing,
+            before=before,
+        )
+
+    @staticmethod
+    def keeps(settings: CopySettings) -> bool:
+        """Whether the copy's policy may keep existing entries: then its scope needs
+        ``before``, recorded before the copy starts."""
+        return settings.existing in (
+            ExistingPolicy.IGNORE_EXISTING,
+            ExistingPolicy.UPDATE,
+        )
+
+    def verdict(
+        self, rel: str, is_dir: bool, under: bool, ignores: GitIgnores | None
+    ) -> Verdict:
+        """The filters' verdict on a source entry (the root is never filtered);
+        ``under``: an ancestor was included."""
+        if not rel or not self.filter.active:
+            return Verdict.INCLUDE
+        decision = self.filter.decide(rel, is_dir, under_include=under, ignores=ignores)
+        return decision.verdict
+
+    def extra(
+        self, rel: str, is_dir: bool, under: bool, ignores: GitIgnores | None
+    ) -> bool:
+        """Whether an entry only the destination has is a difference."""
+        if not self.extras:
+            return False
+        return (
+            self.delete_excluded
+            or self.verdict(rel, is_dir, under, ignores) is not Verdict.EXCLUDE
+        )
+
+    def excused(self, st_mode: int) -> bool:
+        """Whether a source entry of this type may be missing in the destination."""
+        return self.skip_specials and stat.S_IFMT(st_mode) in SPECIALS
+
+    def left(self, rel: str, src: os.stat_result) -> Left | None:
+        """How the copy's policy left ``rel`` (``None``: the copy made it)."""
+        old = self.before.get(rel) if self.before is not None else None
+        if old is None:
+            return None
+        action, _ = decide(self.existing, frozenset(), src, old)
+        if action is Action.KEEP:
+            return Left.ALONE
+        if action is Action.REUSE and self.existing is ExistingPolicy.IGNORE_EXISTING:
+            return Left.METADATA
+        return None
+
+
+EVERYTHING = Scope()
+"""The scope that compares everything (``rcmp``)."""
+
+
+def snapshot(path: str) -> dict[str, os.stat_result] | None:
+    """What the tree at ``path`` holds now (:attr:`Scope.before`), by ``lstat``, never
+    following a symlink; ``None`` if nothing is there.
+
+    :raises OSError: a directory of it cannot be listed.
+    """
+    try:
+        top = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    found = {"": top}
+    if not stat.S_ISDIR(top.st_mode):
+        return found
+
+    def fail(exc: OSError) -> None:
+        raise exc
+
+    for parent, dirs, files in os.walk(path, onerror=fail):
+        rel = os.path.relpath(parent, path)
+        for name in (*dirs, *files):
+            child = name if rel == "." else posixpath.join(rel, name)
+            found[child] = os.lstat(os.path.join(parent, name))
+    return found
+
+
+def copy_trees(sources: Sequence[str], destination: str) -> list[tuple[str, str]]:
+    """Each source and its copy, by ``rcp``'s operand rules: into ``destination``
+    under the source's name when it ends in ``/`` or there are several sources,
+    else ``destination`` itself. Operands are strings (paths, ``host:/path``, URLs)."""
+    into = destination.endswith("/") or len(sources) > 1
+    return [
+        (
+            src,
+            posixpath.join(destination, posixpath.basename(src.rstrip("/")))
+            if into
+            else destination,
+        )
+        for src in sources
+    ]
+
+
+def prepare_scopes(
+    sources: Sequence[str], destination: str, settings: CopySettings
+) -> dict[str, Scope]:
+    """Before a copy of ``sources`` to ``destination`` on this host: each destination
+    tree's :class:`Scope`, by its path (:func:`verify_copy`'s ``scopes``)."""
+    return {
+        dst: Scope.of(settings, snapshot(dst) if Scope.keeps(settings) else None)
+        for _, dst in copy_trees(sources, destination)
+    }
+
+
+def verdict_of(trees: Sequence[tuple[str, str, Comparison]]) -> dict[str, Any]:
+    """The verdict on a copy from each tree's comparison: ``same`` and each tree's
+    ``src``, ``dst`` and :meth:`Comparison.as_dict` (one shape on every path).
+
+    :raises VerificationError: a tree differs (the verdict is its ``result``); its
+        message is one line: how many differences, by kind.
+    """
+    result = {
+        "same": all(comparison.same for _, _, comparison in trees),
+        "trees": [{"src": s, "dst": d, **c.as_dict()} for s, d, c in trees],
+    }
+    if not result["same"]:
+        counts: dict[str, int] = {}
+        for _, _, comparison in trees:
+            for kind, n in comparison.counts.items():
+                counts[kind.value] = counts.get(kind.value, 0) + n
+        kinds = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
+        cancelled = any(comparison.cancelled for _, _, comparison in trees)
+        raise VerificationError(
+            "the copy differs from its source: "
+            + (kinds or "the verification was cancelled")
+            + (" (cancelled)" if cancelled and kinds else ""),
+            result,
+        )
+    return result
+
 
 def compare(
     src: str | os.PathLike[str],
@@ -94,6 +297,7 @@ def compare(
     checksum: bool = False,
     attrs: frozenset[CompareAttr] = DEFAULT_ATTRS,
     max_workers: int | None = None,
+    scope: Scope = EVERYTHING,
     cancel: threading.Event | None = None,
     on_difference: Callable[[Difference], None] | None = None,
 ) -> Comparison:
@@ -108,6 +312,7 @@ def compare(
         parallel storage, where each request waits for a round trip; else one, since
         threads on a local disk mostly wait for the GIL, plus one per CPU hashing
         large segments aside (:meth:`~rcp_core.pool.WorkPool.aside`).
+    :param scope: what the copy was asked to copy (default: everything).
     :param cancel: set it from any thread to stop soon; the result is then
         ``cancelled`` (and not ``same``).
     :param on_difference: called with each difference as it is found (also those
@@ -122,7 +327,7 @@ def compare(
     src, dst = os.fspath(src), os.fspath(dst)
     checksum = checksum or CompareAttr.CHECKSUM in attrs
     limit, aside = _concurrency(src, dst, max_workers)
-    run = _Run(checksum, attrs, cancel or threading.Event(), on_difference)
+    run = _Run(checksum, attrs, scope, cancel or threading.Event(), on_difference)
     run.pool = WorkPool(limit, limit, on_crash=run.crash, aside=aside)
     start = time.monotonic()
     if not run.stopping:
@@ -145,40 +350,31 @@ def verify_copy(
     *,
     checksum: bool,
     preserve: Preserve,
+    scopes: Mapping[str, Scope] | None = None,
     max_workers: int | None = None,
     cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Compare each source with its copy, named by ``rcp``'s operand rules (into
-    ``destination`` when it ends in ``/`` or there are several sources): ``same``
-    and each tree's :meth:`Comparison.as_dict`. Sizes and link targets always count;
-    times, mode and owner only where the copy ``preserve``-d them.
+    """Compare each source with its copy (:func:`copy_trees`): the verdict
+    (:func:`verdict_of`). Sizes and link targets always count; times, mode and owner
+    only where the copy ``preserve``-d them.
 
-    :raises VerificationError: a copy differs (the verdict is its ``result``).
+    :param scopes: each destination tree's :class:`Scope` by its path, from
+        :func:`prepare_scopes` before the copy; a tree without one is compared whole.
+    :raises VerificationError: a copy differs.
     """
-    into = destination.endswith("/") or len(sources) > 1
     trees = []
-    for src in sources:
-        dst = (
-            os.path.join(destination, os.path.basename(src.rstrip("/")))
-            if into
-            else destination
-        )
+    for src, dst in copy_trees(sources, destination):
         result = compare(
             src,
             dst,
             checksum=checksum,
             attrs=kept_attrs(preserve),
+            scope=(scopes or {}).get(dst, EVERYTHING),
             max_workers=max_workers,
             cancel=cancel,
-        ).as_dict()
-        trees.append({"src": src, "dst": dst, **result})
-    verdict = {"same": all(tree["same"] for tree in trees), "trees": trees}
-    if not verdict["same"]:
-        first = [d for tree in trees for d in tree["differences"]][:5]
-        raise VerificationError(
-            f"the copy differs from its source; first differences: {first}", verdict
         )
-    return verdict
+        trees.append((src, dst, result))
+    return verdict_of(trees)
 
 
 def kept_attrs(preserve: Preserve) -> frozenset[CompareAttr]:
@@ -239,14 +435,24 @@ class _Batch:
 
 class _Pair:
     """One directory in flight, both sides open; the last work item that refers to it
-    closes them."""
+    closes them. ``under``: it or an ancestor was included by the scope's filters;
+    ``ignores``: the ``.gitignore`` stack of its source side (with ``gitignore``)."""
 
-    __slots__ = ("dst_fd", "refs", "rel", "src_fd")
+    __slots__ = ("dst_fd", "ignores", "refs", "rel", "src_fd", "under")
 
-    def __init__(self, src_fd: int, dst_fd: int, rel: str) -> None:
+    def __init__(
+        self,
+        src_fd: int,
+        dst_fd: int,
+        rel: str,
+        under: bool = False,
+        ignores: GitIgnores | None = None,
+    ) -> None:
         self.src_fd = src_fd
         self.dst_fd = dst_fd
         self.rel = rel
+        self.under = under
+        self.ignores = ignores
         self.refs = 1
 
 
@@ -275,11 +481,13 @@ class _Run:
         self,
         checksum: bool,
         attrs: frozenset[CompareAttr],
+        scope: Scope,
         cancel: threading.Event,
         on_difference: Callable[[Difference], None] | None,
     ) -> None:
         self.checksum = checksum
         self.attrs = attrs
+        self.scope = scope
         self.cancel = cancel
         self.on_difference = on_difference
         self.crashed = threading.Event()
@@ -336,17 +544,22 @@ class _Run:
     def root(self, tally: Tally, src: str, dst: str) -> None:
         self.count(entries=1)
         if self.entry(None, None, src, dst, ""):
-            pair = self.open_pair(None, None, src, dst, "", ROOT_DIR_FLAGS)
+            top = GitIgnores.root() if self.scope.filter.gitignore else None
+            pair = self.open_pair(None, None, src, dst, "", ROOT_DIR_FLAGS, False, top)
             if pair is not None:
                 self.scan(pair)
 
-    def visit(self, tally: Tally, parent: _Pair, name: str, rel: str) -> None:
+    def visit(
+        self, tally: Tally, parent: _Pair, name: str, rel: str, under: bool
+    ) -> None:
         """Open a directory present on both sides, then compare its entries."""
         pair: _Pair | None = None
         try:
             if not self.stopping:
                 src, dst = parent.src_fd, parent.dst_fd
-                pair = self.open_pair(src, dst, name, name, rel, CHILD_DIR_FLAGS)
+                pair = self.open_pair(
+                    src, dst, name, name, rel, CHILD_DIR_FLAGS, under, parent.ignores
+                )
         finally:
             self.release(parent)
         if pair is not None:
@@ -363,8 +576,12 @@ class _Run:
                 todo.next += 1
                 rel = _child(pair.rel, name)
                 if self.entry(pair.src_fd, pair.dst_fd, name, name, rel):
+                    under = pair.under or (
+                        self.scope.verdict(rel, True, False, pair.ignores)
+                        is Verdict.INCLUDE
+                    )
                     self.hold(pair)
-                    self.pool.push(self.visit, pair, name, rel)
+                    self.pool.push(self.visit, pair, name, rel, under)
                 done += 1
         finally:
             self._local.batch = None
@@ -394,7 +611,11 @@ class _Run:
         dst: str,
         rel: str,
         flags: int,
+        under: bool,
+        ignores: GitIgnores | None,
     ) -> _Pair | None:
+        """Both sides of a directory, open; ``ignores`` is its parent's stack (it
+        gets the directory's own ``.gitignore``)."""
         try:
             src_fd = os.open(src, flags, dir_fd=src_dir)
         except OSError as exc:
@@ -406,7 +627,9 @@ class _Run:
             os.close(src_fd)
             self.failed(rel, "open destination", exc)
             return None
-        return _Pair(src_fd, dst_fd, rel)
+        if ignores is not None:
+            ignores = ignores.with_dir(src_fd, rel)
+        return _Pair(src_fd, dst_fd, rel, under, ignores)
 
     def scan(self, pair: _Pair) -> None:
         """List the source side and stream the destination side past it: a name on
@@ -417,10 +640,23 @@ class _Run:
             self.release(pair)
 
     def _scan(self, pair: _Pair) -> None:
-        rel = pair.rel
+        rel, scope = pair.rel, self.scope
+        excluded: set[str] = set()
+        traversed: set[str] = set()
         try:
             with os.scandir(pair.src_fd) as it:
                 listing = {entry.name: entry for entry in it}
+            if scope.filter.active:
+                for name, entry in list(listing.items()):
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    verdict = scope.verdict(
+                        _child(rel, name), is_dir, pair.under, pair.ignores
+                    )
+                    if verdict is Verdict.EXCLUDE:
+                        del listing[name]
+                        excluded.add(name)
+                    elif verdict is Verdict.TRAVERSE:
+                        traversed.add(name)
         except OSError as exc:
             self.failed(rel, "read source directory", exc)
             return
@@ -438,15 +674,28 @@ class _Run:
                             self.pool.push(self.batch, pair, names)
                             names = []
                         continue
-                    alone += 1
-                    what = f"{entry_type(entry)} only in destination"
-                    self.report(_child(rel, entry.name), DiffKind.EXTRA, what)
+                    child = _child(rel, entry.name)
+                    if entry.name in excluded:
+                        extra = scope.extras and scope.delete_excluded
+                        what = "excluded entry left in destination"
+                    else:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                        extra = scope.extra(child, is_dir, pair.under, pair.ignores)
+                        what = f"{entry_type(entry)} only in destination"
+                    if extra:
+                        alone += 1
+                        self.report(child, DiffKind.EXTRA, what)
             for name, entry in listing.items():
                 if self.stopping:
                     return
+                child = _child(rel, name)
+                if name in traversed and not self.wanted_below(pair, name, child):
+                    continue
+                if self.excused(entry):
+                    continue
                 alone += 1
                 what = f"{entry_type(entry)} missing in destination"
-                self.report(_child(rel, name), DiffKind.MISSING, what)
+                self.report(child, DiffKind.MISSING, what)
         except OSError as exc:
             # Which of the names left are missing is unknown: the error says so.
             self.failed(rel, "read destination directory", exc)
@@ -455,6 +704,46 @@ class _Run:
         if names:
             self.hold(pair)
             self.pool.push(self.batch, pair, names)
+
+    def wanted_below(self, pair: _Pair, name: str, rel: str) -> bool:
+        """Whether the scope's filters include an entry below ``name`` of ``pair``'s
+        source side, a directory they only traverse (the copy then makes it)."""
+        return self._wanted(pair.src_fd, name, rel, pair.ignores)
+
+    def _wanted(
+        self, parent_fd: int, name: str, rel: str, ignores: GitIgnores | None
+    ) -> bool:
+        # Only traversed: no ancestor was included, so ``under`` is false below.
+        fd = -1
+        try:
+            fd = os.open(name, CHILD_DIR_FLAGS, dir_fd=parent_fd)
+            if ignores is not None:
+                ignores = ignores.with_dir(fd, rel)
+            with os.scandir(fd) as it:
+                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+            for child, is_dir in entries:
+                child_rel = _child(rel, child)
+                verdict = self.scope.verdict(child_rel, is_dir, False, ignores)
+                if verdict is Verdict.INCLUDE or (
+                    verdict is Verdict.TRAVERSE
+                    and self._wanted(fd, child, child_rel, ignores)
+                ):
+                    return True
+        except OSError as exc:
+            self.failed(rel, "read source directory", exc)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        return False
+
+    def excused(self, entry: os.DirEntry[str]) -> bool:
+        """Whether the source entry ``entry`` may be missing in the destination."""
+        if not self.scope.skip_specials:
+            return False
+        try:
+            return self.scope.excused(entry.stat(follow_symlinks=False).st_mode)
+        except OSError:
+            return False  # gone or unreadable: reported as missing
 
     # -- one entry -----------------------------------------------------------------
 
@@ -477,11 +766,15 @@ class _Run:
         except OSError as exc:
             self.failed(rel, "lstat destination", exc)
             return False
+        left = self.scope.left(rel, a)
+        if left is Left.ALONE:
+            return False
         if not same_type(a, b):
             self.report(rel, DiffKind.TYPE, f"{type_name(a)} != {type_name(b)}")
             return False
-        for kind, detail in attr_differences(self.attrs, a, b):
-            self.report(rel, kind, detail)
+        if left is None:
+            for kind, detail in attr_differences(self.attrs, a, b):
+                self.report(rel, kind, detail)
         if stat.S_ISDIR(a.st_mode):
             return True
         if stat.S_ISLNK(a.st_mode):

@@ -33,18 +33,20 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from rcp_core.comparison import Comparison, Difference, DiffKind
 from rcp_core.errors import RemoteError, UsageError
 from rcp_core.settings import CompareAttr
 from rcp_core.verify import compare
 from rcp_provider.cli.common import OneLineErrorParser, in_worker
-from rcp_provider.cli.remote import add_launch_options, is_remote, launch_of
+from rcp_provider.cli.remote import (
+    add_launch_options,
+    is_remote,
+    place,
+    refuse_unused,
+)
 from rcp_provider.cli.stores import names_a_store
-
-if TYPE_CHECKING:
-    from rcp_provider.storecopy import Place
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Lines:
+class Lines:
     """Prints each difference as a JSON line; called one difference at a time."""
 
     def __init__(self, out: TextIO) -> None:
@@ -86,9 +88,11 @@ class _Lines:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        refuse_unused(parser, args, [args.src, args.dst])
         attrs = CompareAttr.parse(args.attrs)
-        lines = _Lines(sys.stdout)
+        lines = Lines(sys.stdout)
         if names_a_store([args.src, args.dst]) or is_remote([args.src, args.dst]):
             result = _compare_places(args, attrs)
             for difference in result.differences:
@@ -132,40 +136,13 @@ def _compare_places(
     from rcp_provider.storecompare import compare_places
 
     with contextlib.ExitStack() as sessions:
-        src, dst = (_place(operand, args, sessions) for operand in (args.src, args.dst))
+        src, dst = (place(operand, args, sessions) for operand in (args.src, args.dst))
         for side, operand in ((src, args.src), (dst, args.dst)):
             if not side.fs.exists(side.path):
                 raise UsageError(f"{operand}: no such file or directory")
         return compare_places(
             src, dst, checksum=args.checksum, attrs=attrs, max_workers=args.max_workers
         )
-
-
-def _place(
-    operand: str, args: argparse.Namespace, sessions: contextlib.ExitStack
-) -> Place:
-    """The place ``operand`` names; for ``host:/path``, on a service started there
-    over SSH for as long as ``sessions`` lasts."""
-    from rcp_core.remote.operands import parse_operand
-    from rcp_core.remote.ssh import ssh_service
-    from rcp_provider.cli.stores import place
-    from rcp_provider.servicefs import RcpServiceFileSystem
-    from rcp_provider.storecopy import Place
-
-    where = parse_operand(operand)
-    if where is None:
-        return place(operand)
-    timeout = args.remote_timeout
-    session = sessions.enter_context(ssh_service(where, launch_of(args), timeout))
-    fs = RcpServiceFileSystem(
-        session.host,
-        session.port,
-        fingerprint=session.fingerprint,
-        token=session.token,
-        timeout=timeout,
-        skip_instance_cache=True,
-    )
-    return Place(fs, where.path)
 
 
 def _finish(args: argparse.Namespace, result: Comparison) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rcp_core import (
     CompareAttr,
@@ -19,6 +19,7 @@ from rcp_core import (
     DryRun,
     ExistingPolicy,
     Preserve,
+    Summary,
     UsageError,
     copy,
 )
@@ -34,6 +35,9 @@ from rcp_provider.cli.common import (
     progress_renderer,
     report,
 )
+
+if TYPE_CHECKING:
+    from rcp_core.remote.master import RoleResult
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -186,41 +190,57 @@ def settings_from(args: argparse.Namespace) -> CopySettings:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    summary: Summary | None = None
+    extra: dict[str, Any] = {}
     try:
         args = build_parser().parse_args(argv)
         configure_logging(args.verbose, args.quiet)
         settings = settings_from(args)
+        verification = None
+        if args.verify != "none":
+            if settings.dry_run or len(args.paths) < 2:
+                raise UsageError("--verify needs a copy to verify (not --dry-run)")
+            # Imported here: hashing costs a copy without --verify no start-up.
+            from rcp_provider.cli.verify import Verification
+
+            verification = Verification(args, settings)
         if stores.names_a_store(args.paths):
+            if verification is not None:
+                verification.prepare()
             summary = stores.run(args.paths, settings, progress_renderer(args))
-            report(args, summary)
-            return 0
-        if remote.is_remote(args.paths):
+        elif remote.is_remote(args.paths):
             try:
+                if verification is not None:
+                    verification.prepare()
                 summary, ok, source, destination = remote.run(
                     args, settings, progress_renderer(args)
                 )
             except RemoteError as exc:
                 return remote.fail(exc)
-            report(args, summary, {"roles": remote.roles_json(source, destination)})
-            if args.summary or args.verbose:
-                print(remote.render_roles(source, destination), flush=True)
-            return 0 if ok else 1
-        if args.verify != "none" and (settings.dry_run or len(args.paths) < 2):
-            raise UsageError("--verify needs a copy to verify (not --dry-run)")
-        renderer = progress_renderer(args)
-        interval = 0.2 if isinstance(renderer, BarProgress) else 1.0
-        result = in_worker(
-            lambda cancel: copy(
-                args.paths[:-1],
-                args.paths[-1],
-                settings,
-                on_progress=renderer,
-                progress_interval=interval,
-                cancel=cancel,
-            ),
-            "rcp-main",
-        )
-        verified = _verify(args, settings) if args.verify != "none" else None
+            extra["roles"] = remote.roles_json(source, destination)
+            if not ok:
+                report(args, summary, extra)
+                _roles(args, source, destination)
+                return 1
+            _roles(args, source, destination)
+        else:
+            if verification is not None:
+                verification.prepare()
+            renderer = progress_renderer(args)
+            interval = 0.2 if isinstance(renderer, BarProgress) else 1.0
+            summary = in_worker(
+                lambda cancel: copy(
+                    args.paths[:-1],
+                    args.paths[-1],
+                    settings,
+                    on_progress=renderer,
+                    progress_interval=interval,
+                    cancel=cancel,
+                ),
+                "rcp-main",
+            )
+        if verification is not None:
+            extra["verified"] = verification.run()
     except KeyboardInterrupt:
         print("rcp: interrupted", file=sys.stderr)
         return 130
@@ -228,55 +248,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rcp: error: {exc}", file=sys.stderr)
         return 2
     except CopyFailedError as exc:
-        report(args, exc.summary)
+        report(args, exc.summary, extra or None)
         print(f"rcp: {exc}", file=sys.stderr)
         return 1
     except VerificationError as exc:
-        report(args, result, {"verified": _verified(args.verify, exc.result)})
+        from rcp_provider.cli.verify import print_differences, verified
+
+        assert summary is not None
+        report(args, summary, {**extra, "verified": verified(args.verify, exc.result)})
+        print_differences(exc.result)
         print(f"rcp: {exc}", file=sys.stderr)
         return 1
-    report(args, result, {"verified": verified} if verified else None)
-    if verified and (args.summary or args.verbose):
+    except RemoteError as exc:  # a verification's session
+        print(f"rcp: verification failed: {exc}", file=sys.stderr)
+        return 1
+    report(args, summary, extra or None)
+    done = extra.get("verified")
+    if done and (args.summary or args.verbose):
         print(
-            f"verified:  {verified['mode']}, {verified['entries']} entries, "
-            f"{verified['files_hashed']} files hashed "
-            f"({human_bytes(verified['bytes_hashed'])}): the copy is the same",
+            f"verified:  {done['mode']}, {done['entries']} entries, "
+            f"{done['files_hashed']} files hashed "
+            f"({human_bytes(done['bytes_hashed'])}): the copy is the same",
             flush=True,
         )
     return 0
 
 
-def _verify(args: argparse.Namespace, settings: CopySettings) -> dict[str, Any]:
-    """Compare the copy with its sources (:func:`rcp_core.verify.verify_copy`); what
-    was verified, for the summary.
-
-    :raises VerificationError: the copy differs.
-    """
-    from rcp_core.verify import verify_copy
-
-    verdict = in_worker(
-        lambda cancel: verify_copy(
-            args.paths[:-1],
-            args.paths[-1],
-            checksum=args.verify == "checksum",
-            preserve=settings.preserve,
-            max_workers=settings.max_workers,
-            cancel=cancel,
-        ),
-        "rcp-verify",
-    )
-    return _verified(args.verify, verdict)
-
-
-def _verified(mode: str, verdict: dict[str, Any]) -> dict[str, Any]:
-    """The summary's ``verified``: how, what was compared, whether the copy is the
-    same, and the first differences if not."""
-    trees = verdict["trees"]
-    return {
-        "mode": mode,
-        "same": verdict["same"],
-        "entries": sum(tree["entries"] for tree in trees),
-        "files_hashed": sum(tree["files_hashed"] for tree in trees),
-        "bytes_hashed": sum(tree["bytes_hashed"] for tree in trees),
-        "differences": [d for tree in trees for d in tree["differences"]][:100],
-    }
+def _roles(
+    args: argparse.Namespace, source: RoleResult, destination: RoleResult
+) -> None:
+    """Each role's resources, with ``--summary``."""
+    if args.summary or args.verbose:
+        print(remote.render_roles(source, destination), flush=True)

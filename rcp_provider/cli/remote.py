@@ -9,6 +9,8 @@ start-up does not pay for it.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import logging
 import resource
 import shlex
@@ -26,6 +28,7 @@ from rcp_core.summary import Resources, human_bytes, merge
 if TYPE_CHECKING:
     from rcp_core.remote.master import RoleResult
     from rcp_core.remote.ssh import Launch
+    from rcp_provider.storecopy import Place
 
 log = logging.getLogger("rcp_core")
 
@@ -64,11 +67,40 @@ def add_launch_options(group: argparse._ArgumentGroup) -> None:
     )
 
 
-def launch_of(args: argparse.Namespace) -> Launch:
-    """How to start ``rcpd``, from :func:`add_launch_options`'s options."""
-    from rcp_core.remote.ssh import Launch
+def place(
+    operand: str,
+    args: argparse.Namespace,
+    sessions: contextlib.ExitStack,
+    root: str | None = None,
+) -> Place:
+    """The place ``operand`` names (a path, a URL: :func:`stores.place`); for
+    ``host:/path``, on an ``rcpd serve --session`` started there over SSH
+    (:func:`add_launch_options`), confined to ``root`` (default: the path), for as
+    long as ``sessions`` lasts.
 
-    return Launch(ssh=shlex.split(args.ssh), rcpd=args.rcpd_path)
+    :raises UsageError: fsspec cannot open the URL.
+    :raises RemoteError: the session could not be started.
+    """
+    from rcp_core.remote.ssh import ssh_service
+    from rcp_provider.cli.stores import place as store_place
+    from rcp_provider.servicefs import RcpServiceFileSystem
+    from rcp_provider.storecopy import Place
+
+    where = parse_operand(operand)
+    if where is None:
+        return store_place(operand)
+    confined = dataclasses.replace(where, path=root or where.path)
+    timeout = args.remote_timeout
+    session = sessions.enter_context(ssh_service(confined, launch_of(args), timeout))
+    fs = RcpServiceFileSystem(
+        session.host,
+        session.port,
+        fingerprint=session.fingerprint,
+        token=session.token,
+        timeout=timeout,
+        skip_instance_cache=True,
+    )
+    return Place(fs, where.path)
 
 
 def is_remote(paths: Sequence[str]) -> bool:

@@ -23,7 +23,16 @@ import pytest
 import rcp_core
 from rcp_core import CompareAttr, UsageError
 from rcp_core.comparison import MAX_KEPT
-from rcp_core.verify import SEGMENT, Comparison, Difference, DiffKind, compare
+from rcp_core.verify import (
+    SEGMENT,
+    Comparison,
+    Difference,
+    DiffKind,
+    Scope,
+    compare,
+    prepare_scopes,
+    verify_copy,
+)
 from support import nobody
 from support.nobody import NOBODY, give_to_nobody
 from support.treespec import (
@@ -449,3 +458,178 @@ def test_a_failing_callback_stops_the_comparison_and_is_raised(
 def test_usage_errors(tmp_path: Path, kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         compare(tmp_path, tmp_path, **kwargs)  # type: ignore[arg-type]
+
+
+# -- a copy's own scope: what it was asked to copy (verify_copy) ----------------------
+
+SCOPED: dict[str, Entry] = {
+    "keep.txt": b"kept",
+    "app.log": b"log",
+    "data/x.csv": b"1,2",
+    "data/deep/y.csv": b"3,4",
+    "data/notes.log": b"n",
+    "only-logs/z.log": b"z",
+    "build/out.o": b"o",
+    ".gitignore": b"build/\n*.o\n",
+    "fifo": Fifo(),
+}
+
+
+def copied_and_verified(
+    tmp_path: Path, settings: rcp_core.CopySettings, *, checksum: bool = True
+) -> dict[str, object]:
+    """Copy ``tmp_path/src`` to ``tmp_path/dst`` with ``settings`` (the scopes taken
+    before, as rcp does), then verify it."""
+    src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
+    scopes = prepare_scopes([src], dst, settings)
+    rcp_core.copy(src, dst, settings)
+    return verify_copy(
+        [src],
+        dst,
+        checksum=checksum,
+        preserve=settings.preserve,
+        scopes=scopes,
+    )
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {"excludes": ["*.log"]},
+        {"includes": ["/data/**"]},
+        {"includes": ["*.csv"], "excludes": ["deep/"]},
+        {"filter_file": "FILTERS"},
+        {"gitignore": True},
+    ],
+    ids=["exclude", "include", "include-and-exclude", "filter-file", "gitignore"],
+)
+def test_a_filtered_copy_verifies_clean(
+    tmp_path: Path, filters: dict[str, object]
+) -> None:
+    """What the filters left out (files, a directory they only traverse and that
+    holds nothing included) is no difference; what they kept is compared."""
+    make_tree(tmp_path / "src", SCOPED)
+    if filters.get("filter_file") == "FILTERS":
+        rules = tmp_path / "filters"
+        rules.write_text("# logs stay\n--exclude *.log\n--exclude /build/\n")
+        filters = {"filter_file": str(rules)}
+    settings = rcp_core.CopySettings(**filters)  # type: ignore[arg-type]
+    verdict = copied_and_verified(tmp_path, settings)
+    assert verdict["same"] is True, verdict
+    [tree] = verdict["trees"]  # type: ignore[attr-defined]
+    assert tree["files_hashed"] == sum(
+        1 for p in (tmp_path / "dst").rglob("*") if p.is_file() and not p.is_symlink()
+    )
+    assert tree["files_hashed"] > 0
+
+
+def test_a_corruption_under_filters_is_still_caught(tmp_path: Path) -> None:
+    make_tree(tmp_path / "src", SCOPED)
+    settings = rcp_core.CopySettings(excludes=["*.log"], gitignore=True)
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    scopes = prepare_scopes([str(src)], str(dst), settings)
+    rcp_core.copy(str(src), str(dst), settings)
+    (dst / "data" / "deep" / "y.csv").write_bytes(b"3,5")
+    os.utime(
+        dst / "data" / "deep" / "y.csv",
+        ns=(T0, os.stat(src / "data/deep/y.csv").st_mtime_ns),
+    )
+    (dst / "keep.txt").unlink()
+    root = os.stat(src).st_mtime_ns
+    os.utime(dst, ns=(root, root))
+    with pytest.raises(rcp_core.errors.VerificationError) as caught:
+        verify_copy(
+            [str(src)],
+            str(dst),
+            checksum=True,
+            preserve=settings.preserve,
+            scopes=scopes,
+        )
+    [tree] = caught.value.result["trees"]
+    assert [(d["path"], d["kind"]) for d in tree["differences"]] == [
+        ("data/deep/y.csv", "content"),
+        ("keep.txt", "missing"),
+    ]
+    assert str(caught.value) == "the copy differs from its source: 1 missing, 1 content"
+
+
+def test_a_traversed_directory_holding_an_include_must_be_there(
+    tmp_path: Path,
+) -> None:
+    """``--include '*.csv'`` only traverses ``data``: it holds an included file, so
+    the copy makes it, and its absence is one ``missing``."""
+    make_tree(tmp_path / "src", SCOPED)
+    settings = rcp_core.CopySettings(includes=["*.csv"])
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    rcp_core.copy(str(src), str(dst), settings)
+    assert not (dst / "only-logs").exists()  # traversed, nothing included: removed
+    subprocess.run(["rm", "-r", str(dst / "data")], check=True)
+    sizes = frozenset({CompareAttr.SIZE})
+    result = compare(src, dst, checksum=True, attrs=sizes, scope=Scope.of(settings))
+    assert found(result) == [("data", DiffKind.MISSING)]
+
+
+def test_ignore_existing_leaves_a_different_existing_file_alone(
+    tmp_path: Path,
+) -> None:
+    """An existing destination file that ``--ignore-existing`` kept is not a
+    difference, nor the existing directory's own attributes; what the copy made
+    is compared, and a corruption of it caught."""
+    make_tree(tmp_path / "src", SCOPED)
+    make_tree(tmp_path / "dst", {"keep.txt": File(b"older and longer", mode=0o600)})
+    settings = rcp_core.CopySettings(existing=rcp_core.ExistingPolicy.IGNORE_EXISTING)
+    verdict = copied_and_verified(tmp_path, settings)
+    assert verdict["same"] is True, verdict
+    assert (tmp_path / "dst" / "keep.txt").read_bytes() == b"older and longer"
+    # Without the record of what was there, the kept file is a difference.
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    plain = compare(src, dst, checksum=True, scope=Scope.of(settings))
+    assert ("keep.txt", DiffKind.SIZE) in found(plain)
+    # A file the copy made is compared as ever.
+    scopes = prepare_scopes([str(src)], str(dst), settings)
+    (dst / "app.log").write_bytes(b"LOG")
+    with pytest.raises(rcp_core.errors.VerificationError):
+        verify_copy(
+            [str(src)],
+            str(dst),
+            checksum=True,
+            preserve=settings.preserve,
+            scopes={str(dst): dataclasses.replace(scopes[str(dst)], before=None)},
+        )
+
+
+def test_update_leaves_a_newer_destination_file_alone(tmp_path: Path) -> None:
+    make_tree(tmp_path / "src", SCOPED)
+    newer = T0 + 10**9 * 3600 * 24 * 365 * 30
+    make_tree(tmp_path / "dst", {"keep.txt": File(b"newer", mtime_ns=newer)})
+    settings = rcp_core.CopySettings(existing=rcp_core.ExistingPolicy.UPDATE)
+    assert copied_and_verified(tmp_path, settings)["same"] is True
+
+
+def test_skipped_specials_and_unmirrored_extras_are_no_differences(
+    tmp_path: Path,
+) -> None:
+    """``skip_specials``: a FIFO the copy could not make may be missing; without
+    ``delete`` a destination's own entries stay, so they are not ``extra``; with it
+    they are, except where the filters protect them."""
+    src, dst = trees(
+        tmp_path,
+        {"a": b"a", "fifo": Fifo()},
+        {"a": b"a", "mine": b"m", "mine.log": b"l"},
+    )
+    assert found(compare(src, dst)) == [
+        ("fifo", DiffKind.MISSING),
+        ("mine", DiffKind.EXTRA),
+        ("mine.log", DiffKind.EXTRA),
+    ]
+    copy = rcp_core.CopySettings(skip_specials=True)
+    assert compare(src, dst, scope=Scope.of(copy)).same
+    mirror = dataclasses.replace(copy, delete=True, excludes=["*.log"])
+    assert found(compare(src, dst, scope=Scope.of(mirror))) == [
+        ("mine", DiffKind.EXTRA)
+    ]
+    everything = dataclasses.replace(mirror, delete_excluded=True)
+    assert found(compare(src, dst, scope=Scope.of(everything))) == [
+        ("mine", DiffKind.EXTRA),
+        ("mine.log", DiffKind.EXTRA),
+    ]
