@@ -23,7 +23,7 @@ from rcp_core.errors import RemoteError, UsageError
 from rcp_core.remote.master import remote_copy
 from rcp_core.remote.ssh import Launch
 from support.treecmp import TreeCompare
-from support.treespec import Dir, File, Spec, Symlink, make_tree
+from support.treespec import Dir, File, HardLink, Spec, Symlink, make_tree
 
 pytestmark = pytest.mark.privileged
 
@@ -258,6 +258,43 @@ def test_several_sources_go_into_a_destination_directory(
     assert tree_compare(a, dst / "a") == []
     assert tree_compare(b, dst / "b") == []
     assert (dst / "f").read_bytes() == b"single file"
+
+
+@pytest.mark.parametrize("direction", ["push", "pull"])
+@pytest.mark.parametrize("target", ["../f", "../d", "../nowhere"])
+def test_hard_linked_symlinks_stay_one_inode_over_ssh(
+    tmp_path: Path,
+    server: sshd.Sshd,
+    tree_compare: TreeCompare,
+    direction: str,
+    target: str,
+) -> None:
+    """Two names of one symlink (``ln`` of a symlink; to a file, a directory, or
+    nothing), in one directory and across two, are one inode at the destination."""
+    src = make_tree(
+        tmp_path / "src",
+        {
+            "f": b"the target",
+            "d/inside": b"inside",
+            "a/l": Symlink(target),
+            "a/l2": HardLink("a/l"),
+            "a/m": Symlink(target),
+            "b/m2": HardLink("a/m"),
+        },
+    )
+    dst = tmp_path / "dst"
+    source = str(src) if direction == "push" else _at(server, src)
+    destination = str(dst) if direction == "pull" else _at(server, dst)
+    sent, written = remote_copy(source, destination, launch=_launch(server))
+    assert sent.ok, sent.errors
+    assert written.ok, written.errors
+    assert tree_compare(src, dst) == []  # link groups compared too
+    for first, second in [("a/l", "a/l2"), ("a/m", "b/m2")]:
+        one, two = os.lstat(dst / first), os.lstat(dst / second)
+        assert (one.st_ino, one.st_nlink) == (two.st_ino, 2), (first, second)
+        assert os.readlink(dst / second) == target
+    assert written.counts["copied.symlinks"] == 2
+    assert written.counts["copied.hardlinks"] == 2
 
 
 @pytest.mark.parametrize(

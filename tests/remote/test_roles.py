@@ -338,6 +338,81 @@ def test_a_destination_of_protocol_1_0_gets_every_name_as_a_file(
     assert os.stat(tmp_path / "dst/b/one-elsewhere").st_nlink == 1
 
 
+def linked_symlinks(root: Path, target_kind: str) -> Path:
+    """Symlinks with two names each (``ln`` of a symlink): ``a/l`` and ``a/l2`` in one
+    directory, ``a/m`` and ``b/m2`` in two, pointing at a file, a directory or
+    nothing, as ``target_kind`` says."""
+    target = {"file": "../f", "dir": "../d", "dangling": "../nowhere"}[target_kind]
+    return make_tree(
+        root,
+        {
+            "f": File(b"the target", mtime_ns=T1),
+            "d/inside": b"inside",
+            "a/l": Symlink(target, T1 + 1),
+            "a/l2": HardLink("a/l"),
+            "a/m": Symlink(target, T1 + 2),
+            "b/m2": HardLink("a/m"),
+        },
+    )
+
+
+def lstat_ids(root: Path) -> dict[str, tuple[int, int, int]]:
+    """(device, inode, links) of each name of :func:`linked_symlinks`' copy."""
+    out = {}
+    for rel in ("a/l", "a/l2", "a/m", "b/m2"):
+        st = os.lstat(root / rel)
+        assert stat.S_ISLNK(st.st_mode), rel
+        out[rel] = (st.st_dev, st.st_ino, st.st_nlink)
+    return out
+
+
+@pytest.mark.parametrize("target_kind", ["file", "dir", "dangling"])
+def test_hard_linked_symlinks_stay_one_inode(
+    tmp_path: Path, tree_compare: TreeCompare, target_kind: str
+) -> None:
+    """A symlink's later names travel as ``hardlink`` entries of its link id and are
+    linked to the symlink the destination made; a second run changes nothing."""
+    src = linked_symlinks(tmp_path / "src", target_kind)
+    dst = tmp_path / "dst"
+    sent, written, errors = remote_copy(src, dst)
+    assert errors == []
+    assert tree_compare(src, dst) == []  # link groups compared too
+    ids = lstat_ids(dst)
+    assert ids["a/l"] == ids["a/l2"] != ids["a/m"] == ids["b/m2"]
+    assert {nlink for _, _, nlink in ids.values()} == {2}
+    assert os.readlink(dst / "b/m2") == os.readlink(src / "a/m")
+    assert written["copied.symlinks"] == sent["copied.symlinks"] == 2
+    assert written["copied.hardlinks"] == sent["copied.hardlinks"] == 2
+    overwrite = CopySettings(existing=ExistingPolicy.OVERWRITE)
+    _, again, errors = remote_copy(src, dst, overwrite)
+    assert errors == []
+    assert again["unchanged.symlinks"] == again["unchanged.hardlinks"] == 2
+    assert again["copied.symlinks"] == again["copied.hardlinks"] == 0
+    assert lstat_ids(dst) == ids
+    dry = CopySettings(dry_run=DryRun.ALL)
+    _, would, errors = remote_copy(src, tmp_path / "dry", dry)
+    assert errors == []
+    assert not (tmp_path / "dry").exists()
+    for key in ("copied.symlinks", "copied.hardlinks", "copied.files"):
+        assert would[key] == written[key], key
+
+
+def test_a_destination_of_protocol_1_8_gets_every_symlink_name_as_a_symlink(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Links of symlinks came with 1.9: an older destination, which would ignore the
+    link id of a symlink, gets each name as a symlink of its own (and no hang)."""
+    from rcp_core.remote import connection
+
+    monkeypatch.setattr(connection, "PROTOCOL", (1, 8))
+    src = linked_symlinks(tmp_path / "src", "file")
+    _, written, errors = remote_copy(src, tmp_path / "dst")
+    assert errors == []
+    assert written["copied.symlinks"] == 4
+    assert written["copied.hardlinks"] == 0
+    assert {nlink for _, _, nlink in lstat_ids(tmp_path / "dst").values()} == {1}
+
+
 @pytest.mark.parametrize(
     ("entries", "why"),
     [

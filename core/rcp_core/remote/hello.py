@@ -14,7 +14,7 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 8)
+PROTOCOL = (1, 9)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
@@ -24,7 +24,8 @@ and ACLs (``xattrs`` in a file's metadata and a directory's ``dir_end``); 1.6 dr
 (no file data, ``dry`` lines from a destination daemon to its master); 1.7 a service's
 file requests (``stat``, ``listdir``, ``read``, ``create``/``write``/``commit``/
 ``abort``, ``mkdir``, ``remove``, ``rename``); 1.8 ``digest``, a file range hashed by
-the service (so a comparison's contents never cross the network)."""
+the service (so a comparison's contents never cross the network); 1.9 hard links of
+symlinks (``link`` on a ``symlink`` entry, its later names as ``hardlink``)."""
 HARD_LINKS = (1, 1)
 """The first version whose destinations understand hard links."""
 MANIFESTS = (1, 2)
@@ -42,6 +43,10 @@ FILE_REQUESTS = (1, 7)
 connection at the unknown request)."""
 DIGESTS = (1, 8)
 """The first version whose services answer ``digest``."""
+SYMLINK_LINKS = (1, 9)
+"""The first version whose destinations link the names of a multiply-linked symlink
+(an older one ignores ``link`` on a symlink, so its later names would wait for a first
+name that never comes)."""
 
 
 class Role(enum.Enum):

@@ -18,7 +18,7 @@ The same invariants as a local copy (:mod:`rcp_core.entries`):
 - names are single path components (no ``/``, ``.``, ``..``, NUL), and everything is
   created relative to an open directory descriptor with ``O_NOFOLLOW``: a peer cannot
   make the destination write outside its root;
-- hard links: a file entry with a ``link`` id is the inode's first name; a
+- hard links: a file or symlink entry with a ``link`` id is the inode's first name; a
   ``hardlink`` entry with that id becomes a link to where the first name was written,
   as soon as it is in place (it may arrive first, on another connection: it then
   waits, and its directory is not finished before it is linked). If the first name
@@ -529,6 +529,11 @@ class Receiver:
                 self._fail(rel, "create symlink", exc)
                 with self._lock:
                     node.failed = True
+                written = False
+            else:
+                written = True
+            if link is not None:
+                self._first_name(link, node, name, written)
             return 0, True
         raise ProtocolError(f"{rel}: unknown entry kind {kind!r}")
 

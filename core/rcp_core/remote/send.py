@@ -16,7 +16,10 @@ One *walker* (the caller's thread) and one *sender* thread per data connection:
 - A file with more than one name (``st_nlink > 1``) is read once: the first name seen
   travels with its data and a ``link`` id, each later one as a ``hardlink`` entry
   with that id and no data (to a destination that speaks protocol 1.1; an older one
-  gets every name as a file). An inode is forgotten once all its names were seen.
+  gets every name as a file). A symlink with more than one name goes the same way: the
+  first name as a ``symlink`` with a ``link`` id, the later ones as ``hardlink`` (to a
+  destination of 1.9; an older one gets every name as a symlink). An inode is
+  forgotten once all its names were seen.
 - Filters (``--include``/``--exclude``/``--gitignore``) are applied here, as a local
   copy applies them: an excluded entry is not sent (under ``--delete`` its name is,
   in ``dir_excluded``, so the destination keeps it), a directory the filters only
@@ -56,7 +59,13 @@ from rcp_core.filters import Filter, GitIgnores, Verdict
 from rcp_core.metadata import Metadata
 from rcp_core.methods import data_extents
 from rcp_core.remote.connection import Connection
-from rcp_core.remote.hello import FILTERS, HARD_LINKS, SPECIALS, XATTRS
+from rcp_core.remote.hello import (
+    FILTERS,
+    HARD_LINKS,
+    SPECIALS,
+    SYMLINK_LINKS,
+    XATTRS,
+)
 from rcp_core.remote.meta import meta_of, stat_of, xattrs_to_wire
 from rcp_core.remote.receive import ANCHOR, check_name
 from rcp_core.remote.wire import FrameKind
@@ -185,6 +194,7 @@ class Sender:
         self._work: queue.Queue[_Batch | None] = queue.Queue(QUEUE_DEPTH)
         self._failure: BaseException | None = None
         self._hard_links = control.version >= HARD_LINKS
+        self._symlink_links = control.version >= SYMLINK_LINKS
         self._links: dict[tuple[int, int], list[int]] = {}
         """(device, inode) -> [its link id, names still to see]."""
         self._link_ids = 0
@@ -592,8 +602,8 @@ class Sender:
         return entry, b""
 
     def _claim(self, st: os.stat_result) -> tuple[int | None, bool]:
-        """``(link id, first name)`` of a regular file's inode: ``(None, True)`` when
-        it has one name (or the destination cannot link)."""
+        """``(link id, first name)`` of a regular file's or symlink's inode:
+        ``(None, True)`` when it has one name (or the destination cannot link)."""
         if st.st_nlink < 2 or not self._hard_links:
             return None, True
         key = (st.st_dev, st.st_ino)
@@ -611,15 +621,27 @@ class Sender:
     def _symlink(
         self, tally: Tally, node: _Dir, name: str, sent_as: str, rel: str
     ) -> tuple[dict[str, Any], bytes]:
+        """A symlink: its target and metadata, or, for a later name of a symlink
+        with several, a ``hardlink`` entry (see :meth:`_claim`)."""
         try:
             st = os.lstat(name, dir_fd=node.fd)
             target = os.readlink(name, dir_fd=node.fd)
         except OSError as exc:
             self._fail(tally, rel, "read symlink", exc)
             return {"name": sent_as, "kind": "failed"}, b""
-        tally["copied.symlinks"] += 1
         meta = meta_of(st)
-        return {"name": sent_as, "kind": "symlink", "meta": meta, "target": target}, b""
+        linked = st.st_nlink > 1 and self._symlink_links
+        link, first = self._claim(st) if linked else (None, True)
+        entry: dict[str, Any]
+        if not first:
+            tally["copied.hardlinks"] += 1
+            entry = {"name": sent_as, "kind": "hardlink", "meta": meta}
+        else:
+            tally["copied.symlinks"] += 1
+            entry = {"name": sent_as, "kind": "symlink", "meta": meta, "target": target}
+        if link is not None:
+            entry["link"] = link
+        return entry, b""
 
     def _open(
         self, tally: Tally, node: _Dir, name: str, rel: str
