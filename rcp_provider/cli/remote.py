@@ -67,6 +67,13 @@ def add_launch_options(group: argparse._ArgumentGroup) -> None:
     )
 
 
+def launch_of(args: argparse.Namespace) -> Launch:
+    """How to start ``rcpd``, from :func:`add_launch_options`'s options."""
+    from rcp_core.remote.ssh import Launch
+
+    return Launch(ssh=shlex.split(args.ssh), rcpd=args.rcpd_path)
+
+
 def place(
     operand: str,
     args: argparse.Namespace,
