@@ -62,6 +62,10 @@ from rcp_provider.storecopy import _listing as copied_items
 SEGMENT = MAX_DIGEST
 """Bytes per digest: what one ``digest`` request of a service may hash."""
 DEFAULT_WORKERS = 8
+FLOAT_MTIME_NS = 1000
+"""Two mtimes of which one came as a float of seconds differ when they are this many
+nanoseconds apart: a float of today's seconds holds them to about 0.24 us, so a time
+set from one (the store copy's ``utime``) can fall on either side of a microsecond."""
 READ = 1 << 20
 
 
@@ -70,7 +74,7 @@ class Listed:
     """One entry of a tree: its ``lstat`` (or what a store's info gives of it) and,
     for a symlink, its target. ``known`` names the attributes the side really has;
     ``exact`` is false where the mtime came as a float of seconds (a store's info),
-    which is then compared to the microsecond."""
+    which is then compared within :data:`FLOAT_MTIME_NS`."""
 
     st: os.stat_result
     target: str | None
@@ -141,8 +145,9 @@ def compare_places(
             wanted -= {CompareAttr.SIZE}
         if CompareAttr.MTIME in wanted and not (a.exact and b.exact):
             wanted -= {CompareAttr.MTIME}
-            if a.st.st_mtime_ns // 1000 != b.st.st_mtime_ns // 1000:
-                detail = f"mtime {a.st.st_mtime:.6f} != {b.st.st_mtime:.6f}"
+            if abs(a.st.st_mtime_ns - b.st.st_mtime_ns) >= FLOAT_MTIME_NS:
+                ta, tb = a.st.st_mtime_ns / 1e9, b.st.st_mtime_ns / 1e9
+                detail = f"mtime {ta:.6f} != {tb:.6f}"
                 differences.append(Difference(name, DiffKind.MTIME, detail))
         for kind, detail in attr_differences(wanted, a.st, b.st):
             differences.append(Difference(name, kind, detail))

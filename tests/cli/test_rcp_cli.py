@@ -139,8 +139,8 @@ def test_a_url_operand_copies_through_fsspec(src: Path, tmp_path: Path) -> None:
     assert summary["copied"]["files"] == sum(1 for p in src.rglob("*") if p.is_file())
     assert (tmp_path / "dst" / "big").read_bytes() == (src / "big").read_bytes()
     for args, message in (
-        (["--delete"], "--delete: not supported to or from a URL"),
-        (["--exclude", "*.txt"], "--include/--exclude: not supported"),
+        (["--delete"], "not supported to or from a URL: --delete"),
+        (["--exclude", "*.txt"], "not supported to or from a URL: --include/--exclude"),
     ):
         refused = rcp(str(src), f"file://{tmp_path}/other", *args)
         assert refused.returncode == 2
@@ -149,3 +149,119 @@ def test_a_url_operand_copies_through_fsspec(src: Path, tmp_path: Path) -> None:
     assert unknown.returncode == 2
     assert "Protocol not known" in unknown.stderr
     assert not (tmp_path / "other").exists()
+
+
+# -- --verify: what the copy was asked to copy, on every kind of operand ---------------
+
+
+def verified_block(summary_json: Path) -> dict[str, object]:
+    block = json.loads(summary_json.read_text())["verified"]
+    assert set(block) == {
+        "mode",
+        "same",
+        "entries",
+        "files_hashed",
+        "bytes_hashed",
+        "differences",
+    }
+    return block  # type: ignore[no-any-return]
+
+
+def same_size_other_bytes(path: Path) -> None:
+    """Change ``path``'s contents, keeping its size and mtime (what ``-o`` trusts)."""
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    data[0] ^= 0xFF
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--exclude", "*.log"], ["--include", "/d/**"], ["--gitignore"]],
+    ids=["exclude", "include", "gitignore"],
+)
+def test_verify_checks_a_filtered_copy_by_what_it_copied(
+    src: Path, tmp_path: Path, flags: list[str]
+) -> None:
+    """Before: every entry the filters left out was ``missing`` and the run failed."""
+    (src / "top.log").write_bytes(b"log")
+    (src / "d" / "x.log").write_bytes(b"log")
+    (src / ".gitignore").write_text("*.log\n")
+    os.mkfifo(src / "fifo")
+    out = tmp_path / "summary.json"
+    dst = tmp_path / "dst"
+    done = rcp(
+        *flags, "--verify", "checksum", "--summary-json", str(out), str(src), str(dst)
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    verified = verified_block(out)
+    assert verified["same"] is True
+    copied = [p for p in dst.rglob("*") if p.is_file()]
+    assert verified["files_hashed"] == len(copied) > 0
+
+
+def test_verify_prints_each_difference_as_rcmp_does(src: Path, tmp_path: Path) -> None:
+    """One JSON line per difference on stdout, in rcmp's format, and one line on
+    stderr (before: a Python list of dicts in the message)."""
+    dst = tmp_path / "dst"
+    assert rcp("--exclude", "*.log", str(src), str(dst)).returncode == 0
+    same_size_other_bytes(dst / "d" / "f3")
+    (src / "d" / "skipped.log").write_bytes(b"left out")
+    done = rcp("-o", "--exclude", "*.log", "--verify", "checksum", str(src), str(dst))
+    assert done.returncode == 1
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines == [{"path": "d/f3", "kind": "content", "detail": "content differs"}]
+    assert done.stderr == "rcp: the copy differs from its source: 1 content\n"
+
+
+def test_verify_leaves_alone_what_ignore_existing_kept(
+    src: Path, tmp_path: Path
+) -> None:
+    dst = tmp_path / "dst"
+    (dst / "d").mkdir(parents=True)
+    (dst / "d" / "f3").write_bytes(b"mine, not the source's")
+    out = tmp_path / "summary.json"
+    done = rcp(
+        "--ignore-existing",
+        "--verify",
+        "checksum",
+        "--summary-json",
+        str(out),
+        str(src),
+        str(dst),
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert (dst / "d" / "f3").read_bytes() == b"mine, not the source's"
+    assert verified_block(out)["files_hashed"] == 50  # 51 files, one kept
+
+
+@pytest.mark.parametrize("target", ["memory", "file"])
+def test_verify_with_a_url_operand(src: Path, tmp_path: Path, target: str) -> None:
+    """Before: the URL path returned before verifying, and said nothing. The store
+    copy follows a symlink and skips a FIFO (``--skip-specials``): both are what it
+    copied, no difference."""
+    os.mkfifo(src / "fifo")
+    (src / "link").symlink_to("big")
+    dst = "memory://verified/dst" if target == "memory" else f"file://{tmp_path}/dst"
+    out = tmp_path / "summary.json"
+    done = rcp(
+        "--skip-specials",
+        "--verify",
+        "checksum",
+        "--summary-json",
+        str(out),
+        str(src),
+        dst,
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    verified = verified_block(out)
+    assert verified["same"] is True
+    assert verified["files_hashed"] == 52
+    if target == "file":
+        same_size_other_bytes(tmp_path / "dst" / "d" / "f3")
+        again = rcp("-o", "--skip-specials", "--verify", "checksum", str(src), dst)
+        assert again.returncode == 1
+        [line] = again.stdout.splitlines()
+        assert json.loads(line)["path"] == "d/f3"
+        assert json.loads(line)["kind"] == "content"
