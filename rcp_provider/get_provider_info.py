@@ -1,15 +1,22 @@
 """What Airflow learns about this provider (``apache_airflow_provider`` entry point).
 
 Every Airflow component calls :func:`get_provider_info` at start-up, so it returns a
-literal and imports nothing: not Airflow, not the engine. ``package-name`` must equal
-the distribution's name (Airflow refuses the provider otherwise); a test validates the
+literal and imports nothing but the service's default port (:mod:`rcp_core.remote`
+holds only constants): not Airflow, not the engine. ``package-name`` must equal the
+distribution's name (Airflow refuses the provider otherwise); a test validates the
 dict against Airflow's own ``provider_info.schema.json`` and imports every module it
 names.
+
+The connection's ``conn-fields`` are the one declaration of its extras: the form shows
+them, and :func:`rcp_provider.endpoint.typed_extras` reads a connection's extras by
+their ``schema`` there.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from rcp_core.remote import SERVICE_PORT
 
 INTEGRATION = "rcp"
 
@@ -65,7 +72,10 @@ def get_provider_info() -> dict[str, Any]:
                         "port": "rcpd serve port",
                         "password": "Service token",
                     },
-                    "placeholders": {"host": "storage-01.example.org", "port": "4100"},
+                    "placeholders": {
+                        "host": "storage-01.example.org",
+                        "port": str(SERVICE_PORT),
+                    },
                 },
                 "conn-fields": {
                     "fingerprint": {

@@ -40,7 +40,7 @@ from rcp_core.progress import Progress
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.outcome import between_summary, job_summary
 from rcp_core.summary import Resources, merge
-from rcp_provider.endpoint import Endpoint, endpoint_of
+from rcp_provider.endpoint import Endpoint, endpoint_of, typed_extras
 
 if TYPE_CHECKING:
     from rcp_core.rmtree import RemoveSettings
@@ -75,11 +75,7 @@ class RcpHook(BaseHook):
             return None
         conn = self._connection
         return endpoint_of(
-            f"connection {self.rcp_conn_id!r}",
-            conn.host,
-            conn.port,
-            conn.password,
-            conn.extra_dejson,
+            self._name, conn.host, conn.port, conn.password, self._extras
         )
 
     @cached_property
@@ -87,14 +83,18 @@ class RcpHook(BaseHook):
         """The connection's ``max_workers`` extra: the default for local copies."""
         if self.rcp_conn_id is None:
             return None
-        value = self._connection.extra_dejson.get("max_workers")
-        if value is None:
-            return None
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise UsageError(
-                f"connection {self.rcp_conn_id!r}: max_workers must be an integer >= 1"
-            )
-        return value
+        workers: int | None = self._extras["max_workers"]
+        return workers
+
+    @property
+    def _name(self) -> str:
+        return f"connection {self.rcp_conn_id!r}"
+
+    @cached_property
+    def _extras(self) -> dict[str, Any]:
+        """The connection's extras, each as its form field's type
+        (:func:`rcp_provider.endpoint.typed_extras`)."""
+        return typed_extras(self._name, self._connection.extra_dejson)
 
     @cached_property
     def _connection(self) -> Connection:

@@ -8,11 +8,15 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import pytest
 
 from rcp_core import CopySettings, ExistingPolicy, UsageError
 from rcp_core.errors import CopyFailedError, JobFailedError
+from rcp_core.remote.client import SERVICE_PORT
+from rcp_provider.endpoint import Endpoint
+from rcp_provider.get_provider_info import get_provider_info
 from rcp_provider.hook import RcpHook
 from support.airflow import connection_env
 from support.services import TOKEN, Served, start
@@ -94,7 +98,7 @@ def test_a_service_connection_maps_to_its_endpoint(
     ("fields", "message"),
     [
         ({"host": "h", "port": 1}, "fingerprint"),
-        ({"host": "h", "extra": {"fingerprint": "x"}}, "port is missing"),
+        ({"host": "h", "port": 1, "extra": {"fingerprint": 7}}, "fingerprint"),
         (
             {"host": "h", "port": 1, "extra": {"no_encryption": "maybe"}},
             "true or false",
@@ -114,6 +118,93 @@ def test_a_wrong_connection_is_a_usage_error_naming_it(
     with pytest.raises(UsageError, match=message) as info:
         _ = hook.endpoint, hook.max_workers
     assert "'bad'" in str(info.value)
+
+
+@pytest.mark.parametrize("form", ["uri", "json"])
+def test_a_connection_reaches_its_service_with_its_extras_typed(
+    form: str,
+    rcp_service: Served,
+    monkeypatch: pytest.MonkeyPatch,
+    tree_compare: TreeCompare,
+) -> None:
+    """``AIRFLOW_CONN_<ID>`` as a URI (whose query Airflow hands over as text) or
+    as JSON with the extras as text (as a form may store them): each extra is read
+    as the type its form field declares, and the copy reaches the service."""
+    host, port = rcp_service.service.address
+    fingerprint = rcp_service.identity.fingerprint
+    extras = {
+        "fingerprint": fingerprint,
+        "timeout": "30",
+        "max_workers": "8",
+        "no_encryption": "false",
+    }
+    if form == "uri":
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_RCP_TEXT",
+            f"rcp://:{quote(TOKEN, safe='')}@{host}:{port}?{urlencode(extras)}",
+        )
+    else:
+        _set_connection(
+            monkeypatch, "rcp_text", host=host, port=port, password=TOKEN, extra=extras
+        )
+    hook = RcpHook("rcp_text")
+    assert hook.endpoint == Endpoint(host, port, fingerprint, TOKEN, True, 30.0)
+    assert hook.max_workers == 8
+    src = make_tree(rcp_service.data / "tree", TREE)
+    hook.copy([str(src)], str(rcp_service.backup / "tree"), CopySettings())
+    assert tree_compare(src, rcp_service.backup / "tree") == []
+
+
+@pytest.mark.parametrize("form", ["json", "uri"])
+def test_a_connection_without_a_port_is_the_services_default_port(
+    form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if form == "json":
+        _set_connection(
+            monkeypatch, "noport", host="storage-01", extra={"fingerprint": "ab" * 32}
+        )
+    else:
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_NOPORT", f"rcp://storage-01?fingerprint={'ab' * 32}"
+        )
+    endpoint = RcpHook("noport").endpoint
+    assert endpoint is not None
+    assert endpoint.port == SERVICE_PORT == 7450
+
+
+@pytest.mark.parametrize(
+    ("query", "extra"),
+    [
+        ("timeout=soon", "timeout"),
+        ("timeout=0", "timeout"),
+        ("max_workers=eight", "max_workers"),
+        ("max_workers=2.5", "max_workers"),
+        ("no_encryption=maybe", "no_encryption"),
+    ],
+)
+def test_a_bad_extra_in_a_uri_is_a_usage_error_naming_it(
+    query: str, extra: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_BAD_URI", f"rcp://h:1?fingerprint={'ab' * 32}&{query}"
+    )
+    hook = RcpHook("bad_uri")
+    with pytest.raises(UsageError) as info:
+        _ = hook.endpoint, hook.max_workers
+    assert "'bad_uri'" in str(info.value)
+    assert f"'{extra}'" in str(info.value)
+
+
+def test_the_connection_form_says_the_services_default_port() -> None:
+    """What Airflow's own form shows (its providers manager reads our info)."""
+    from airflow.providers_manager import ProvidersManager
+
+    (conn_type,) = get_provider_info()["connection-types"]
+    placeholders = conn_type["ui-field-behaviour"]["placeholders"]
+    assert placeholders["port"] == str(SERVICE_PORT) == "7450"
+    shown = ProvidersManager().field_behaviours["rcp"]
+    assert shown is not None
+    assert shown["placeholders"]["port"] == "7450"
 
 
 def test_the_test_button_reaches_the_service_or_says_why_not(

@@ -30,3 +30,9 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 Nothing here is imported by a local copy (the ``rcp`` command imports the master only
 when an operand is remote).
 """
+
+from __future__ import annotations
+
+SERVICE_PORT = 7450
+"""The port ``rcpd serve`` listens on unless told another (here, where reading it
+costs nothing: Airflow's form shows it at every component's start)."""

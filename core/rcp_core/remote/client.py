@@ -35,6 +35,7 @@ from rcp_core.errors import (
     RemoteFileError,
     UsageError,
 )
+from rcp_core.remote import SERVICE_PORT as SERVICE_PORT  # the clients' default
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, dial
 from rcp_core.remote.filewire import (
@@ -54,8 +55,6 @@ from rcp_core.settings import CopySettings
 
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})
 """The states a job never leaves."""
-SERVICE_PORT = 7450
-"""The port ``rcpd serve`` listens on unless told another."""
 
 
 class ServiceClient:
