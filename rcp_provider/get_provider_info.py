@@ -69,7 +69,7 @@ def get_provider_info() -> dict[str, Any]:
                     "hidden-fields": ["schema", "login"],
                     "relabeling": {
                         "host": "rcpd serve host (empty: the worker's own storage)",
-                        "port": "rcpd serve port",
+                        "port": f"rcpd serve port (empty: {SERVICE_PORT})",
                         "password": "Service token",
                     },
                     "placeholders": {
