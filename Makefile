@@ -5,12 +5,14 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Every program a test starts is listed in tests/support/commands.py; its package is here
+# (tests/test_system_packages.py checks both, on the machine it runs on).
 SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux fuse3 libfuse3-3 libfuse3-dev pkg-config \
-  openssh-server openssh-client iproute2
+  openssh-server openssh-client iproute2 mount rsync time git make procps file
 DEMO_DIR ?= /tmp/rcp-demo
 LATENCYFS := benchmarks/latencyfs/latencyfs
 
-.PHONY: demo test check pytest format system clean latencyfs bench bench-system bench-rcp bytecode stress
+.PHONY: demo test check pytest format system system-packages clean latencyfs bench bench-system bench-rcp bytecode stress
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +37,10 @@ system:
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  fi; \
 	fi
+
+# What `make system` installs for `make test`, one name a line (read by the tests).
+system-packages:
+	@printf '%s\n' $(SYSTEM_PACKAGES)
 
 check: $(VENV)/.installed
 	$(BIN)/ruff format --check .
@@ -79,7 +85,7 @@ $(LATENCYFS): $(LATENCYFS_SOURCES) benchmarks/latencyfs/faults.h
 # The benchmark of issue 3 (benchmarks/README.md): peers and the Linux source from apt,
 # then `python -m benchmarks.harness`; the report and plots go to benchmarks/results.
 # `make bench BENCH_ARGS=--quick` for the ~10 minute version.
-BENCH_PACKAGES := rsync rclone linux-source time b3sum
+BENCH_PACKAGES := rclone linux-source b3sum
 BENCH_ARGS ?= --full
 
 bench-system:

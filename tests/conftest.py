@@ -21,12 +21,15 @@ import pytest
 
 from benchmarks import sshd
 from support import airflow as airflow_support
-from support import loopfs, services
+from support import commands, loopfs, services
+from support import s3 as s3_support
 from support.treecmp import TreeCompare, compare_trees
 from support.treespec import Spec, make_tree
 
 # Before any test imports Airflow: it reads its configuration once.
 airflow_support.configure()
+# Every program a test starts must be listed, so `make test` installs its package.
+commands.install_guard()
 
 GIB = 1024 * loopfs.MIB
 LOOP_FIXTURES = frozenset(
@@ -144,6 +147,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sshd.Sshd]:
 def airflow_db() -> None:
     """The session's Airflow database, created by ``airflow db migrate``."""
     airflow_support.migrate()
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[s3_support.S3]:
+    """A real S3 API on loopback (``moto_server``), shared by the session: each test
+    makes its own bucket (``s3.bucket()``)."""
+    with s3_support.serve() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture
