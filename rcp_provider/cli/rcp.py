@@ -193,9 +193,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary: Summary | None = None
     extra: dict[str, Any] = {}
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(argv)
         configure_logging(args.verbose, args.quiet)
         settings = settings_from(args)
+        remote.refuse_unused(parser, args, args.paths)
         verification = None
         if args.verify != "none":
             if settings.dry_run or len(args.paths) < 2:

@@ -67,6 +67,39 @@ def add_launch_options(group: argparse._ArgumentGroup) -> None:
     )
 
 
+REMOTE_OPTIONS = (
+    "max_connections",
+    "no_encryption",
+    "remote_timeout",
+    "ssh",
+    "rcpd_path",
+)
+"""The options of :func:`add_options` and :func:`add_launch_options` (their ``dest``;
+each is the long flag ``--dest-with-dashes``): they shape a copy between hosts only."""
+
+
+def refuse_unused(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, paths: Sequence[str]
+) -> None:
+    """Refuse remote-copy options given when none of ``paths`` is ``host:/path``:
+    they would change nothing (a value equal to the default changes nothing, and
+    passes).
+
+    :raises UsageError: naming each such flag.
+    """
+    if is_remote(paths):
+        return
+    given = [
+        "--" + dest.replace("_", "-")
+        for dest in REMOTE_OPTIONS
+        if hasattr(args, dest) and getattr(args, dest) != parser.get_default(dest)
+    ]
+    if given:
+        raise UsageError(
+            f"{', '.join(given)}: only for operands on another host (host:/path)"
+        )
+
+
 def launch_of(args: argparse.Namespace) -> Launch:
     """How to start ``rcpd``, from :func:`add_launch_options`'s options."""
     from rcp_core.remote.ssh import Launch
