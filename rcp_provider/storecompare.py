@@ -18,7 +18,8 @@ in another fsspec store, :func:`compare_places` compares it here, by the same ru
   service crosses the network. Digests are taken by ``max_workers`` threads (each
   with its own connection to a service), the first differing range ends a file's;
 - a file that cannot be read or hashed on either side is an ``error`` difference; the
-  rest goes on;
+  rest goes on; so is a name a store lists that is not safe (:mod:`rcp_core.names`),
+  which is never joined to a path, read or compared;
 - a :class:`~rcp_core.verify.Scope` (a copy's verification) leaves out what the copy
   was not asked to copy, by the rules :func:`rcp_core.verify.compare` follows; with
   ``follow`` the source is listed as the generic store copy reads it
@@ -50,6 +51,7 @@ from rcp_core.comparison import (
     attr_differences,
     type_name,
 )
+from rcp_core.errors import UnsafeNameError
 from rcp_core.filters import GitIgnores, Verdict
 from rcp_core.remote.filewire import MAX_DIGEST
 from rcp_core.settings import CompareAttr
@@ -101,10 +103,13 @@ def compare_places(
     :param follow: list ``src`` as the generic store copy reads it.
     """
     started = time.monotonic()
-    listed = _copied(src) if follow else listing(src)
+    listed, unsafe = _copied(src) if follow else _listed(src)
     ours, states, dropped = _in_scope(listed, src, scope)
-    theirs = listing(dst)
-    differences: list[Difference] = []
+    theirs, unsafe_there = _listed(dst)
+    differences = [
+        Difference(rel, DiffKind.ERROR, str(error))
+        for rel, error in sorted({**unsafe_there, **unsafe}.items())
+    ]
     pairs: list[tuple[str, int]] = []
     gone: list[str] = []  # directories on one side only, or retyped: not entered
     for rel in sorted(ours.keys() | theirs.keys()):
@@ -247,20 +252,34 @@ def _extra(
     return scope.extra(rel, stat.S_ISDIR(entry.st.st_mode), *state)
 
 
-def _copied(place: Place) -> dict[str, Listed]:
+_Listing = tuple[dict[str, Listed], dict[str, UnsafeNameError]]
+"""A tree's entries by safe relative path, and the names its store listed that are
+not safe (:attr:`rcp_provider.storecopy.Tree.unsafe`)."""
+
+
+def _copied(place: Place) -> _Listing:
     """The tree at ``place`` as the generic store copy lists it (its own listing)."""
     if not place.posix:
-        return listing(place)
+        return _listed(place)
     items = copied_items(place, Tally())
-    return {item.rel: _from_info(item.info) for item in items if not item.is_special}
+    listed = {item.rel: _from_info(item.info) for item in items if not item.is_special}
+    return listed, {}
 
 
 def listing(place: Place) -> dict[str, Listed]:
-    """Every entry of the tree at ``place`` by path relative to it ("" itself)."""
+    """Every entry of the tree at ``place`` by path relative to it ("" itself); a
+    name a store lists that is not safe is left out."""
+    return _listed(place)[0]
+
+
+def _listed(place: Place) -> _Listing:
+    """:func:`listing`, and the names left out. A service's names are checked on
+    the wire (:func:`rcp_core.remote.filewire.entry_from_wire`), this host's come
+    from its kernel."""
     if isinstance(place.fs, RcpServiceFileSystem):
-        return dict(_service_tree(place.fs, place.path))
+        return dict(_service_tree(place.fs, place.path)), {}
     if place.posix:
-        return dict(_posix_tree(place.path))
+        return dict(_posix_tree(place.path)), {}
     return _store_tree(place)
 
 
@@ -296,9 +315,10 @@ def _service_tree(fs: RcpServiceFileSystem, root: str) -> Iterator[tuple[str, Li
                 stack.append(child)
 
 
-def _store_tree(place: Place) -> dict[str, Listed]:
+def _store_tree(place: Place) -> _Listing:
     """Another store's tree by its ``find``: what its infos carry."""
-    return {rel: _from_info(entry) for rel, entry in tree_infos(place).items()}
+    tree = tree_infos(place)
+    return {rel: _from_info(entry) for rel, entry in tree.infos.items()}, tree.unsafe
 
 
 def _from_info(info: dict[str, Any]) -> Listed:

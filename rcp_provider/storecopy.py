@@ -28,6 +28,10 @@ slower, generic, with the engine's rules where they apply:
 - **symlinks** of a POSIX source: a store has none, so a link to a file is copied as
   the file it points to, and a link to a directory is not followed (counted
   ``skipped.symlinks``, never looped through).
+- **names** a store lists are checked (:mod:`rcp_core.names`) before one is joined
+  to a path: one that is not a safe relative path (an empty, ``.`` or ``..``
+  segment, a NUL, absolute) is an entry error, never a read or a write, and the rest
+  is copied; a key ending in ``/`` (a store's directory marker) is its directory.
 
 The result is the engine's :class:`~rcp_core.summary.Summary`; ``on_progress`` gets
 :class:`~rcp_core.progress.Progress` snapshots from a ticker thread.
@@ -56,11 +60,13 @@ from rcp_core.context import ErrorLog
 from rcp_core.errors import (
     CopyFailedError,
     EntryError,
+    UnsafeNameError,
     UsageError,
     classify,
     entry_error,
     retrying,
 )
+from rcp_core.names import check_relative
 from rcp_core.progress import Progress
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.summary import Resources, Summary, Tally, ThreadTallies
@@ -96,10 +102,12 @@ class Place:
 @dataclass(frozen=True, slots=True)
 class Item:
     """One entry of the source tree: its path relative to the root, and fsspec's info
-    (``type``, ``size``, maybe ``mtime`` and ``mode``)."""
+    (``type``, ``size``, maybe ``mtime`` and ``mode``); or, with ``unsafe``, a name a
+    store listed that is not safe (its info empty), which is only reported."""
 
     rel: str
     info: dict[str, Any]
+    unsafe: UnsafeNameError | None = None
 
     @property
     def is_dir(self) -> bool:
@@ -183,6 +191,10 @@ class _Run:
     def copy(self) -> None:
         items = list(_listing(self.source, self.tally()))
         existing = _existing(self.target)
+        for item in items:
+            if item.unsafe is not None:
+                self._attempt("list", item, self._unsafe, existing)
+        items = [item for item in items if item.unsafe is None]
         dirs = [item for item in items if item.is_dir]
         for item in sorted(dirs, key=lambda item: item.rel.count("/")):
             self._attempt("create directory", item, self._make_dir, existing)
@@ -230,6 +242,11 @@ class _Run:
             self.errors.add(error)
             if self.settings.fail_early or type(error) is not EntryError:
                 self.stopped.set()
+
+    def _unsafe(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
+        """A name that is not safe: its error, and nothing is read or written."""
+        assert item.unsafe is not None
+        raise item.unsafe
 
     def _make_dir(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
         if there is not None and there.get("type") == "directory":
@@ -309,9 +326,14 @@ def _pump(reader: Any, writer: Any, tally: Tally) -> None:
 
 def _listing(place: Place, tally: Tally) -> Iterator[Item]:
     """Every entry below ``place`` (``place`` itself as ``""``), parents before
-    children. A POSIX tree is walked without following symlinked directories."""
+    children; a store's names that are not safe come first, as ``unsafe`` items. A
+    POSIX tree (its names from this host's kernel) is walked without following
+    symlinked directories."""
     if not place.posix:
-        for rel, entry in sorted(tree_infos(place).items()):
+        tree = tree_infos(place)
+        for rel, error in sorted(tree.unsafe.items()):
+            yield Item(rel, {}, error)
+        for rel, entry in sorted(tree.infos.items()):
             yield Item(rel, entry)
         return
     info = place.fs.info(place.path)
@@ -351,24 +373,49 @@ def _posix_info(path: str, st: os.stat_result, kind: str) -> dict[str, Any]:
 
 
 def _existing(target: Place) -> dict[str, dict[str, Any]]:
-    """What is already at the destination, by relative path ({} if nothing)."""
-    return tree_infos(target) if target.fs.exists(target.path) else {}
+    """What is already at the destination, by relative path ({} if nothing). A name
+    there that is not safe is left out: no source entry (all safe) can match it."""
+    return tree_infos(target).infos if target.fs.exists(target.path) else {}
 
 
-def tree_infos(place: Place) -> dict[str, dict[str, Any]]:
-    """fsspec's infos of the tree at ``place``, by path relative to it ("" itself).
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """A tree as its filesystem lists it.
+
+    :param infos: fsspec's infos by safe relative path (:func:`check_relative`), the
+        root itself as ``""``.
+    :param unsafe: the names listed that are not safe, as listed (relative to the
+        root), and why; none of them is in ``infos``, nor is anything below them
+        (a name below an unsafe one is unsafe itself).
+    """
+
+    infos: dict[str, dict[str, Any]]
+    unsafe: dict[str, UnsafeNameError]
+
+
+def tree_infos(place: Place) -> Tree:
+    """The tree at ``place``, listed by fsspec's ``find``. A listed name ending in
+    ``/`` (an object store's directory marker) is the directory without it.
 
     :raises FileNotFoundError: nothing is there.
     """
     info = place.fs.info(place.path)
-    found: dict[str, dict[str, Any]] = {"": info}
+    tree = Tree({"": info}, {})
     if info.get("type") == "directory":
         listing = place.fs.find(place.path, withdirs=True, detail=True)
         for path, entry in listing.items():
             rel = relative(path, str(info["name"]))
-            if rel:
-                found[rel] = entry
-    return found
+            if not rel:
+                continue
+            if rel.endswith("/"):
+                rel, entry = rel[:-1], {**entry, "type": "directory"}
+            try:
+                check_relative(rel)
+            except UnsafeNameError as exc:
+                tree.unsafe[rel] = exc
+                continue
+            tree.infos.setdefault(rel, entry)
+    return tree
 
 
 def relative(path: str, root: str) -> str | None:

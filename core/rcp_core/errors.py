@@ -11,6 +11,11 @@
     ├── CopyFailedError                raised at the end of a run that had errors; carries
     │                                  the partial summary and the deduplicated error list
     ├── VerificationError              a finished copy differs from its source
+    ├── UnsafeNameError (OSError)      a name from outside the process (a store's key, a
+    │                                  listing, a wire name, a manifest's path) that could
+    │                                  lead out of its root (:mod:`rcp_core.names`):
+    │                                  EINVAL, permanent; wrapped by its user as an entry,
+    │                                  protocol or usage error
     └── RemoteError                    a peer of a remote copy, or the wire to it, failed
         ├── ProtocolError (ValueError) malformed, oversized or out-of-order frame, or an
         │                              incompatible protocol version: permanent
@@ -134,6 +139,27 @@ class VerificationError(RcpError):
     def __init__(self, message: str, result: dict[str, Any]) -> None:
         super().__init__(message)
         self.result = result
+
+
+class UnsafeNameError(RcpError, OSError):
+    """A name from outside the process that is not a safe path component or relative
+    path (:mod:`rcp_core.names`). An ``OSError`` with ``EINVAL``, so it can be the
+    cause of an :class:`EntryError` (permanent, never retried).
+
+    :param name: the name as it came (its ``repr`` is in the message).
+    :param reason: what makes it unsafe.
+    """
+
+    def __init__(self, name: object, reason: str) -> None:
+        super().__init__(errno.EINVAL, f"unsafe name: {reason}")
+        self.name = name
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"unsafe name {self.name!r}: {self.reason}"
+
+    def __reduce__(self) -> tuple[type[UnsafeNameError], tuple[object, str]]:
+        return (type(self), (self.name, self.reason))
 
 
 class RemoteError(RcpError):
