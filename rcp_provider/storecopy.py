@@ -14,8 +14,15 @@ slower, generic, with the engine's rules where they apply:
   one thread; the rest wait in a bounded queue;
 - **existing files**: ``ERROR`` refuses an existing destination, ``IGNORE_EXISTING``
   keeps every existing file, ``OVERWRITE`` replaces those that differ and ``UPDATE``
-  those older than the source; "differ" is the size, and the mtime where both sides
-  have one (an object store's time is its upload's, so most stores compare by size);
+  those older than the source; "differ" is by ``overwrite_compare``: the size, and the
+  mtime where both sides have one (an object store's time is its upload's, so most
+  stores compare by size);
+- **refused, never ignored**: what this backend cannot do (:func:`unsupported`:
+  filters, mirroring, dry runs, following symlinked directories, owners, extended
+  attributes and ACLs, comparing more than size and mtime, helper processes, a
+  descriptor budget) is a :class:`~rcp_core.errors.UsageError` before anything is
+  written;
+- **throttle**: ``ops_throttle`` entries per second at most;
 - **nothing half-written under its name**: a POSIX destination file is written to a
   temporary beside it and renamed into place when complete; a store publishes an
   object when its upload ends (the store's own ``put_file``/``open``);
@@ -27,7 +34,9 @@ slower, generic, with the engine's rules where they apply:
   (``fail_early``: at the first, the files not started are not copied);
 - **symlinks** of a POSIX source: a store has none, so a link to a file is copied as
   the file it points to, and a link to a directory is not followed (counted
-  ``skipped.symlinks``, never looped through).
+  ``skipped.symlinks``, never looped through);
+- **specials** of a POSIX source (FIFOs, sockets, devices) cannot be recreated here:
+  each is an entry error, or counted ``skipped.specials`` with ``skip_specials``.
 - **names** a store lists are checked (:mod:`rcp_core.names`) before one is joined
   to a path: one that is not a safe relative path (an empty, ``.`` or ``..``
   segment, a NUL, absolute) is an entry error, never a read or a write, and the rest
@@ -41,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import os
 import posixpath
 import resource
@@ -68,13 +78,39 @@ from rcp_core.errors import (
 )
 from rcp_core.names import check_relative
 from rcp_core.progress import Progress
-from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy, PreserveAttr
 from rcp_core.summary import Resources, Summary, Tally, ThreadTallies
+from rcp_core.throttle import TokenBucket
 
 DEFAULT_WORKERS = 16
 """Files in flight when the settings do not say (stores answer slowly, in parallel)."""
 CHUNK = 4 << 20
 """Bytes read and written at a time between two stores."""
+COMPARED = frozenset({CompareAttr.SIZE, CompareAttr.MTIME})
+"""What ``overwrite_compare`` may name here: what every fsspec listing can give."""
+KEPT = frozenset({PreserveAttr.MODE, PreserveAttr.TIMES})
+"""What ``preserve`` may name here: a POSIX destination gets them, a store has none."""
+
+
+def unsupported(settings: CopySettings) -> list[str]:
+    """The options in ``settings`` this backend does not honour, as flags."""
+    compare = ",".join(sorted(a.value for a in settings.overwrite_compare - COMPARED))
+    preserve = ",".join(sorted(a.value for a in settings.preserve.attrs - KEPT))
+    flags = {
+        "--delete": settings.delete,
+        "--delete-excluded": settings.delete_excluded,
+        "--include/--exclude": bool(settings.includes or settings.excludes),
+        "--filter-file": settings.filter_file is not None,
+        "--gitignore": settings.gitignore,
+        "--dereference": settings.dereference,
+        "--dry-run": settings.dry_run is not None,
+        f"--overwrite-compare {compare}": bool(compare),
+        f"--preserve {preserve}": bool(preserve),
+        "--max-processes": settings.max_processes is not None,
+        "--max-open-files": settings.max_open_files is not None,
+        "--link-dest": settings.link_dest is not None,
+    }
+    return [flag for flag, given in flags.items() if given]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +149,11 @@ class Item:
     def is_dir(self) -> bool:
         return bool(self.info.get("type") == "directory")
 
+    @property
+    def is_special(self) -> bool:
+        """A FIFO, socket or device of a POSIX source (no store has one)."""
+        return bool(self.info.get("type") == "other")
+
 
 def copy_tree(
     source: Place,
@@ -127,10 +168,14 @@ def copy_tree(
     ``into``); the summary.
 
     :raises UsageError: a missing source, an existing destination the policy does not
-        allow, or a destination inside its source; nothing was written.
+        allow, a destination inside its source, or settings this backend does not
+        honour (:func:`unsupported`); nothing was written.
     :raises CopyFailedError: some entries were not copied (the partial summary).
     """
     settings = settings or CopySettings()
+    refused = unsupported(settings)
+    if refused:
+        raise UsageError(f"not supported to or from a URL: {', '.join(refused)}")
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
     run = _Run(source, _target(source, destination, into, settings), settings)
     ticker = _Ticker(run, on_progress, progress_interval, started)
@@ -180,6 +225,9 @@ class _Run:
         self.pending = 0
         self._lock = threading.Lock()
         self._retry = retrying(settings.retries + 1, settings.retry_delay)
+        self._throttle = (
+            TokenBucket(settings.ops_throttle) if settings.ops_throttle else None
+        )
         self.workers = settings.max_workers or DEFAULT_WORKERS
         self._room = threading.BoundedSemaphore(2 * self.workers)
         """Files submitted and not yet done: the workers' and as many waiting."""
@@ -198,7 +246,10 @@ class _Run:
         dirs = [item for item in items if item.is_dir]
         for item in sorted(dirs, key=lambda item: item.rel.count("/")):
             self._attempt("create directory", item, self._make_dir, existing)
-        files = [item for item in items if not item.is_dir]
+        for item in items:
+            if item.is_special:
+                self._attempt("copy", item, self._special, existing)
+        files = [item for item in items if not item.is_dir and not item.is_special]
         self._parallel(files, existing)
         for item in sorted(dirs, key=lambda item: -item.rel.count("/")):
             if self.target.posix:
@@ -234,6 +285,8 @@ class _Run:
         tally = self.tally()
         if self.stopped.is_set():
             return
+        if self._throttle is not None:
+            self._throttle.take()
         try:
             self._retry(lambda: action(item, existing.get(item.rel), tally), classify)
         except OSError as exc:
@@ -242,6 +295,16 @@ class _Run:
             self.errors.add(error)
             if self.settings.fail_early or type(error) is not EntryError:
                 self.stopped.set()
+
+    def _special(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
+        """A FIFO, socket or device: skipped with ``skip_specials``, else an error."""
+        if not self.settings.skip_specials:
+            raise OSError(
+                errno.EOPNOTSUPP,
+                "a FIFO, socket or device cannot be copied to or from a URL "
+                "(--skip-specials skips it)",
+            )
+        tally["skipped.specials"] += 1
 
     def _unsafe(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
         """A name that is not safe: its error, and nothing is read or written."""
@@ -285,13 +348,19 @@ class _Run:
         policy = self.settings.existing
         if policy is ExistingPolicy.IGNORE_EXISTING:
             return True
-        same_size = info.get("size") == there.get("size")
+        compare = self.settings.overwrite_compare
+        same_size = CompareAttr.SIZE not in compare or (
+            info.get("size") == there.get("size")
+        )
         mtimes = _mtime(info), _mtime(there)
         if mtimes[0] is None or mtimes[1] is None:
             return same_size
         if policy is ExistingPolicy.UPDATE and mtimes[0] <= mtimes[1]:
             return True
-        return same_size and int(mtimes[0]) == int(mtimes[1])
+        same_mtime = CompareAttr.MTIME not in compare or (
+            int(mtimes[0]) == int(mtimes[1])
+        )
+        return same_size and same_mtime
 
     def _to_posix(self, src: str, dst: str, tally: Tally) -> None:
         """Write ``dst`` through a temporary beside it, renamed into place."""
@@ -357,8 +426,7 @@ def _listing(place: Place, tally: Tally) -> Iterator[Item]:
                     continue
             kind = "directory" if stat.S_ISDIR(st.st_mode) else "file"
             if kind == "file" and not stat.S_ISREG(st.st_mode):
-                tally["skipped.specials"] += 1
-                continue
+                kind = "other"
             yield Item(rel, _posix_info(path, st, kind))
 
 

@@ -2,7 +2,8 @@
 a copy to or from an fsspec store through :mod:`rcp_provider.storecopy`.
 
 One source and one destination; a destination ending in ``/`` receives the source
-under its name. What the generic backend does not do (mirroring, filters, dry runs) is
+under its name. What the generic backend does not do
+(:func:`rcp_provider.storecopy.unsupported`: mirroring, filters, dry runs, ...) is
 refused up front with the flags named, nothing started. fsspec and the store's package
 are imported only when an operand is a URL.
 """
@@ -40,17 +41,6 @@ def run(
     """
     if len(paths) != 2:
         raise UsageError("a copy to or from a URL takes one source and a destination")
-    refused = [
-        flag
-        for flag, given in (
-            ("--delete", settings.delete),
-            ("--include/--exclude", bool(settings.includes or settings.excludes)),
-            ("--dry-run", settings.dry_run is not None),
-        )
-        if given
-    ]
-    if refused:
-        raise UsageError(f"{', '.join(refused)}: not supported to or from a URL")
     from rcp_provider.storecopy import copy_tree
 
     source, destination = paths
