@@ -23,6 +23,7 @@ import errno
 import os
 import stat
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rcp_core.context import Context
 from rcp_core.errors import SourceChangedError, SourceCutShortError
@@ -34,6 +35,11 @@ from rcp_core.settings import CompareAttr
 from rcp_core.summary import Tally
 from rcp_core.temporaries import temp_name
 from rcp_core.tree import DirNode
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from rcp_core.storage import StorageInfo
 
 SRC_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
 NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -210,7 +216,7 @@ def _copy_data(
     assert node.dst_fd is not None
     target = temp_name(dst_name) if old is not None else dst_name
     start = None
-    pre_created = False
+    destination = None
     if ctx.choose_method or ctx.pre_create:
         source, destination = ctx.storage_of(node)
         if ctx.choose_method:
@@ -224,25 +230,9 @@ def _copy_data(
                 raise ValueError(
                     f"rcp_choose_method returned {start!r}, not one of {METHODS}"
                 )
-        pre_created = ctx.pre_create and bool(
-            ctx.hook.rcp_pre_create(
-                dir_fd=node.dst_fd,
-                name=target,
-                size=st.st_size,
-                destination=destination,
-            )
-        )
-    flags = PRE_CREATED_FLAGS if pre_created else NEW_FILE_FLAGS
+    hook = ctx.hook if ctx.pre_create else None
+    dst = create_file(hook, node.dst_fd, target, st.st_size, destination)
     try:
-        dst = os.open(target, flags, 0o600, dir_fd=node.dst_fd)
-    except OSError:
-        if pre_created:  # the hook made it for this call: ours to remove
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                os.unlink(target, dir_fd=node.dst_fd)
-        raise
-    try:
-        if pre_created:
-            _check_pre_created(dst, target)
         with (
             ctx.aside()
             if ctx.aside is not None and st.st_size >= ASIDE_BYTES
@@ -335,13 +325,43 @@ def _full_paths(node: DirNode, rel: str) -> tuple[str, str]:
     return os.path.join(job.src, rel), os.path.join(job.dst, rel)
 
 
-def _check_pre_created(fd: int, name: str) -> None:
-    """A pre-created file must be a new, empty regular file (never user data)."""
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_size:
-        raise FileExistsError(
-            errno.EEXIST, "pre-created entry is not an empty file", name
+def create_file(
+    hook: pluggy.HookRelay | None,
+    dir_fd: int,
+    name: str,
+    size: int,
+    destination: StorageInfo | None,
+) -> int:
+    """A new file ``name`` in ``dir_fd``, open for writing: created ``0600`` with
+    ``O_EXCL``, or, when ``hook`` is given (a site implements ``rcp_pre_create``) and
+    its ``rcp_pre_create`` made the file, that file, which must be a new, empty
+    regular file (never user data). A pre-created file that cannot be opened or is
+    not that is removed: the hook made it for this call.
+
+    :param size: the source file's size, for the hook.
+    """
+    pre_created = hook is not None and bool(
+        hook.rcp_pre_create(
+            dir_fd=dir_fd, name=name, size=size, destination=destination
         )
+    )
+    flags = PRE_CREATED_FLAGS if pre_created else NEW_FILE_FLAGS
+    try:
+        fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+    except OSError:
+        if pre_created:
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                os.unlink(name, dir_fd=dir_fd)
+        raise
+    if pre_created:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size:
+            os.close(fd)
+            os.unlink(name, dir_fd=dir_fd)
+            raise FileExistsError(
+                errno.EEXIST, "pre-created entry is not an empty file", name
+            )
+    return fd
 
 
 def _link(

@@ -433,6 +433,7 @@ def test_malformed_hard_links_are_protocol_errors(
 ) -> None:
     from rcp_core.remote.meta import meta_of
     from rcp_core.remote.receive import Receiver
+    from rcp_core.remote.rolerun import RoleRun
 
     (tmp_path / "f").write_bytes(b"")
     meta = meta_of(os.lstat(tmp_path / "f"))
@@ -440,8 +441,12 @@ def test_malformed_hard_links_are_protocol_errors(
         if entry.get("meta") == "META":
             entry["meta"] = meta
     (tmp_path / "dst").mkdir()
+    settings = CopySettings()
     receiver = Receiver(
-        CopySettings(), os.open(tmp_path / "dst", os.O_RDONLY | os.O_DIRECTORY), 0o022
+        settings,
+        os.open(tmp_path / "dst", os.O_RDONLY | os.O_DIRECTORY),
+        0o022,
+        RoleRun(settings, str(tmp_path / "dst"), source=False),
     )
     try:
         with pytest.raises(ProtocolError, match=why):

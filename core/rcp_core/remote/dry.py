@@ -24,6 +24,7 @@ from rcp_core.errors import ProtocolError
 from rcp_core.existing import Action, decide
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.receive import Link, ReceivedDir, Receiver, kind_of
+from rcp_core.remote.rolerun import RoleRun
 from rcp_core.settings import CopySettings, DryRun, ExistingPolicy
 from rcp_core.tree import DIR_FLAGS
 
@@ -43,9 +44,10 @@ class DryReceiver(Receiver):
         settings: CopySettings,
         parent_fd: int,
         umask: int,
+        runtime: RoleRun,
         say: Callable[[str], None],
     ) -> None:
-        super().__init__(settings, parent_fd, umask)
+        super().__init__(settings, parent_fd, umask, runtime)
         assert settings.dry_run is not None
         self.level = settings.dry_run
         self.say = say

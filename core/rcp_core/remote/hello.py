@@ -14,7 +14,7 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 9)
+PROTOCOL = (1, 10)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
@@ -25,7 +25,9 @@ and ACLs (``xattrs`` in a file's metadata and a directory's ``dir_end``); 1.6 dr
 file requests (``stat``, ``listdir``, ``read``, ``create``/``write``/``commit``/
 ``abort``, ``mkdir``, ``remove``, ``rename``); 1.8 ``digest``, a file range hashed by
 the service (so a comparison's contents never cross the network); 1.9 hard links of
-symlinks (``link`` on a ``symlink`` entry, its later names as ``hardlink``)."""
+symlinks (``link`` on a ``symlink`` entry, its later names as ``hardlink``); 1.10 the
+daemons honour ``retries``, ``retry_delay``, ``fail_early`` and ``ops_throttle``, and a
+destination that stops asks its source to stop too (``stop``)."""
 HARD_LINKS = (1, 1)
 """The first version whose destinations understand hard links."""
 MANIFESTS = (1, 2)
@@ -47,6 +49,9 @@ SYMLINK_LINKS = (1, 9)
 """The first version whose destinations link the names of a multiply-linked symlink
 (an older one ignores ``link`` on a symlink, so its later names would wait for a first
 name that never comes)."""
+STOP = (1, 10)
+"""The first version whose daemons retry transient errors, stop at the first error
+under ``fail_early`` (a destination says ``stop`` to its source) and throttle."""
 
 
 class Role(enum.Enum):

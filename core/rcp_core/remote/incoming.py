@@ -13,7 +13,6 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from rcp_core.entries import NEW_FILE_FLAGS
 from rcp_core.errors import ProtocolError
 
 if TYPE_CHECKING:
@@ -27,7 +26,9 @@ class Incoming:
     holes), sized and given its metadata at the last one.
 
     An error while writing is recorded once; the rest of the file's frames are read
-    and dropped (``gone``), so the connection stays usable.
+    and dropped (``gone``), so the connection stays usable. A file that starts after
+    the run stopped is dropped the same way, unrecorded. Its creation is retried on
+    transient errors; its chunks are written once.
     """
 
     def __init__(
@@ -44,11 +45,17 @@ class Incoming:
         self.fd: int | None = None
         self.target: str | None = None
         self.written = 0
-        self.gone = False
+        self.gone = receiver._stopped(node)
+        """Nothing of the file is written: it failed, or the run stopped before it."""
+        if self.gone:
+            return
         try:
             self.target = receiver._target(node, name, st)
             if self.target is not None:
-                self.fd = os.open(self.target, NEW_FILE_FLAGS, 0o600, dir_fd=node.fd)
+                target = self.target
+                self.fd = receiver.runtime.attempt(
+                    lambda: receiver.create(node, target, st.st_size)
+                )
         except OSError as exc:
             self._failed("create", exc)
 

@@ -23,10 +23,16 @@ from typing import Any
 from rcp_core.errors import ProtocolError, RemoteError, UsageError
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, dial
-from rcp_core.remote.hello import DRY_RUN, FILTERS, Role
+from rcp_core.remote.hello import DRY_RUN, FILTERS, STOP, Role
 from rcp_core.remote.job import settings_to_wire
 from rcp_core.remote.operands import RemotePath, parse_operand
-from rcp_core.remote.roles import SOFTWARE, Progress, run_destination, run_source
+from rcp_core.remote.roles import (
+    SOFTWARE,
+    Progress,
+    refuse_unsupported,
+    run_destination,
+    run_source,
+)
 from rcp_core.remote.ssh import Launch, SshDaemon
 from rcp_core.remote.wire import Frame, FrameKind
 from rcp_core.settings import CopySettings
@@ -170,9 +176,7 @@ def remote_copy(
         started).
     """
     settings = settings or CopySettings()
-    refused = unsupported(settings)
-    if refused:
-        raise UsageError(f"not supported for remote copies yet: {', '.join(refused)}")
+    refuse_unsupported(settings)
     launch = launch or Launch()
     sources = [source] if isinstance(source, str) else list(source)
     src, src_paths = _sources(sources)
@@ -331,6 +335,14 @@ def _name(path: str) -> str:
 def _needed_version(settings: CopySettings) -> tuple[int, int]:
     """The oldest daemon that honours ``settings`` (an older one would ignore them:
     a dry run that writes, a mirror that deletes nothing)."""
+    defaults = CopySettings()
+    if (
+        settings.fail_early
+        or settings.ops_throttle
+        or settings.retries != defaults.retries
+        or settings.retry_delay != defaults.retry_delay
+    ):
+        return STOP
     if settings.dry_run is not None:
         return DRY_RUN
     if (
@@ -342,12 +354,6 @@ def _needed_version(settings: CopySettings) -> tuple[int, int]:
     ):
         return FILTERS
     return (1, 0)
-
-
-def unsupported(settings: CopySettings) -> list[str]:
-    """The options in ``settings`` that a copy between hosts does not honour yet."""
-    flags = {"--dereference": settings.dereference}
-    return [flag for flag, on in flags.items() if on]
 
 
 def _run_local(jobs: list[Callable[[], RoleResult]]) -> list[RoleResult]:

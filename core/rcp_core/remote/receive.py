@@ -30,7 +30,14 @@ The same invariants as a local copy (:mod:`rcp_core.entries`):
 - manifests: under ``--overwrite``, ``--update`` or ``--ignore-existing`` the
   destination lists the regular files an existing directory already holds
   (:meth:`Receiver.manifest`), and the source sends the ones that match as
-  ``unchanged`` or ``kept`` entries without data, which are only counted here.
+  ``unchanged`` or ``kept`` entries without data, which are only counted here;
+- entries run under :class:`~rcp_core.remote.rolerun.RoleRun`: a write failing with a
+  transient error is tried again (a small file's, a symlink's, a special file's, a
+  directory's, a hard link's; a large file's chunks are written once: it fails, and a
+  rerun copies it), errors are classified by this host's site plugins, a site's
+  ``rcp_pre_create`` prepares each new file, and once the run stops (a fatal error,
+  or any under ``fail_early``) nothing more is written: the source is told
+  (``stop``, protocol 1.10) and what still arrives is only counted off.
 """
 
 from __future__ import annotations
@@ -41,18 +48,19 @@ import logging
 import os
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rcp_core.entries import NEW_FILE_FLAGS, rename_over
-from rcp_core.errors import ProtocolError, entry_error
+from rcp_core.entries import create_file, rename_over
+from rcp_core.errors import ProtocolError
 from rcp_core.existing import Action, decide
 from rcp_core.filters import Filter, Verdict
 from rcp_core.links import located
 from rcp_core.metadata import Metadata
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.meta import meta_of, stat_of, xattrs_of
+from rcp_core.remote.rolerun import RoleRun
 from rcp_core.remove import Protect, remove_entry
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.summary import Tally, ThreadTallies
@@ -140,14 +148,18 @@ class Receiver:
     :param settings: the copy's settings (existing-entry policy, preserve).
     :param parent_fd: open directory that receives the root entry; owned by the
         receiver from now on (closed when the copy ends).
+    :param runtime: the role's run state (its host's plugins, retries, the stop).
     """
 
-    def __init__(self, settings: CopySettings, parent_fd: int, umask: int) -> None:
+    def __init__(
+        self, settings: CopySettings, parent_fd: int, umask: int, runtime: RoleRun
+    ) -> None:
         self.settings = settings
+        self.runtime = runtime
         self.metadata = Metadata(settings.preserve, umask)
         self.counters = ThreadTallies()
         """One tally per thread that wrote (each thread is the only writer of its own)."""
-        self.errors: list[str] = []
+        self.errors = runtime.errors
         self.done = threading.Event()
         self._lock = threading.Lock()
         self._dirs: dict[int, ReceivedDir] = {
@@ -185,11 +197,30 @@ class Receiver:
         return node
 
     def _fail(self, rel: str, op: str, exc: OSError) -> None:
-        error = entry_error(op, rel or ".", exc)
-        self.tally["errors"] += 1
+        self.runtime.fail(self.tally, rel, op, exc)
+
+    def _guarded(
+        self, node: ReceivedDir, rel: str, op: str, write: Callable[[], None]
+    ) -> bool:
+        """``write()``, tried again on transient errors; a failure is recorded and
+        marks ``node`` failed. Whether it succeeded."""
+        try:
+            self.runtime.attempt(write)
+        except OSError as exc:
+            self._fail(rel, op, exc)
+            with self._lock:
+                node.failed = True
+            return False
+        return True
+
+    def _stopped(self, node: ReceivedDir) -> bool:
+        """Whether the run stopped: nothing more is written (``node`` then counts
+        as failed, so its directory keeps what it had: no prune, no metadata)."""
+        if not self.runtime.stopping.is_set():
+            return False
         with self._lock:
-            self.errors.append(str(error))
-        log.error("%s", error)
+            node.failed = True
+        return True
 
     def _count(self, node: ReceivedDir, n: int = 1) -> None:
         """``n`` entries of ``node`` are done; finish it if that was the last."""
@@ -362,13 +393,15 @@ class Receiver:
             if dir_id in self._dirs:
                 raise ProtocolError(f"directory id {dir_id} sent twice")
         rel = parent.child_rel(name)
-        try:
-            fd, fresh = self._make_dir(parent, name, st)
-        except OSError as exc:
-            self._fail(rel, "create directory", exc)
-            with self._lock:
-                parent.failed = True
+        made: list[tuple[int, bool]] = []
+        if self._stopped(parent) or not self._guarded(
+            parent,
+            rel,
+            "create directory",
+            lambda: made.append(self._make_dir(parent, name, st)),
+        ):
             return False
+        fd, fresh = made[0]
         path = "" if parent.id == ANCHOR else parent.child_path(name)
         under = parent.under_include or (
             self.filter.active
@@ -494,16 +527,15 @@ class Receiver:
             size = 0 if self.settings.dry_run else st.st_size  # a dry run sends none
             if offset + size > len(data):
                 raise ProtocolError(f"{rel}: {size} bytes announced, fewer sent")
-            try:
-                attrs = xattrs_of(entry.get("meta"))
-                self._write_file(node, name, st, data[offset : offset + size], attrs)
-            except OSError as exc:
-                self._fail(rel, "write", exc)
-                with self._lock:
-                    node.failed = True
-                written = False
-            else:
-                written = True
+            attrs = xattrs_of(entry.get("meta"))
+            written = not self._stopped(node) and self._guarded(
+                node,
+                rel,
+                "write",
+                lambda: self._write_file(
+                    node, name, st, data[offset : offset + size], attrs
+                ),
+            )
             if link is not None:
                 self._first_name(link, node, name, written)
             return size, True
@@ -512,26 +544,24 @@ class Receiver:
                 raise ProtocolError(f"{rel}: a hard link without its link id")
             return 0, self._later_name(link, node, name, st)
         if kind == "special":
-            try:
-                self._write_special(node, name, st)
-            except OSError as exc:
-                self._fail(rel, "create special file", exc)
-                with self._lock:
-                    node.failed = True
+            if not self._stopped(node):
+                self._guarded(
+                    node,
+                    rel,
+                    "create special file",
+                    lambda: self._write_special(node, name, st),
+                )
             return 0, True
         if kind == "symlink":
             target = entry.get("target")
             if not isinstance(target, str) or not target or "\0" in target:
                 raise ProtocolError(f"{rel}: bad symlink target {target!r}")
-            try:
-                self._write_symlink(node, name, st, target)
-            except OSError as exc:
-                self._fail(rel, "create symlink", exc)
-                with self._lock:
-                    node.failed = True
-                written = False
-            else:
-                written = True
+            written = not self._stopped(node) and self._guarded(
+                node,
+                rel,
+                "create symlink",
+                lambda: self._write_symlink(node, name, st, target),
+            )
             if link is not None:
                 self._first_name(link, node, name, written)
             return 0, True
@@ -583,39 +613,44 @@ class Receiver:
     def _link(
         self, link: Link, node: ReceivedDir, name: str, st: os.stat_result
     ) -> None:
-        """Make ``name`` another name of the first one's copy. An existing entry that
-        already is that inode is unchanged; another one is kept under
-        ``--ignore-existing``, refused by default, else replaced by a rename."""
-        rel = node.child_rel(name)
-        try:
-            if link.path is None:
-                raise OSError(errno.EIO, "the inode's first name was not copied")
-            with located(self._anchor_fd, link.path) as (fd, first):
-                old = self._existing(node, name)
-                if old is not None:
-                    there = os.lstat(first, dir_fd=fd)
-                    if (there.st_dev, there.st_ino) == (old.st_dev, old.st_ino):
-                        self.tally["unchanged.hardlinks"] += 1
-                        return
-                    if self.settings.existing is ExistingPolicy.IGNORE_EXISTING:
-                        self.tally["skipped.hardlinks"] += 1
-                        return
-                    if self.settings.existing is ExistingPolicy.ERROR:
-                        raise FileExistsError(errno.EEXIST, "destination exists")
-                target = name if old is None else temp_name(name)
-                os.link(
-                    first,
-                    target,
-                    src_dir_fd=fd,
-                    dst_dir_fd=node.fd,
-                    follow_symlinks=False,
-                )
-            self._commit(node, target, name)
-            self.tally["copied.hardlinks"] += 1
-        except OSError as exc:
-            self._fail(rel, "hard link", exc)
-            with self._lock:
-                node.failed = True
+        """Make ``name`` another name of the first one's copy (nothing once the run
+        stopped)."""
+        if not self._stopped(node):
+            self._guarded(
+                node,
+                node.child_rel(name),
+                "hard link",
+                lambda: self._make_link(link, node, name),
+            )
+
+    def _make_link(self, link: Link, node: ReceivedDir, name: str) -> None:
+        """An existing entry that already is the first name's inode is unchanged;
+        another one is kept under ``--ignore-existing``, refused by default, else
+        replaced by a rename."""
+        if link.path is None:
+            raise OSError(errno.EIO, "the inode's first name was not copied")
+        with located(self._anchor_fd, link.path) as (fd, first):
+            old = self._existing(node, name)
+            if old is not None:
+                there = os.lstat(first, dir_fd=fd)
+                if (there.st_dev, there.st_ino) == (old.st_dev, old.st_ino):
+                    self.tally["unchanged.hardlinks"] += 1
+                    return
+                if self.settings.existing is ExistingPolicy.IGNORE_EXISTING:
+                    self.tally["skipped.hardlinks"] += 1
+                    return
+                if self.settings.existing is ExistingPolicy.ERROR:
+                    raise FileExistsError(errno.EEXIST, "destination exists")
+            target = name if old is None else temp_name(name)
+            os.link(
+                first,
+                target,
+                src_dir_fd=fd,
+                dst_dir_fd=node.fd,
+                follow_symlinks=False,
+            )
+        self._commit(node, target, name)
+        self.tally["copied.hardlinks"] += 1
 
     # -- writing -------------------------------------------------------------------
 
@@ -666,6 +701,12 @@ class Receiver:
             action = Action.UNCHANGED
         return action, old
 
+    def create(self, node: ReceivedDir, name: str, size: int) -> int:
+        """A new file ``name`` in ``node``, open for writing (see
+        :func:`rcp_core.entries.create_file`: a site may have prepared it)."""
+        hook = self.runtime.hook if self.runtime.pre_create else None
+        return create_file(hook, node.fd, name, size, self.runtime.storage)
+
     def _commit(self, node: ReceivedDir, tmp: str, name: str) -> None:
         if tmp != name:
             rename_over(node.fd, tmp, name)
@@ -681,7 +722,7 @@ class Receiver:
         target = self._target(node, name, st)
         if target is None:
             return
-        fd = os.open(target, NEW_FILE_FLAGS, 0o600, dir_fd=node.fd)
+        fd = self.create(node, target, st.st_size)
         try:
             view = data
             while view:

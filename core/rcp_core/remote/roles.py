@@ -17,6 +17,7 @@ is incomplete); a transfer that stops making progress for ``idle`` seconds fails
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -26,13 +27,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
+from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError, UsageError
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, accept_next, dial
 from rcp_core.remote.dry import DryReceiver
-from rcp_core.remote.hello import MANIFESTS, Role
+from rcp_core.remote.hello import MANIFESTS, STOP, Role
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.receive import Receiver
+from rcp_core.remote.rolerun import RoleRun
 from rcp_core.remote.send import Sender
 from rcp_core.remote.wire import FrameKind
 from rcp_core.settings import CopySettings
@@ -48,6 +50,28 @@ PROGRESS = 1.0
 
 Progress = Callable[[dict[str, int]], None]
 """Takes a destination's counts so far."""
+
+
+def refuse_unsupported(settings: CopySettings) -> None:
+    """Refuse ``settings`` that the data roles do not honour.
+
+    Their parallelism is the number of data connections (``--max-connections``),
+    each served by one thread at either end: there is no worker pool, helper process
+    or descriptor budget for ``max_workers``, ``max_processes`` or
+    ``max_open_files`` to set; and a remote source is never followed out of its
+    tree (``dereference``).
+    """
+    flags = {
+        "--dereference": settings.dereference,
+        "--max-workers (a remote copy's parallelism is --max-connections)": (
+            settings.max_workers is not None
+        ),
+        "--max-processes": settings.max_processes is not None,
+        "--max-open-files": settings.max_open_files is not None,
+    }
+    refused = [flag for flag, given in flags.items() if given]
+    if refused:
+        raise UsageError(f"not supported for remote copies yet: {', '.join(refused)}")
 
 
 def run_source(
@@ -121,11 +145,12 @@ def run_destination(
     parent = os.path.abspath(dst) if into else os.path.dirname(os.path.abspath(dst))
     umask = os.umask(0)
     os.umask(umask)
+    run = RoleRun(settings, parent, source=False)
     fd = os.open(parent, DIR_FLAGS)
     receiver = (
-        Receiver(settings, fd, umask)
+        Receiver(settings, fd, umask, run)
         if settings.dry_run is None
-        else DryReceiver(settings, fd, umask, say or _log_line)
+        else DryReceiver(settings, fd, umask, run, say or _log_line)
     )
 
     def connect(channel: str) -> Connection:
@@ -144,6 +169,8 @@ def run_destination(
     threads: list[threading.Thread] = []
     try:
         conns.append(connect("control"))
+        if conns[0].version >= STOP:
+            run.on_stop.append(functools.partial(_tell_stop, conns[0]))
         conns += [connect("data") for _ in range(connections)]
         return _receive(receiver, conns, threads, stall, on_progress)
     finally:
@@ -195,6 +222,13 @@ def _receive(
             on_progress(receiver.counts())
     control.send_control("finished", counts=receiver.counts())
     return receiver.counts(), list(receiver.errors)
+
+
+def _tell_stop(control: Connection, reason: str) -> None:
+    """Ask the source to send nothing more (advisory: a source already gone has
+    nothing more to send)."""
+    with contextlib.suppress(RemoteError):
+        control.send_control("stop", reason=reason)
 
 
 def _log_line(line: str) -> None:

@@ -25,6 +25,12 @@ One *walker* (the caller's thread) and one *sender* thread per data connection:
   in ``dir_excluded``, so the destination keeps it), a directory the filters only
   traverse is announced with ``traverse`` (removed there if it stays empty).
 - A dry run (``--dry-run``) sends every file's metadata and none of its data.
+- Entries run under :class:`~rcp_core.remote.rolerun.RoleRun`: transient errors of
+  reads are retried, errors are classified by this host's site plugins, the walk takes
+  one ``ops_throttle`` token per entry, and once the run stops (a fatal error, any
+  error under ``fail_early``, or the destination's ``stop``, protocol 1.10) nothing
+  more is read: directories not yet scanned end with a count of 0, queued entries go
+  as ``failed``.
 - A destination directory that existed may come with a manifest of its regular files
   (``dir_manifest``, before ``dir_ready``): a source file that the copy's settings
   find unchanged against it, or one to keep, goes as an ``unchanged`` or ``kept``
@@ -52,7 +58,6 @@ from rcp_core.errors import (
     PeerTimeoutError,
     ProtocolError,
     RemoteError,
-    entry_error,
 )
 from rcp_core.existing import Action, decide
 from rcp_core.filters import Filter, GitIgnores, Verdict
@@ -68,6 +73,7 @@ from rcp_core.remote.hello import (
 )
 from rcp_core.remote.meta import meta_of, stat_of, xattrs_to_wire
 from rcp_core.remote.receive import ANCHOR, check_name
+from rcp_core.remote.rolerun import RoleRun
 from rcp_core.remote.wire import FrameKind
 from rcp_core.settings import CopySettings
 from rcp_core.summary import Tally, merge
@@ -155,6 +161,8 @@ class Sender:
     :param control: the control connection to the destination (its reader is ours).
     :param data: the data connections; one sender thread each.
     :param stall: give up when the destination answered no directory for this long.
+    :param runtime: the role's run state (default: this host's plugins, for the first
+        source).
     """
 
     def __init__(
@@ -165,14 +173,16 @@ class Sender:
         settings: CopySettings,
         *,
         stall: float,
+        runtime: RoleRun | None = None,
     ) -> None:
         self.stall = stall
         self.settings = settings
         self.sources = list(sources)
+        self.runtime = runtime or RoleRun(settings, self.sources[0][0], source=True)
         self.control = control
         self.data = data
         self.tallies: list[Tally] = []
-        self.errors: list[str] = []
+        self.errors = self.runtime.errors
         self._lock = threading.Lock()
         self._ids = 0
         self._announced: dict[int, _Announced] = {}
@@ -305,10 +315,18 @@ class Sender:
     def _scan(self, tally: Tally, dir_id: int, announced: _Announced) -> int:
         """Scan one ready directory; the number of subdirectories announced."""
         parent, rel = announced.parent, announced.rel
+        if self.runtime.stopping.is_set():
+            parent.release()
+            self.control.send_control("dir_end", dir=dir_id, count=0)
+            return 0
         try:
-            fd = os.open(announced.name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent.fd)
+            fd = self.runtime.attempt(
+                lambda: os.open(
+                    announced.name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent.fd
+                )
+            )
         except OSError as exc:
-            self._fail(tally, rel, "open directory", exc)
+            self.runtime.fail(tally, rel, "open directory", exc)
             self.control.send_control("dir_end", dir=dir_id, count=0)
             return 0
         finally:
@@ -326,6 +344,10 @@ class Sender:
         try:
             with os.scandir(fd) as it:
                 for entry in it:
+                    if self.runtime.stopping.is_set():
+                        break
+                    if self.runtime.throttle is not None:
+                        self.runtime.throttle.take()
                     path = f"{node.path}/{entry.name}" if node.path else entry.name
                     try:
                         is_dir = entry.is_dir(follow_symlinks=False)
@@ -355,7 +377,9 @@ class Sender:
                             continue
                         kind = self._kind(entry, manifest)
                     except OSError as exc:
-                        self._fail(tally, node.child_rel(entry.name), "stat", exc)
+                        self.runtime.fail(
+                            tally, node.child_rel(entry.name), "stat", exc
+                        )
                         continue
                     batch.append((entry.name, kind))
                     count += 1
@@ -363,7 +387,7 @@ class Sender:
                         self._queue(dir_id, node, batch)
                         batch = []
         except OSError as exc:
-            self._fail(tally, rel, "read directory", exc)
+            self.runtime.fail(tally, rel, "read directory", exc)
         if batch:
             self._queue(dir_id, node, batch)
         if self._protect:
@@ -424,13 +448,6 @@ class Sender:
             except queue.Full:
                 continue
 
-    def _fail(self, tally: Tally, rel: str, op: str, exc: OSError) -> None:
-        error = entry_error(op, rel, exc)
-        tally["errors"] += 1
-        with self._lock:
-            self.errors.append(str(error))
-        log.error("%s", error)
-
     # -- the control connection ----------------------------------------------------
 
     def _read_control(self) -> None:
@@ -450,6 +467,10 @@ class Sender:
                 ):
                     if kind == "finished":
                         return
+                    if kind == "stop" and frame.kind is FrameKind.CONTROL:
+                        reason = frame.header.get("reason")
+                        self.runtime.stop(f"the destination stopped: {reason}")
+                        continue
                     raise ProtocolError(f"unexpected {kind or frame.kind.name}")
                 with self._lock:
                     known = isinstance(dir_id, int) and dir_id in self._announced
@@ -508,7 +529,10 @@ class Sender:
         for name, kind in batch.entries:
             rel = batch.node.child_rel(name)
             sent_as = batch.rename or name
-            if kind == "symlink":
+            entry: dict[str, Any]
+            if self.runtime.stopping.is_set():
+                entry, data = {"name": sent_as, "kind": "failed"}, b""
+            elif kind == "symlink":
                 entry, data = self._symlink(tally, batch.node, name, sent_as, rel)
             elif kind == "special":
                 entry, data = self._special(tally, batch.node, name, sent_as, rel)
@@ -550,7 +574,7 @@ class Sender:
             return {"name": sent_as, "kind": "failed"}, b""
         if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
             changed = OSError(errno.EAGAIN, "changed type during the copy")
-            self._fail(tally, rel, "stat", changed)
+            self.runtime.fail(tally, rel, "stat", changed)
             return {"name": sent_as, "kind": "failed"}, b""
         return {"name": sent_as, "kind": "special", "meta": meta_of(st)}, b""
 
@@ -559,9 +583,9 @@ class Sender:
     ) -> os.stat_result | None:
         """An entry's ``lstat``; ``None`` (the error recorded) if it is gone."""
         try:
-            return os.lstat(name, dir_fd=node.fd)
+            return self.runtime.attempt(lambda: os.lstat(name, dir_fd=node.fd))
         except OSError as exc:
-            self._fail(tally, rel, "stat", exc)
+            self.runtime.fail(tally, rel, "stat", exc)
             return None
 
     def _dry_file(
@@ -624,10 +648,14 @@ class Sender:
         """A symlink: its target and metadata, or, for a later name of a symlink
         with several, a ``hardlink`` entry (see :meth:`_claim`)."""
         try:
-            st = os.lstat(name, dir_fd=node.fd)
-            target = os.readlink(name, dir_fd=node.fd)
+            st, target = self.runtime.attempt(
+                lambda: (
+                    os.lstat(name, dir_fd=node.fd),
+                    os.readlink(name, dir_fd=node.fd),
+                )
+            )
         except OSError as exc:
-            self._fail(tally, rel, "read symlink", exc)
+            self.runtime.fail(tally, rel, "read symlink", exc)
             return {"name": sent_as, "kind": "failed"}, b""
         meta = meta_of(st)
         linked = st.st_nlink > 1 and self._symlink_links
@@ -648,9 +676,9 @@ class Sender:
     ) -> tuple[int, os.stat_result] | None:
         """Open a regular file for reading; ``None`` (error recorded) otherwise."""
         try:
-            fd = os.open(name, READ_FLAGS, dir_fd=node.fd)
+            fd = self.runtime.attempt(lambda: os.open(name, READ_FLAGS, dir_fd=node.fd))
         except OSError as exc:
-            self._fail(tally, rel, "open", exc)
+            self.runtime.fail(tally, rel, "open", exc)
             return None
         try:
             st = os.fstat(fd)
@@ -660,7 +688,7 @@ class Sender:
                 raise OSError(errno.EOPNOTSUPP, "not a regular file")
         except OSError as exc:
             os.close(fd)
-            self._fail(tally, rel, "open", exc)
+            self.runtime.fail(tally, rel, "open", exc)
             return None
         return fd, st
 
@@ -675,7 +703,7 @@ class Sender:
             try:
                 attrs = self._metadata.read_xattrs(fd)
             except OSError as exc:
-                self._fail(tally, rel, "read extended attributes", exc)
+                self.runtime.fail(tally, rel, "read extended attributes", exc)
                 attrs = {}
             if attrs:
                 meta["xattrs"] = xattrs_to_wire(attrs)
@@ -688,7 +716,7 @@ class Sender:
             data = _read_all(fd, st.st_size)
             meta = self._meta(tally, rel, fd, st)
         except OSError as exc:
-            self._fail(tally, rel, "read", exc)
+            self.runtime.fail(tally, rel, "read", exc)
             return {"name": sent_as, "kind": "failed"}, b""
         finally:
             os.close(fd)
@@ -737,7 +765,7 @@ class Sender:
         except RemoteError:
             raise
         except OSError as exc:
-            self._fail(tally, rel, "read", exc)
+            self.runtime.fail(tally, rel, "read", exc)
             conn.send(FrameKind.CHUNK, header(0, last=True, failed=str(exc)))
             return
         finally:

@@ -24,7 +24,13 @@ from rcp_core.remote import tls
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.hello import Role
 from rcp_core.remote.master import RoleResult, plan_names
-from rcp_core.remote.roles import STALL, Progress, run_destination, run_source
+from rcp_core.remote.roles import (
+    STALL,
+    Progress,
+    refuse_unsupported,
+    run_destination,
+    run_source,
+)
 from rcp_core.settings import CopySettings
 
 POLL = 1.0
@@ -56,6 +62,7 @@ def service_copy(
     settings = settings or CopySettings()
     if source_service is None and destination_service is None:
         raise UsageError("service_copy needs a source or destination service")
+    refuse_unsupported(settings)
     into = destination.endswith("/")
     if destination_service is None:
         destination = os.path.abspath(destination)
