@@ -307,9 +307,11 @@ class _Run:
         tally["skipped.specials"] += 1
 
     def _unsafe(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
-        """A name that is not safe: its error, and nothing is read or written."""
+        """A name that is not safe: an ``EINVAL`` entry error, and nothing is read or
+        written."""
         assert item.unsafe is not None
-        raise item.unsafe
+        reason = f"unsafe name: {item.unsafe.reason}"
+        raise OSError(errno.EINVAL, reason) from item.unsafe
 
     def _make_dir(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
         if there is not None and there.get("type") == "directory":

@@ -11,11 +11,11 @@
     ├── CopyFailedError                raised at the end of a run that had errors; carries
     │                                  the partial summary and the deduplicated error list
     ├── VerificationError              a finished copy differs from its source
-    ├── UnsafeNameError (OSError)      a name from outside the process (a store's key, a
+    ├── UnsafeNameError (ValueError)   a name from outside the process (a store's key, a
     │                                  listing, a wire name, a manifest's path) that could
-    │                                  lead out of its root (:mod:`rcp_core.names`):
-    │                                  EINVAL, permanent; wrapped by its user as an entry,
-    │                                  protocol or usage error
+    │                                  lead out of its root (:mod:`rcp_core.names`); its
+    │                                  user wraps it: an entry error (EINVAL), a protocol
+    │                                  error, a usage error
     └── RemoteError                    a peer of a remote copy, or the wire to it, failed
         ├── ProtocolError (ValueError) malformed, oversized or out-of-order frame, or an
         │                              incompatible protocol version: permanent
@@ -141,22 +141,19 @@ class VerificationError(RcpError):
         self.result = result
 
 
-class UnsafeNameError(RcpError, OSError):
+class UnsafeNameError(RcpError, ValueError):
     """A name from outside the process that is not a safe path component or relative
-    path (:mod:`rcp_core.names`). An ``OSError`` with ``EINVAL``, so it can be the
-    cause of an :class:`EntryError` (permanent, never retried).
+    path (:mod:`rcp_core.names`). Not an ``OSError``: no handler of I/O failures
+    mistakes it for one; each user wraps it as its context calls for.
 
     :param name: the name as it came (its ``repr`` is in the message).
     :param reason: what makes it unsafe.
     """
 
     def __init__(self, name: object, reason: str) -> None:
-        super().__init__(errno.EINVAL, f"unsafe name: {reason}")
+        super().__init__(f"unsafe name {name!r}: {reason}")
         self.name = name
         self.reason = reason
-
-    def __str__(self) -> str:
-        return f"unsafe name {self.name!r}: {self.reason}"
 
     def __reduce__(self) -> tuple[type[UnsafeNameError], tuple[object, str]]:
         return (type(self), (self.name, self.reason))

@@ -38,7 +38,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from rcp_core.errors import UsageError
+from rcp_core.errors import UnsafeNameError, UsageError
+from rcp_core.names import check_relative
 from rcp_core.tree import DIR_FLAGS
 
 FILE_COST = 64 * 1024
@@ -94,7 +95,7 @@ class ShardPlan:
                 "shard plan parents must hold the root once and no repeats"
             )
         for rel in self.parents:
-            if rel and (not _valid_rel(rel) or _dirname(rel) not in parents):
+            if rel and _dirname(_checked(rel, "parent")) not in parents:
                 raise UsageError(f"shard plan parent {rel!r} is not below a parent")
         seen: set[str] = set()
         for position, shard in enumerate(self.shards):
@@ -105,7 +106,7 @@ class ShardPlan:
             if shard.files < len(shard.units) or shard.bytes < 0:
                 raise UsageError(f"shard {position} has impossible counts")
             for rel in shard.units:
-                if not _valid_rel(rel) or _dirname(rel) not in parents:
+                if _dirname(_checked(rel, "unit")) not in parents:
                     raise UsageError(f"shard unit {rel!r} is not inside a parent")
                 if rel in parents or rel in seen:
                     raise UsageError(f"shard unit {rel!r} is planned twice")
@@ -156,12 +157,16 @@ class ShardPlan:
         return cls(_decode(data.get("root")), tuple(shards), parents)
 
 
-def _valid_rel(rel: str) -> bool:
-    return (
-        not rel.startswith("/")
-        and "\0" not in rel
-        and all(part not in ("", ".", "..") for part in rel.split("/"))
-    )
+def _checked(rel: str, what: str) -> str:
+    """``rel``, a path of the manifest, if it is a safe relative path
+    (:func:`rcp_core.names.check_relative`).
+
+    :raises UsageError: it is not (``what`` it is names it in the message).
+    """
+    try:
+        return check_relative(rel)
+    except UnsafeNameError as exc:
+        raise UsageError(f"shard plan {what} {rel!r}: {exc.reason}") from exc
 
 
 def _dirname(rel: str) -> str:

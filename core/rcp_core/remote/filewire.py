@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from rcp_core.errors import ProtocolError, RemoteFileError, remote_file_error
 from rcp_core.remote.meta import meta_of, stat_of
+from rcp_core.remote.receive import check_name
 
 MAX_READ = 4 << 20
 MAX_WRITE = 4 << 20
@@ -105,9 +106,7 @@ def entry_from_wire(value: Any) -> Entry:
     """An :class:`Entry` from its wire form; :class:`ProtocolError` if malformed."""
     if not isinstance(value, dict):
         raise ProtocolError(f"an entry is a {type(value).__name__}, not an object")
-    name, target = value.get("name"), value.get("target")
-    if not isinstance(name, str) or not name or "/" in name or "\0" in name:
-        raise ProtocolError(f"bad entry name {name!r}")
+    name, target = check_name(value.get("name")), value.get("target")
     st = stat_of(value.get("meta"))
     if stat.S_ISLNK(st.st_mode) != isinstance(target, str):
         raise ProtocolError(f"entry {name!r}: a target belongs to symlinks only")

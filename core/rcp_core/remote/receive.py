@@ -53,11 +53,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rcp_core.entries import create_file, rename_over
-from rcp_core.errors import ProtocolError
+from rcp_core.errors import ProtocolError, UnsafeNameError
 from rcp_core.existing import Action, decide
 from rcp_core.filters import Filter, Verdict
 from rcp_core.links import located
 from rcp_core.metadata import Metadata
+from rcp_core.names import check_component
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.meta import meta_of, stat_of, xattrs_of
 from rcp_core.remote.rolerun import RoleRun
@@ -76,15 +77,13 @@ MANIFEST_PART = 2048
 
 
 def check_name(name: Any) -> str:
-    """A single, harmless path component; :class:`ProtocolError` otherwise."""
-    if (
-        not isinstance(name, str)
-        or name in ("", ".", "..")
-        or "/" in name
-        or "\0" in name
-    ):
-        raise ProtocolError(f"bad entry name {name!r}")
-    return name
+    """A single, harmless path component (:func:`rcp_core.names.check_component`);
+    :class:`ProtocolError` otherwise: a peer that sends another name is broken or
+    hostile, and nothing is done with it."""
+    try:
+        return check_component(name)
+    except UnsafeNameError as exc:
+        raise ProtocolError(f"bad entry name {name!r}: {exc.reason}") from exc
 
 
 @dataclass(slots=True, eq=False)

@@ -29,7 +29,8 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rcp_core.errors import PathRefusedError
+from rcp_core.errors import PathRefusedError, UnsafeNameError
+from rcp_core.names import check_component
 
 _WALK = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -144,12 +145,12 @@ class Roots:
         many of its components the root has."""
         if not isinstance(path, str) or not path.startswith("/"):
             raise PathRefusedError(f"{path!r} is not an absolute path")
-        if "\0" in path:
-            raise PathRefusedError("a path must not contain NUL")
-        raw = path.split("/")
-        if any(part in (".", "..") for part in raw):
-            raise PathRefusedError(f"{path}: '.' and '..' are not allowed")
-        parts = tuple(part for part in raw if part)
+        parts = tuple(part for part in path.split("/") if part)
+        try:
+            for part in parts:
+                check_component(part)
+        except UnsafeNameError as exc:
+            raise PathRefusedError(f"{path!r}: {exc.reason}") from exc
         for root_parts, fd in self._roots:
             if parts[: len(root_parts)] == root_parts:
                 return parts, fd, len(root_parts)
