@@ -4,8 +4,8 @@ An object store takes any key: ``set/../../../x``, ``set//z``, ``set/./w``, one 
 NUL. Copied from a real S3 API (``moto_server`` on loopback, s3fs its client) and from
 ``memory://`` -- through :func:`~rcp_provider.storecopy.copy_tree` and through ``rcp``
 itself -- every such name is an entry error, counted and reported, never a write;
-every other object is copied; nothing appears outside the destination. And a tree
-that holds such names is not compared through them (``rcmp``'s store comparison).
+every other object is copied; nothing appears outside the destination. A tree that
+holds such names is not compared through them either (``rcmp``'s store comparison).
 """
 
 from __future__ import annotations
@@ -169,7 +169,8 @@ def test_a_comparison_does_not_read_through_unsafe_names(
     store: tuple[Any, str], tmp_path: Path
 ) -> None:
     """``rcmp`` of a store with such keys against a local copy: each unsafe name is an
-    ``error`` difference, never a path read outside the local tree."""
+    ``error`` difference (not a ``missing`` entry), and nothing is read or hashed
+    through it (the local ``../secret`` beside the copy is never compared)."""
     fs, top = store
     fill(fs, top, {**VALID, "../secret": b"the store's"})
     dst = destination(tmp_path)
