@@ -51,6 +51,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import errno
+import logging
 import os
 import posixpath
 import resource
@@ -81,6 +82,8 @@ from rcp_core.progress import Progress
 from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy, PreserveAttr
 from rcp_core.summary import Resources, Summary, Tally, ThreadTallies
 from rcp_core.throttle import TokenBucket
+
+log = logging.getLogger("rcp_core")
 
 DEFAULT_WORKERS = 16
 """Files in flight when the settings do not say (stores answer slowly, in parallel)."""
@@ -257,6 +260,9 @@ class _Run:
 
     def _parallel(self, files: list[Item], existing: dict[str, dict[str, Any]]) -> None:
         """Copy ``files``, ``max_workers`` at once; at most twice that many wait."""
+        log.debug(
+            "store copy: %d files, %d in flight at most", len(files), self.workers
+        )
         with ThreadPoolExecutor(self.workers, thread_name_prefix="rcp-store") as pool:
             for item in files:
                 if self.stopped.is_set():

@@ -167,6 +167,7 @@ def run_destination(
 
     conns: list[Connection] = []
     threads: list[threading.Thread] = []
+    log.debug("receiving from %s:%d on %d data connections", *address, connections)
     try:
         conns.append(connect("control"))
         if conns[0].version >= STOP:

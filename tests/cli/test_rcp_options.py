@@ -1,0 +1,581 @@
+"""Every option of ``rcp --help``, on every kind of operand, changes the copy or is
+refused: never accepted and ignored.
+
+:data:`TABLE` names, for each option (its argparse ``dest``) and each kind of
+operand -- local paths, a ``host:/path`` source (a real sshd on loopback, rcpd
+started over SSH) and a URL source (``file://``, the generic fsspec backend) --
+either an :class:`Effect`: the same copy run without and with the option, in fresh
+directories, must differ in what ``observe`` sees (a file's bytes or mode, the
+summary's counts, the exit status, the log, the time taken); or a :class:`Refused`:
+the option is a usage error (exit 2) naming it, before anything is written. A new
+option of ``rcp`` fails :func:`test_every_option_is_in_the_table` until it is in the
+table, so it cannot be accepted on some kind of operand without anyone deciding.
+
+Entry errors that even root meets come from an immutable destination directory
+(``chattr +i``), transient ones from latencyfs's fault table (EAGAIN on an open),
+devices root may not make from a user namespace (``unshare -r``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+import rcp_core
+from benchmarks import sshd
+from benchmarks.latencyfs import Faults, mounted
+from rcp_provider.cli.rcp import build_parser
+from support.treespec import Dir, File, Spec, make_tree
+
+pytestmark = pytest.mark.privileged
+
+Kind = Literal["local", "host", "url"]
+KINDS: tuple[Kind, ...] = ("local", "host", "url")
+RCP = str(Path(sys.executable).with_name("rcp"))
+RCPD = str(Path(sys.executable).with_name("rcpd"))
+T0 = 1_700_000_000_000_000_000
+BASE: Spec = {
+    ".": Dir(mode=0o755),
+    "a.txt": File(b"alpha\n", mode=0o640, mtime_ns=T0),
+    "keep.log": File(b"log\n", mode=0o644, mtime_ns=T0),
+    "sub/b.txt": File(b"beta\n", mode=0o644, mtime_ns=T0),
+    "x.ign": File(b"ignored\n", mode=0o644, mtime_ns=T0),
+    ".gitignore": File(b"*.ign\n", mode=0o644, mtime_ns=T0),
+}
+MANY = 200
+"""Files in the immutable directory of :func:`_stuck`: each one an entry error."""
+
+
+@dataclass
+class Run:
+    """What one ``rcp`` run showed."""
+
+    code: int
+    out: str
+    err: str
+    seconds: float
+    summary: dict[str, Any] | None
+
+
+@dataclass
+class World:
+    """A fresh source and destination for one run, reached as ``kind`` says."""
+
+    root: Path
+    kind: Kind
+    server: sshd.Sshd
+    stack: ExitStack
+    src: Path = field(init=False)
+    dst: Path = field(init=False)
+    runner: tuple[str, ...] = ()
+    """Put before ``rcp`` (e.g. ``unshare -r``)."""
+
+    def __post_init__(self) -> None:
+        self.src = make_tree(self.root / "src", BASE)
+        self.dst = self.root / "dst"
+
+    def source(self) -> str:
+        if self.kind == "host":
+            return f"root@127.0.0.1:{self.server.port}:{self.src}"
+        if self.kind == "url":
+            return f"file://{self.src}"
+        return str(self.src)
+
+    def expand(self, args: Sequence[str]) -> list[str]:
+        return [a.format(root=self.root) for a in args]
+
+    def rcp(self, args: Sequence[str]) -> Run:
+        summary = self.root / "summary.json"
+        argv = [*self.runner, RCP, "--summary-json", str(summary)]
+        if self.kind == "host":
+            argv += ["--ssh", shlex.join(self.server.ssh()), "--rcpd-path", RCPD]
+        argv += [*self.expand(args), self.source(), str(self.dst)]
+        started = time.monotonic()
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=180, check=False
+        )
+        seconds = time.monotonic() - started
+        data = json.loads(summary.read_text()) if summary.exists() else None
+        return Run(done.returncode, done.stdout, done.stderr, seconds, data)
+
+
+Setup = Callable[[World], None]
+Observe = Callable[[World, Run], object]
+
+
+def _nothing(world: World) -> None:
+    del world
+
+
+def _differ(without: object, with_: object) -> bool:
+    return without != with_
+
+
+@dataclass(frozen=True)
+class Effect:
+    """The copy with ``with_`` differs from the one with ``without`` in what
+    ``observe`` sees (``differs`` decides; ``{root}`` in an argument is the run's
+    directory)."""
+
+    without: tuple[str, ...]
+    with_: tuple[str, ...]
+    observe: Observe
+    setup: Setup = _nothing
+    differs: Callable[[Any, Any], bool] = _differ
+
+
+@dataclass(frozen=True)
+class Refused:
+    """``args`` are a usage error naming ``flag``; nothing is written."""
+
+    args: tuple[str, ...]
+    flag: str
+
+
+Check = Effect | Refused
+
+
+# -- setups -----------------------------------------------------------------------
+
+
+def _copied(world: World) -> None:
+    """The destination holds a finished copy already."""
+    rcp_core.copy([str(world.src)], str(world.dst))
+
+
+def _with(content: bytes, mtime_ns: int) -> Setup:
+    """A finished copy whose ``a.txt`` holds ``content`` with this mtime."""
+
+    def setup(world: World) -> None:
+        _copied(world)
+        path = world.dst / "a.txt"
+        path.write_bytes(content)
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+
+    return setup
+
+
+def _extra(world: World) -> None:
+    _copied(world)
+    (world.dst / "extra.txt").write_bytes(b"not in the source\n")
+
+
+def _dir_link(world: World) -> None:
+    (world.src / "dirlink").symlink_to("sub")
+
+
+def _rules(world: World) -> None:
+    (world.root / "rules").write_text("--exclude keep.log\n")
+
+
+def _many(world: World) -> None:
+    for i in range(40):
+        (world.src / f"f{i:02}").write_bytes(b"%d" % i)
+
+
+def _stuck(world: World) -> None:
+    """``many/`` holds ``MANY`` files that differ from the destination's, in an
+    immutable destination directory: each one an entry error under ``-o``."""
+    (world.src / "many").mkdir()
+    for i in range(MANY):
+        (world.src / "many" / f"f{i:03}").write_bytes(b"new %d\n" % i)
+    _copied(world)
+    for i in range(MANY):
+        (world.dst / "many" / f"f{i:03}").write_bytes(b"old\n")
+    subprocess.run(["chattr", "+i", str(world.dst / "many")], check=True)
+    world.stack.callback(
+        subprocess.run, ["chattr", "-i", str(world.dst / "many")], check=True
+    )
+
+
+def _transient(world: World) -> None:
+    """The source on latencyfs, whose first three opens of ``a.txt`` fail EAGAIN
+    (the default three retries copy it; the first retry comes at once, the next after
+    ``retry_delay``)."""
+    backing = world.root / "backing"
+    backing.mkdir()
+    world.src.rename(backing / "src")
+    mnt = world.root / "mnt"
+    mnt.mkdir()
+    faults = Faults.table(world.root, ["open /src/a.txt EAGAIN times=3"])
+    world.stack.enter_context(mounted(backing, mnt, delay_ms=0.0, faults=faults))
+    world.src = mnt / "src"
+
+
+def _fifo(world: World) -> None:
+    os.mkfifo(world.src / "pipe", 0o644)
+
+
+def _device(world: World) -> None:
+    """A device in the source, and rcp in a user namespace, where root may not make
+    one (``mknod`` fails EPERM)."""
+    os.mknod(world.src / "null", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    world.runner = ("unshare", "-r")
+
+
+def _wrapper(name: str, command: Callable[[World], str]) -> Setup:
+    """An executable ``{root}/name`` that leaves ``{root}/name.used`` and runs
+    ``command``."""
+
+    def setup(world: World) -> None:
+        path = world.root / name
+        path.write_text(
+            f'#!/bin/sh\ntouch {world.root}/{name}.used\nexec {command(world)} "$@"\n'
+        )
+        path.chmod(0o755)
+
+    return setup
+
+
+# -- observations -------------------------------------------------------------------
+
+
+def _a(world: World, run: Run) -> object:
+    """The exit status and the copy's ``a.txt``."""
+    path = world.dst / "a.txt"
+    return run.code, path.read_bytes() if path.exists() else None
+
+
+def _exists(relative: str) -> Observe:
+    def observe(world: World, run: Run) -> object:
+        return run.code, os.path.lexists(world.dst / relative)
+
+    return observe
+
+
+def _mode(world: World, run: Run) -> object:
+    return stat.S_IMODE(os.stat(world.dst / "a.txt").st_mode)
+
+
+def _is_dir(world: World, run: Run) -> object:
+    return os.path.isdir(world.dst / "dirlink") and not os.path.islink(
+        world.dst / "dirlink"
+    )
+
+
+def _code(world: World, run: Run) -> object:
+    return run.code
+
+
+def _errors(world: World, run: Run) -> object:
+    assert run.summary is not None, run.err
+    return run.summary["errors"]
+
+
+def _skipped_specials(world: World, run: Run) -> object:
+    assert run.summary is not None, run.err
+    return run.code, run.summary["skipped"]["specials"]
+
+
+def _verified(world: World, run: Run) -> object:
+    assert run.summary is not None, run.err
+    return "verified" in run.summary
+
+
+def _seconds(world: World, run: Run) -> object:
+    assert run.code == 0, run.err
+    return run.seconds
+
+
+def _logged(pattern: str) -> Observe:
+    """The first group of ``pattern`` in the log (stdout)."""
+
+    def observe(world: World, run: Run) -> object:
+        assert run.code == 0, run.err
+        found = re.search(pattern, run.out)
+        return found.group(1) if found else None
+
+    return observe
+
+
+def _in(stream: Literal["out", "err"], text: str) -> Observe:
+    def observe(world: World, run: Run) -> object:
+        return text in getattr(run, stream)
+
+    return observe
+
+
+def _count(text: str) -> Observe:
+    def observe(world: World, run: Run) -> object:
+        assert run.code == 0, run.err
+        return run.err.count(text)
+
+    return observe
+
+
+def _used(name: str) -> Observe:
+    def observe(world: World, run: Run) -> object:
+        return run.code, (world.root / f"{name}.used").exists()
+
+    return observe
+
+
+def _error_lines(world: World, run: Run) -> object:
+    return sum("many/f" in line for line in run.out.splitlines())
+
+
+def _slower(by: float) -> Callable[[Any, Any], bool]:
+    def differs(without: float, with_: float) -> bool:
+        return bool(with_ - without >= by)
+
+    return differs
+
+
+def _fewer(without: int, with_: int) -> bool:
+    return with_ < without / 2
+
+
+def _more(without: int, with_: int) -> bool:
+    return with_ > without
+
+
+# -- the table --------------------------------------------------------------------
+
+
+def _all(check: Check) -> dict[Kind, tuple[Check, ...]]:
+    return dict.fromkeys(KINDS, (check,))
+
+
+def _local_host(check: Check, url: Check) -> dict[Kind, tuple[Check, ...]]:
+    return {"local": (check,), "host": (check,), "url": (url,)}
+
+
+def _remote_only(check: Check, refused: Refused) -> dict[Kind, tuple[Check, ...]]:
+    return {"local": (refused,), "host": (check,), "url": (refused,)}
+
+
+DIFFERENT = _with(b"other content\n", T0)
+SAME_SIZE_LATER = _with(b"ALPHA\n", T0 + 100 * 10**9)
+NEWER = _with(b"NEWER\n", T0 + 1000 * 10**9)
+THROTTLED = ("--ops-throttle", "10")
+EVERY_FIFTH = ("--progress-interval", "0.2")
+
+TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
+    "overwrite": _all(Effect((), ("-o",), _a, DIFFERENT)),
+    "overwrite_compare": _all(
+        Effect(("-o",), ("-o", "--overwrite-compare", "size"), _a, SAME_SIZE_LATER)
+    ),
+    "update": _all(Effect(("-o",), ("-u",), _a, NEWER)),
+    "ignore_existing": _all(Effect(("-o",), ("--ignore-existing",), _a, DIFFERENT)),
+    "delete": _local_host(
+        Effect(("-o",), ("-o", "--delete"), _exists("extra.txt"), _extra),
+        Refused(("-o", "--delete"), "--delete"),
+    ),
+    "delete_excluded": _local_host(
+        Effect(
+            ("-o", "--delete", "--exclude", "keep.log"),
+            ("-o", "--delete", "--exclude", "keep.log", "--delete-excluded"),
+            _exists("keep.log"),
+            _copied,
+        ),
+        Refused(("-o", "--delete", "--delete-excluded"), "--delete-excluded"),
+    ),
+    "preserve": {
+        "local": (Effect((), ("--preserve", "none"), _mode),),
+        "host": (Effect((), ("--preserve", "none"), _mode),),
+        "url": (
+            Effect((), ("--preserve", "none"), _mode),
+            Refused(("--preserve", "all"), "--preserve"),
+        ),
+    },
+    "dereference": {
+        "local": (Effect((), ("-L",), _is_dir, _dir_link),),
+        "host": (Refused(("-L",), "--dereference"),),
+        "url": (Refused(("-L",), "--dereference"),),
+    },
+    "skip_specials": {
+        "local": (Effect((), ("--skip-specials",), _skipped_specials, _device),),
+        "host": (Effect((), ("--skip-specials",), _skipped_specials, _device),),
+        "url": (Effect((), ("--skip-specials",), _skipped_specials, _fifo),),
+    },
+    "include": _local_host(
+        Effect((), ("--include", "sub/**"), _exists("keep.log")),
+        Refused(("--include", "sub/**"), "--include"),
+    ),
+    "exclude": _local_host(
+        Effect((), ("--exclude", "keep.log"), _exists("keep.log")),
+        Refused(("--exclude", "keep.log"), "--exclude"),
+    ),
+    "filter_file": _local_host(
+        Effect((), ("--filter-file", "{root}/rules"), _exists("keep.log"), _rules),
+        Refused(("--filter-file", "{root}/rules"), "--filter-file"),
+    ),
+    "gitignore": _local_host(
+        Effect((), ("--gitignore",), _exists("x.ign")),
+        Refused(("--gitignore",), "--gitignore"),
+    ),
+    "dry_run": _local_host(
+        Effect((), ("--dry-run", "brief"), _exists("a.txt")),
+        Refused(("--dry-run", "brief"), "--dry-run"),
+    ),
+    "fail_early": _all(Effect(("-o",), ("-o", "-e"), _errors, _stuck, _fewer)),
+    "verify": _all(Effect((), ("--verify", "checksum"), _verified)),
+    "max_workers": {
+        "local": (
+            Effect(("-vv",), ("-vv", "--max-workers", "3"), _logged(r"maximum=(\d+)")),
+        ),
+        "host": (Refused(("--max-workers", "3"), "--max-workers"),),
+        "url": (
+            Effect(
+                ("-vv",),
+                ("-vv", "--max-workers", "3"),
+                _logged(r"(\d+) in flight at most"),
+            ),
+        ),
+    },
+    "max_processes": {
+        "local": (
+            Effect(
+                ("-vv", "--max-processes", "1"),
+                ("-vv", "--max-processes", "3"),
+                _logged(r"processes=(\d+)"),
+            ),
+        ),
+        "host": (Refused(("--max-processes", "1"), "--max-processes"),),
+        "url": (Refused(("--max-processes", "1"), "--max-processes"),),
+    },
+    "max_open_files": {
+        "local": (
+            Effect(
+                ("-vv",),
+                ("-vv", "--max-open-files", "20"),
+                _logged(r"maximum=(\d+)"),
+            ),
+        ),
+        "host": (Refused(("--max-open-files", "20"), "--max-open-files"),),
+        "url": (Refused(("--max-open-files", "20"), "--max-open-files"),),
+    },
+    "ops_throttle": _all(Effect((), THROTTLED, _seconds, _many, _slower(2.0))),
+    "retries": _all(Effect((), ("--retries", "0"), _code, _transient)),
+    "retry_delay": _all(
+        Effect((), ("--retry-delay", "1"), _seconds, _transient, _slower(0.8))
+    ),
+    "progress": _all(Effect((), ("--progress",), _in("err", "copied"))),
+    "progress_type": _all(
+        Effect(
+            ("--progress",),
+            ("--progress", "--progress-type", "bar"),
+            _in("err", "===="),
+        )
+    ),
+    "progress_interval": _all(
+        Effect(
+            ("--progress", "--progress-type", "text", *THROTTLED),
+            ("--progress", "--progress-type", "text", *THROTTLED, *EVERY_FIFTH),
+            _count("===="),
+            _many,
+            _more,
+        )
+    ),
+    "summary": _all(Effect((), ("--summary",), _in("out", "walltime:"))),
+    "summary_json": _all(
+        Effect(
+            (),
+            ("--summary-json", "{root}/other.json"),
+            lambda world, run: (world.root / "other.json").exists(),
+        )
+    ),
+    "verbose": _all(Effect((), ("-v",), _in("out", "walltime:"))),
+    "quiet": _all(Effect(("-o",), ("-o", "-q"), _error_lines, _stuck)),
+    "max_connections": _remote_only(
+        Effect(
+            ("-vv",),
+            ("-vv", "--max-connections", "2"),
+            _logged(r"on (\d+) data connections"),
+        ),
+        Refused(("--max-connections", "2"), "--max-connections"),
+    ),
+    "no_encryption": _remote_only(
+        Effect((), ("--no-encryption",), _in("out", "plain text")),
+        Refused(("--no-encryption",), "--no-encryption"),
+    ),
+    "remote_timeout": _remote_only(
+        Effect((), ("--remote-timeout", "0.001"), _code),
+        Refused(("--remote-timeout", "30"), "--remote-timeout"),
+    ),
+    "ssh": _remote_only(
+        Effect(
+            (),
+            ("--ssh", "{root}/ssh"),
+            _used("ssh"),
+            _wrapper("ssh", lambda world: shlex.join(world.server.ssh())),
+        ),
+        Refused(("--ssh", "ssh -v"), "--ssh"),
+    ),
+    "rcpd_path": _remote_only(
+        Effect(
+            (),
+            ("--rcpd-path", "{root}/rcpd"),
+            _used("rcpd"),
+            _wrapper("rcpd", lambda world: RCPD),
+        ),
+        Refused(("--rcpd-path", "/opt/rcpd"), "--rcpd-path"),
+    ),
+}
+"""For each option and kind of operand, how it shows (see the module docstring)."""
+
+
+def test_every_option_is_in_the_table() -> None:
+    parser = build_parser()
+    options = {
+        action.dest
+        for action in parser._actions
+        if action.option_strings and action.dest != "help"
+    }
+    assert options == set(TABLE), (
+        "options of rcp not in TABLE (decide how each shows, or refuse it): "
+        f"{sorted(options - set(TABLE))}; in TABLE but gone: "
+        f"{sorted(set(TABLE) - options)}"
+    )
+    for dest, kinds in TABLE.items():
+        assert set(kinds) == set(KINDS), dest
+
+
+@pytest.fixture
+def world(tmp_path: Path, server: sshd.Sshd) -> Iterator[Callable[[str, Kind], World]]:
+    with ExitStack() as stack:
+
+        def make(name: str, kind: Kind) -> World:
+            root = tmp_path / name
+            root.mkdir()
+            return World(root, kind, server, stack)
+
+        yield make
+
+
+@pytest.mark.parametrize(
+    ("dest", "kind"), [(dest, kind) for dest in TABLE for kind in KINDS]
+)
+def test_an_option_changes_the_copy_or_is_refused(
+    world: Callable[[str, Kind], World], dest: str, kind: Kind
+) -> None:
+    for number, check in enumerate(TABLE[dest][kind]):
+        if isinstance(check, Refused):
+            there = world(f"refused{number}", kind)
+            run = there.rcp(check.args)
+            assert run.code == 2, (run.out, run.err)
+            assert check.flag in run.err, run.err
+            assert not there.dst.exists()
+            continue
+        seen = []
+        for side, args in (("without", check.without), ("with", check.with_)):
+            there = world(f"{side}{number}", kind)
+            check.setup(there)
+            seen.append(check.observe(there, there.rcp(args)))
+        assert check.differs(*seen), (
+            f"{dest} on a {kind} operand: {check.with_} changed nothing "
+            f"against {check.without} (observed {seen[0]!r} and {seen[1]!r})"
+        )
