@@ -56,7 +56,7 @@ from __future__ import annotations
 import enum
 import errno
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from rcp_core.summary import Summary
@@ -325,40 +325,66 @@ def entry_error(
     return EntryError(op, path, cause)
 
 
-def retrying(
-    attempts: int, base_delay: float
-) -> Callable[[Callable[[], T], Classifier], T]:
-    """Return ``run(fn, classifier)``: call ``fn``, retry it on transient errors only.
+class Retry(Protocol):
+    """What :func:`retrying` returns."""
+
+    def __call__(
+        self,
+        fn: Callable[[], T],
+        classifier: Classifier = ...,
+        failure: OSError | None = ...,
+    ) -> T: ...
+
+
+def retrying(attempts: int, base_delay: float) -> Retry:
+    """Return ``run(fn, classifier, failure=None)``: call ``fn``, retry it on transient
+    errors only (``failure``: the first try was made, and failed so).
 
     :param attempts: total tries (1 disables retrying).
-    :param base_delay: first backoff in seconds; doubles with jitter, capped at 2 s.
+    :param base_delay: the backoff before the first retry in seconds; doubles with
+        jitter, capped at 2 s.
     The classifier (the run's ``rcp_classify_error`` for the entry at hand) decides
     what is transient.
     """
 
-    def run(fn: Callable[[], T], classifier: Classifier = classify) -> T:
+    def run(
+        fn: Callable[[], T],
+        classifier: Classifier = classify,
+        failure: OSError | None = None,
+    ) -> T:
         # The first try is a plain call: the policy (and tenacity's import, which
         # a command copying a small tree should not pay) is built only after a
         # transient failure. Most calls never fail, and a removal makes one per file.
-        try:
-            return fn()
-        except OSError as exc:
-            if attempts <= 1 or classifier(exc) is not Kind.TRANSIENT:
-                raise
+        # A caller that made the first try itself passes its ``failure``.
+        if failure is None:
+            try:
+                return fn()
+            except OSError as exc:
+                failure = exc
+        if attempts <= 1 or classifier(failure) is not Kind.TRANSIENT:
+            raise failure
+        failed = [failure]
         import tenacity
 
         def transient(exc: BaseException) -> bool:
             return isinstance(exc, OSError) and classifier(exc) is Kind.TRANSIENT
 
+        def again() -> T:
+            # The policy's first attempt is the plain call's failure, so even the
+            # first retry waits its backoff.
+            if failed:
+                raise failed.pop()
+            return fn()
+
         policy = tenacity.Retrying(
             retry=tenacity.retry_if_exception(transient),
-            stop=tenacity.stop_after_attempt(attempts - 1),
+            stop=tenacity.stop_after_attempt(attempts),
             wait=tenacity.wait_exponential_jitter(
                 multiplier=base_delay, max=2.0, jitter=base_delay
             ),
             reraise=True,
         )
-        return policy(fn)
+        return policy(again)
 
     return run
 

@@ -34,7 +34,7 @@ from rcp_core.chunks import Chunking
 from rcp_core.context import Context
 from rcp_core.dirs import finish_dir, gitignores, make_dst_dir
 from rcp_core.entries import copy_file, copy_other, copy_symlink
-from rcp_core.errors import Kind, retrying
+from rcp_core.errors import retrying
 from rcp_core.filters import Verdict
 from rcp_core.pool import WorkPool
 from rcp_core.summary import Tally
@@ -99,7 +99,7 @@ class Walker:
         self.ctx = ctx
         self.settings = ctx.settings
         self.pool = pool
-        self.retry = retrying(ctx.settings.retries, ctx.settings.retry_delay)
+        self.retry = retrying(ctx.settings.retries + 1, ctx.settings.retry_delay)
         self.on_root_done = on_root_done
         self._pending_lock = threading.Lock()
         self._current = threading.local()
@@ -132,10 +132,7 @@ class Walker:
             try:
                 fn()
             except OSError as exc:
-                kind = self.ctx.classify(exc, node)
-                if kind is not Kind.TRANSIENT or not self.settings.retries:
-                    raise
-                self.retry(fn, lambda e: self.ctx.classify(e, node))
+                self.retry(fn, lambda e: self.ctx.classify(e, node), exc)
         except OSError as exc:
             error = self.ctx.error(op, node.display(rel), exc, node)
             self.ctx.fail(tally, node, error)

@@ -15,6 +15,7 @@ import os
 import shutil
 import stat
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -434,6 +435,33 @@ def test_retrying_gives_up_after_the_attempts() -> None:
     with pytest.raises(OSError, match="again"):
         retrying(3, 0.001)(fn)
     assert calls == [3]
+
+
+def test_every_retry_waits_its_backoff() -> None:
+    """The first retry waits ``base_delay`` (with jitter) too: it was tried at once."""
+    fn, calls = flaky([OSError(errno.EAGAIN, "again")])
+    times: list[float] = []
+
+    def timed() -> str:
+        times.append(time.monotonic())
+        return fn()
+
+    assert retrying(2, 0.3)(timed) == "ok"
+    assert calls == [2]
+    assert times[1] - times[0] >= 0.3
+
+
+def test_a_callers_failed_first_try_is_retried_after_its_backoff() -> None:
+    """The engine's walk makes the first try itself and hands over its failure."""
+    fn, calls = flaky([])
+    started = time.monotonic()
+    first = OSError(errno.EAGAIN, "again")
+    assert retrying(2, 0.2)(fn, classify, first) == "ok"
+    assert calls == [1]
+    assert time.monotonic() - started >= 0.2
+    with pytest.raises(OSError, match="again"):
+        retrying(1, 0.2)(fn, classify, first)
+    assert calls == [1]
 
 
 def test_retrying_does_not_retry_permanent_errors() -> None:
