@@ -26,7 +26,7 @@ from __future__ import annotations
 import resource
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -44,6 +44,7 @@ from rcp_provider.endpoint import Endpoint, endpoint_of, typed_extras
 
 if TYPE_CHECKING:
     from rcp_core.rmtree import RemoveSettings
+    from rcp_core.verify import Scope
 
 Report = Callable[[dict[str, Any]], None]
 """Receives a running copy's ``entries``, ``bytes``, ``errors`` and ``elapsed``."""
@@ -299,6 +300,7 @@ class RcpHook(BaseHook):
         *,
         checksum: bool,
         preserve: Preserve,
+        scopes: Mapping[str, Scope] | None = None,
         cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
         """Compare each source with its copy (by ``rcp``'s operand rules: into
@@ -306,14 +308,32 @@ class RcpHook(BaseHook):
         and link targets always count; times, mode and owner only where the copy
         ``preserve``-d them.
 
+        :param scopes: what the copy was asked to copy, from
+            :func:`rcp_core.verify.prepare_scopes` before it (default: everything).
         :raises VerificationError: a copy differs (the result is its ``result``).
         """
         from rcp_core.verify import verify_copy
 
         self._on_worker("verification")
         return verify_copy(
-            sources, destination, checksum=checksum, preserve=preserve, cancel=cancel
+            sources,
+            destination,
+            checksum=checksum,
+            preserve=preserve,
+            scopes=scopes,
+            cancel=cancel,
         )
+
+    def scopes(
+        self, sources: Sequence[str], destination: str, settings: CopySettings
+    ) -> dict[str, Scope]:
+        """What a copy of ``sources`` to ``destination`` with ``settings`` is asked to
+        copy, for :meth:`verify` (:func:`rcp_core.verify.prepare_scopes`); read on the
+        worker's storage before the copy, which may change what it reads."""
+        from rcp_core.verify import prepare_scopes
+
+        self._on_worker("verification")
+        return prepare_scopes(sources, destination, settings)
 
     def _on_worker(self, what: str) -> None:
         if self.endpoint is not None:

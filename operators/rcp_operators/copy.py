@@ -12,7 +12,7 @@ import hashlib
 import secrets
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator, Context, conf
 
@@ -24,6 +24,9 @@ from rcp_provider.failures import airflow_errors, failed_event
 from rcp_provider.hook import RcpHook
 from rcp_provider.options import copy_settings, verify_mode
 from rcp_provider.triggers import POLL_INTERVAL, RcpJobTrigger
+
+if TYPE_CHECKING:
+    from rcp_core.verify import Scope
 
 
 class RcpCopyOperator(BaseOperator):
@@ -148,6 +151,7 @@ class RcpCopyOperator(BaseOperator):
             key = job_key(context)
             if self.deferrable:
                 return self._defer(source, target, sources, settings, key, verify)
+            scopes = self._scopes(sources, settings, verify, source, target)
             summary = source.copy(
                 sources,
                 self.dst,
@@ -157,7 +161,27 @@ class RcpCopyOperator(BaseOperator):
                 on_progress=ProgressLog(self.log, interval=self.progress_interval),
                 cancel=self._cancel,
             )
-            return self._finish(summary, verify, sources, source, target)
+            return self._finish(summary, verify, sources, source, scopes)
+
+    def _scopes(
+        self,
+        sources: list[str],
+        settings: CopySettings,
+        verify: str,
+        source: RcpHook,
+        target: RcpHook,
+    ) -> dict[str, Scope] | None:
+        """What the copy is asked to copy, for its verification (read before the
+        copy: what ``--ignore-existing`` will keep); ``None`` without one.
+
+        :raises UsageError: a verification of a tree that is not on the worker's
+            storage (refused before anything is copied).
+        """
+        if verify == "none" or settings.dry_run is not None:
+            return None
+        if source.endpoint is not None or target.endpoint is not None:
+            raise UsageError("verify needs both trees on the worker's storage")
+        return source.scopes(sources, self.dst, settings)
 
     def execute_complete(
         self, context: Context, event: dict[str, Any]
@@ -169,11 +193,7 @@ class RcpCopyOperator(BaseOperator):
         with airflow_errors(f"copy {self._what()}"):
             source = RcpHook(self.src_conn_id)
             return self._finish(
-                job_summary(event["view"]),
-                verify_mode(self.verify),
-                self._sources(),
-                source,
-                source,
+                job_summary(event["view"]), "none", self._sources(), source, None
             )
 
     def on_kill(self) -> None:
@@ -245,19 +265,19 @@ class RcpCopyOperator(BaseOperator):
         verify: str,
         sources: list[str],
         source: RcpHook,
-        target: RcpHook,
+        scopes: dict[str, Scope] | None,
     ) -> dict[str, Any]:
-        """Log the summary line, verify if asked; the XCom value."""
+        """Log the summary line, verify if asked (``scopes``: what the copy was
+        asked to copy, :meth:`_scopes`); the XCom value."""
         self.log.info("rcp: %s", one_line(summary))
-        if verify == "none" or summary.get("dry_run"):
+        if scopes is None:
             return summary
-        if source.endpoint is not None or target.endpoint is not None:
-            raise UsageError("verify needs both trees on the worker's storage")
         result = source.verify(
             sources,
             self.dst,
             checksum=verify == "checksum",
             preserve=Preserve.parse(self.preserve),
+            scopes=scopes,
             cancel=self._cancel,
         )
         self.log.info("rcp: verified (%s): the copy is the same", verify)

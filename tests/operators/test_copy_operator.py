@@ -60,19 +60,56 @@ def test_verify_reports_a_same_copy(tmp_path: Path, verify: str) -> None:
     assert result["verify"]["same"] is True
 
 
-def test_verify_fails_the_task_when_the_copy_differs(tmp_path: Path) -> None:
-    """An exclude leaves files out: the copy is not its source, and verify says so
-    (no retry: the same copy would differ the same way)."""
+def test_verify_compares_what_the_copy_was_asked_to_copy(tmp_path: Path) -> None:
+    """An exclude leaves files out, as it was asked to: the copy verifies."""
     src = make_tree(tmp_path / "src", TREE)
-    op = RcpCopyOperator(
+    result = RcpCopyOperator(
         task_id="copy",
         src=str(src),
         dst=str(tmp_path / "dst"),
         exclude=["*.txt"],
-        verify="metadata",
+        verify="checksum",
+    ).execute(context={})
+    assert not (tmp_path / "dst" / "docs" / "a.txt").exists()
+    assert result["verify"]["same"] is True
+
+
+def test_verify_fails_the_task_when_the_copy_differs(tmp_path: Path) -> None:
+    """A destination file of the source's size and mtime with other bytes is left
+    by an overwrite (size,mtime say it is the same): checksum verification says it
+    differs (no retry: the same copy would differ the same way)."""
+    src = make_tree(tmp_path / "src", TREE)
+    dst = make_tree(tmp_path / "dst", TREE)
+    (dst / "docs" / "b.txt").write_bytes(b"B" * 100)
+    os.utime(dst / "docs" / "b.txt", ns=(T0 + 2, T0 + 2))
+    op = RcpCopyOperator(
+        task_id="copy",
+        src=str(src),
+        dst=str(dst),
+        overwrite="overwrite",
+        verify="checksum",
     )
     with pytest.raises(AirflowFailException, match="differs"):
         op.execute(context={})
+
+
+def test_verify_of_a_service_tree_is_refused_before_the_copy(
+    tmp_path: Path, rcp_service: Served, rcp_connection: str
+) -> None:
+    """Verification runs on the worker's storage: a copy to a service with verify is
+    a usage error before anything is copied (it was refused after the copy)."""
+    src = make_tree(tmp_path / "src", TREE)
+    dst = rcp_service.backup / "verified"
+    op = RcpCopyOperator(
+        task_id="copy",
+        src=str(src),
+        dst=str(dst),
+        dst_conn_id=rcp_connection,
+        verify="metadata",
+    )
+    with pytest.raises(AirflowFailException, match="worker's storage"):
+        op.execute(context={})
+    assert not dst.exists()
 
 
 def test_a_rerun_with_update_copies_nothing_again(tmp_path: Path) -> None:
