@@ -203,8 +203,7 @@ def _stuck(world: World) -> None:
 
 def _transient(world: World) -> None:
     """The source on latencyfs, whose first three opens of ``a.txt`` fail EAGAIN
-    (the default three retries copy it; the first retry comes at once, the next after
-    ``retry_delay``)."""
+    (the default three retries copy it, each after its ``retry_delay`` backoff)."""
     backing = world.root / "backing"
     backing.mkdir()
     world.src.rename(backing / "src")
@@ -365,9 +364,15 @@ EVERY_FIFTH = ("--progress-interval", "0.2")
 
 TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
     "overwrite": _all(Effect((), ("-o",), _a, DIFFERENT)),
-    "overwrite_compare": _all(
-        Effect(("-o",), ("-o", "--overwrite-compare", "size"), _a, SAME_SIZE_LATER)
-    ),
+    "overwrite_compare": {
+        **_all(
+            Effect(("-o",), ("-o", "--overwrite-compare", "size"), _a, SAME_SIZE_LATER)
+        ),
+        "url": (
+            Effect(("-o",), ("-o", "--overwrite-compare", "size"), _a, SAME_SIZE_LATER),
+            Refused(("-o", "--overwrite-compare", "size,mode"), "--overwrite-compare"),
+        ),
+    },
     "update": _all(Effect(("-o",), ("-u",), _a, NEWER)),
     "ignore_existing": _all(Effect(("-o",), ("--ignore-existing",), _a, DIFFERENT)),
     "delete": _local_host(
@@ -542,6 +547,34 @@ def test_every_option_is_in_the_table() -> None:
     )
     for dest, kinds in TABLE.items():
         assert set(kinds) == set(KINDS), dest
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+README_TABLE = "### Every flag on every kind of operand"
+
+
+def test_the_readme_says_what_each_option_does_on_each_kind_of_operand() -> None:
+    """Its table's cell starts with "yes" where :data:`TABLE` has an effect, and
+    says "refused" where it has a refusal; each option is in one row."""
+    flags = build_parser()._option_string_actions
+    text = README.read_text().partition(README_TABLE)[2]
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    seen: list[str] = []
+    for row in rows:
+        first, *cells = (cell.strip() for cell in row.strip("|").split("|"))
+        assert len(cells) == len(KINDS), row
+        for flag in re.findall(r"`(-[^`]+)`", first):
+            dest = flags[flag].dest
+            if dest in seen and flags[flag].option_strings[0] != flag:
+                continue  # the same option's other spelling, in the same row
+            seen.append(dest)
+            for kind, cell in zip(KINDS, cells, strict=True):
+                checks = TABLE[dest][kind]
+                effect = any(isinstance(c, Effect) for c in checks)
+                refused = any(isinstance(c, Refused) for c in checks)
+                assert cell.startswith("yes") == effect, (flag, kind, cell)
+                assert ("refused" in cell) == refused, (flag, kind, cell)
+    assert sorted(seen) == sorted(TABLE), sorted(set(TABLE) ^ set(seen))
 
 
 @pytest.fixture
