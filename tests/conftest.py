@@ -179,3 +179,31 @@ def rcp_connection(
     )
     monkeypatch.setenv(name, value)
     return "rcp_storage"
+
+
+@pytest.fixture
+def rcp_places(
+    tmp_path: Path,
+    rcp_service: services.Served,
+    rcp_connection: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[dict[str, services.Place]]:
+    """Three places for copies between them: ``worker`` (this host's storage),
+    ``service`` (:func:`rcp_service`) and ``other`` (a second real service, with a
+    connection ``rcp_other``)."""
+    for other in services.start(tmp_path / "other"):
+        host, port = other.service.address
+        monkeypatch.setenv(
+            *airflow_support.connection_env(
+                "rcp_other",
+                host=host,
+                port=port,
+                password=services.TOKEN,
+                extra={"fingerprint": other.identity.fingerprint},
+            )
+        )
+        yield {
+            "worker": (None, tmp_path / "worker", tmp_path / "worker"),
+            "service": (rcp_connection, rcp_service.data, rcp_service.backup),
+            "other": ("rcp_other", other.data, other.backup),
+        }

@@ -124,13 +124,11 @@ def copy_file(
             # Replaced by something else since the directory was read.
             copy_other(ctx, tally, node, name, dst_name, rel, st)
             return
-        if st.st_nlink > 1 and ctx.defer is not None:
-            ctx.defer(node, name, rel)
-            return
         if st.st_nlink > 1 and _one_of_links(
             ctx,
             tally,
             node,
+            name,
             st,
             dst_name,
             rel,
@@ -146,6 +144,7 @@ def _one_of_links(
     ctx: Context,
     tally: Tally,
     node: DirNode,
+    name: str,
     st: os.stat_result,
     dst_name: str,
     rel: str,
@@ -154,12 +153,17 @@ def _one_of_links(
     """Copy one name of a multiply-linked file or symlink as its leader (``lead()``:
     ``True`` when the destination then holds the inode's copy), or link it to the
     leader's copy; ``False`` when it must be copied on its own (the inode has all the
-    links it can take, or the leader's copy is not the inode's any more).
+    links it can take, or the leader's copy is not the inode's any more). In a helper
+    process (``ctx.defer``) the name is handed to the caller, which owns the run's
+    link map (``True``: nothing more to do here).
 
     A name whose leader failed claims again: it leads now, or follows a newer leader.
     So the failed leader's retry (after a transient error) links to the new copy
     instead of making a second one, and the group stays one inode.
     """
+    if ctx.defer is not None:
+        ctx.defer(node, name, rel)
+        return True
     key = (st.st_dev, st.st_ino)
     anchor = node.anchor or node
     assert anchor.job is not None
@@ -413,13 +417,11 @@ def copy_symlink(
     if not stat.S_ISLNK(st.st_mode):
         copy_other(ctx, tally, node, name, dst_name, rel, st)
         return
-    if st.st_nlink > 1 and ctx.defer is not None:
-        ctx.defer(node, name, rel)
-        return
     if st.st_nlink > 1 and _one_of_links(
         ctx,
         tally,
         node,
+        name,
         st,
         dst_name,
         rel,

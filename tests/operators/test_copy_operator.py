@@ -9,7 +9,6 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -21,7 +20,7 @@ from rcp_operators.copy import RcpCopyOperator, job_key
 from rcp_provider.hook import RcpHook
 from rcp_provider.triggers import RcpJobTrigger
 from support.airflow import connection_env
-from support.services import TOKEN, Served, start
+from support.services import TOKEN, Place, Served
 from support.stuck import copied_the_rest, stuck_copy
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
@@ -274,25 +273,6 @@ def test_verify_compares_only_what_the_copy_preserved(tmp_path: Path) -> None:
     assert op.execute(context={})["verify"]["same"] is True
 
 
-@pytest.fixture
-def other_connection(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[Served, str]]:
-    """A second real service, and the id of a connection to it."""
-    for other in start(tmp_path / "other"):
-        host, port = other.service.address
-        monkeypatch.setenv(
-            *connection_env(
-                "rcp_other",
-                host=host,
-                port=port,
-                password=TOKEN,
-                extra={"fingerprint": other.identity.fingerprint},
-            )
-        )
-        yield other, "rcp_other"
-
-
 def _execute(op: RcpCopyOperator) -> dict[str, Any]:
     return op.execute(context={})
 
@@ -330,23 +310,14 @@ def test_failed_entries_fail_the_task_the_same_way_on_every_path(
     here: str,
     there: str,
     deferrable: bool,
-    rcp_service: Served,
-    rcp_connection: str,
-    other_connection: tuple[Served, str],
-    tmp_path: Path,
+    rcp_places: dict[str, Place],
 ) -> None:
     """Entries that could not be written fail the task without a retry (the same
     copy would fail the same way), the message counting the errors and naming them,
     whether the copy ran on the worker, as a service's job (waited for or deferred)
     or between two places; the rest was copied."""
-    other, other_id = other_connection
-    places = {
-        "worker": (None, tmp_path / "worker", tmp_path / "worker"),
-        "service": (rcp_connection, rcp_service.data, rcp_service.backup),
-        "other": (other_id, other.data, other.backup),
-    }
-    source_id, source_parent, _ = places[here]
-    destination_id, _, destination_parent = places[there]
+    source_id, source_parent, _ = rcp_places[here]
+    destination_id, _, destination_parent = rcp_places[there]
     with stuck_copy(source_parent, destination_parent) as (src, dst):
         op = RcpCopyOperator(
             task_id="copy",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -19,7 +18,7 @@ from rcp_provider.endpoint import Endpoint
 from rcp_provider.get_provider_info import get_provider_info
 from rcp_provider.hook import RcpHook
 from support.airflow import connection_env
-from support.services import TOKEN, Served, start
+from support.services import TOKEN, Place, Served
 from support.stuck import OK_FILES, copied_the_rest, stuck_copy
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
@@ -333,24 +332,6 @@ def test_from_a_service_to_the_worker_the_data_flows_between_them(
     assert tree_compare(src, tmp_path / "pulled") == []
 
 
-@pytest.fixture
-def other_connection(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[Served, str]]:
-    """A second real service, and the id of a connection to it."""
-    for other in start(tmp_path / "other"):
-        host, port = other.service.address
-        _set_connection(
-            monkeypatch,
-            "rcp_other",
-            host=host,
-            port=port,
-            password=TOKEN,
-            extra={"fingerprint": other.identity.fingerprint},
-        )
-        yield other, "rcp_other"
-
-
 @pytest.mark.privileged
 @pytest.mark.parametrize(
     ("here", "there"),
@@ -365,22 +346,13 @@ def other_connection(
 def test_a_copy_with_failed_entries_raises_on_every_path(
     here: str,
     there: str,
-    rcp_service: Served,
-    rcp_connection: str,
-    other_connection: tuple[Served, str],
-    tmp_path: Path,
+    rcp_places: dict[str, Place],
 ) -> None:
     """Locally, as one job of a service, and between two places: entries that could
     not be written are a CopyFailedError with the partial summary and the errors
     (the engine's rule), never a summary returned as if the copy had succeeded."""
-    other, other_id = other_connection
-    places = {
-        "worker": (None, tmp_path / "worker", tmp_path / "worker"),
-        "service": (rcp_connection, rcp_service.data, rcp_service.backup),
-        "other": (other_id, other.data, other.backup),
-    }
-    source_id, source_parent, _ = places[here]
-    destination_id, _, destination_parent = places[there]
+    source_id, source_parent, _ = rcp_places[here]
+    destination_id, _, destination_parent = rcp_places[there]
     with stuck_copy(source_parent, destination_parent) as (src, dst):
         with pytest.raises(CopyFailedError) as info:
             RcpHook(source_id).copy(

@@ -28,6 +28,11 @@ TIMEOUT = 10.0
 RCPD = [sys.executable, "-m", "rcp_provider.cli.rcpd"]
 
 
+Place = tuple[str | None, Path, Path]
+"""For copies between places: a connection id (``None``: the worker's own storage),
+where sources are made there, and where destinations go."""
+
+
 @dataclass
 class Served:
     service: Service
