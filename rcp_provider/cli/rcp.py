@@ -220,11 +220,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             except RemoteError as exc:
                 return remote.fail(exc)
             extra["roles"] = remote.roles_json(source, destination)
-            if not ok:
-                report(args, summary, extra)
-                _roles(args, source, destination)
-                return 1
             _roles(args, source, destination)
+            from rcp_core.remote.outcome import checked
+
+            checked(summary, failed=not ok)
         else:
             if verification is not None:
                 verification.prepare()

@@ -184,6 +184,10 @@ def run(
         on_progress=show,
     )
     show(merged_counts(source, destination), final=True)
+    for result in (source, destination):
+        if result.resources:  # a daemon's errors: its log lines stayed on its host
+            for error in result.errors:
+                log.error("%s: %s", result.role.value, error)
     summary = role_summary(source, destination, Resources.since(started, usage))
     return summary, source.ok and destination.ok, source, destination
 
