@@ -30,7 +30,9 @@ bytecode:
 # apt only where we are root on Debian; elsewhere the tests that need these tools skip with a reason.
 system:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  missing=""; for p in $(SYSTEM_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q ' installed$$' || missing="$$missing $$p"; \
+	  done; \
 	  if [ -n "$$missing" ]; then \
 	    echo "installing:$$missing"; \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
