@@ -162,3 +162,17 @@ def run_env(
         check=False,
         env={**os.environ, **env},
     )
+
+
+def test_launch_options_without_a_remote_tree_are_refused(
+    trees: tuple[Path, Path],
+) -> None:
+    """``--ssh``, ``--rcpd-path`` and ``--remote-timeout`` start rcpd on another
+    host: between two local trees they would change nothing, so they are an error."""
+    src, dst = trees
+    for args in (["--ssh", "ssh -v"], ["--rcpd-path", "/opt/rcpd"]):
+        done = run(RCMP, *args, str(src), str(dst))
+        assert done.returncode == 2, done.stderr
+        assert f"{args[0]}: only for operands on another host" in done.stderr
+    same = run(RCMP, "--remote-timeout", "15", str(src), str(dst))  # the default
+    assert same.returncode == 0, same.stderr
