@@ -4,16 +4,42 @@ Operator arguments are templated, so they arrive as text or JSON values: this mo
 is where they are checked and turned into a :class:`rcp_core.CopySettings`, with the
 same words as the ``rcp`` command line (``overwrite="update"`` is ``--update``). A
 wrong value is a :class:`rcp_core.errors.UsageError` naming the argument, raised
-before anything is copied.
+before anything is copied. :func:`parse_time` reads a time or an age, for ``rrm``'s
+options and the remove operator's alike.
 """
 
 from __future__ import annotations
 
+import datetime
+import re
+import time
 from collections.abc import Sequence
 from typing import Literal, TypeGuard
 
 from rcp_core import CompareAttr, CopySettings, DryRun, ExistingPolicy, Preserve
 from rcp_core.errors import UsageError
+
+_AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_time(text: str, now: float | None = None) -> float:
+    """A time (ISO 8601) or an age before ``now``, as epoch seconds.
+
+    :raises UsageError: neither.
+    """
+    age = _AGE.fullmatch(text.strip())
+    if age is not None:
+        number, unit = age.groups()
+        return (time.time() if now is None else now) - float(number) * _UNITS[unit]
+    try:
+        when = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(
+            f"{text!r} is neither a time (2026-11-01T12:00) nor an age (30d, 12h)"
+        ) from None
+    return when.timestamp()
+
 
 Overwrite = Literal["error", "overwrite", "update", "ignore-existing"]
 Verify = Literal["none", "metadata", "checksum"]

@@ -48,6 +48,20 @@ def test_engine_imports_no_airflow_or_fsspec(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_no_operator_imports_the_command_line(tmp_path: Path) -> None:
+    """Imports go rcp_operators -> rcp_provider -> rcp_core; the CLI is a front-end
+    of its own, never a library of the operators."""
+    code = (
+        "import pkgutil, importlib, sys, rcp_operators\n"
+        "for m in pkgutil.iter_modules(rcp_operators.__path__):\n"
+        "    importlib.import_module(f'rcp_operators.{m.name}')\n"
+        "bad = sorted(m for m in sys.modules if m.startswith('rcp_provider.cli'))\n"
+        "print(bad); raise SystemExit(1 if bad else 0)"
+    )
+    result = python(code, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize("script", ["rcp", "rcp-filegen"])
 def test_console_scripts_installed(script: str) -> None:
     path = shutil.which(script, path=str(BIN))

@@ -13,10 +13,7 @@ long before now).
 from __future__ import annotations
 
 import argparse
-import datetime
-import re
 import sys
-import time
 from collections.abc import Sequence
 
 from rcp_core.errors import UsageError
@@ -29,27 +26,7 @@ from rcp_provider.cli.common import (
     run_and_report,
     usage_error,
 )
-
-_AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def parse_time(text: str, now: float | None = None) -> float:
-    """A time (ISO 8601) or an age before ``now``, as epoch seconds.
-
-    :raises UsageError: neither.
-    """
-    age = _AGE.fullmatch(text.strip())
-    if age is not None:
-        number, unit = age.groups()
-        return (time.time() if now is None else now) - float(number) * _UNITS[unit]
-    try:
-        when = datetime.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise UsageError(
-            f"{text!r} is neither a time (2026-11-01T12:00) nor an age (30d, 12h)"
-        ) from None
-    return when.timestamp()
+from rcp_provider.options import parse_time
 
 
 def _time_option(text: str) -> float:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rcp_provider.cli.rrm import parse_time
+from rcp_provider.options import parse_time
 
 RRM = [sys.executable, "-m", "rcp_provider.cli.rrm"]
 
