@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -116,3 +117,22 @@ def test_the_package_loads_its_public_names_when_first_used() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def _modules(package: Path) -> set[str]:
+    """The modules and subpackages of ``package``, by name."""
+    modules = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
+    return modules | {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
+
+
+def test_every_engine_module_is_in_its_module_map() -> None:
+    """``docs/engine.md`` names each module (and subpackage) of ``rcp_core``, the
+    remote package's docstring each of its modules: a newcomer finds every part."""
+    engine = (ROOT / "docs" / "engine.md").read_text()
+    mapped = set(re.findall(r"^\| (.+?) \|", engine, re.M))
+    names = {n.strip("` ") for row in mapped for n in row.split(",")}
+    assert _modules(ROOT / "core" / "rcp_core") - names == set()
+    remote = ROOT / "core" / "rcp_core" / "remote"
+    table = (remote / "__init__.py").read_text()
+    listed = set(re.findall(r"^``(\w+)``\s", table, re.M))
+    assert _modules(remote) - listed == set()
