@@ -32,7 +32,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rcp_core.errors import EntryError
+from rcp_core.errors import ChannelError, EntryError
 from rcp_core.paths import Job
 from rcp_core.settings import CopySettings
 from rcp_core.storage import StorageInfo
@@ -40,10 +40,6 @@ from rcp_core.tuning import Concurrency
 
 MAX_MESSAGE = 4 << 20
 MAX_FDS = 4
-
-
-class ChannelError(RuntimeError):
-    """A message could not be sent or was malformed (a bug, or the peer is gone)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rcp_core.context import Context
-from rcp_core.errors import SourceChangedError, SourceCutShortError
+from rcp_core.errors import PluginError, SourceChangedError, SourceCutShortError
 from rcp_core.existing import Action, attrs_equal, decide, same_content
 from rcp_core.links import Leader
 from rcp_core.methods import METHODS
@@ -231,7 +231,7 @@ def _copy_data(
                 destination=destination,
             )
             if start is not None and start not in METHODS:
-                raise ValueError(
+                raise PluginError(
                     f"rcp_choose_method returned {start!r}, not one of {METHODS}"
                 )
     hook = ctx.hook if ctx.pre_create else None

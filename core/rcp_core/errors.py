@@ -16,6 +16,12 @@
     │                                  lead out of its root (:mod:`rcp_core.names`); its
     │                                  user wraps it: an entry error (EINVAL), a protocol
     │                                  error, a usage error
+    ├── PluginError (ValueError)       a site plugin's hook answered what the engine cannot
+    │                                  use (an unknown method, bounds that do not hold)
+    ├── ChannelError (RuntimeError)    a message between a run and its helper processes
+    │                                  could not be sent or was malformed
+    ├── ServiceClosingError            a service that is shutting down takes no new job
+    │   (RuntimeError)
     └── RemoteError                    a peer of a remote copy, or the wire to it, failed
         ├── ProtocolError (ValueError) malformed, oversized or out-of-order frame, or an
         │                              incompatible protocol version: permanent
@@ -139,6 +145,20 @@ class VerificationError(RcpError):
     def __init__(self, message: str, result: dict[str, Any]) -> None:
         super().__init__(message)
         self.result = result
+
+
+class PluginError(RcpError, ValueError):
+    """A site plugin's hook answered what the engine cannot use: a defect of the
+    plugin, which the message names."""
+
+
+class ChannelError(RcpError, RuntimeError):
+    """A message between a run and its helper processes could not be sent or was
+    malformed (a bug, or the peer is gone): that helper's work fails."""
+
+
+class ServiceClosingError(RcpError, RuntimeError):
+    """An ``rcpd serve`` that is shutting down refuses new jobs."""
 
 
 class UnsafeNameError(RcpError, ValueError):

@@ -50,7 +50,6 @@ from typing import Any
 
 from rcp_core.channel import (
     Channel,
-    ChannelError,
     Counts,
     Crash,
     Deferred,
@@ -66,7 +65,7 @@ from rcp_core.channel import (
     Task,
 )
 from rcp_core.entries import copy_other
-from rcp_core.errors import FatalError
+from rcp_core.errors import ChannelError, FatalError
 from rcp_core.paths import Job
 from rcp_core.pool import Item, WorkPool
 from rcp_core.summary import Tally

@@ -66,6 +66,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rcp_core.errors import PluginError
+
 
 @dataclass(frozen=True, slots=True)
 class Concurrency:
@@ -94,16 +96,16 @@ class Concurrency:
 
     def __post_init__(self) -> None:
         if not 1 <= self.minimum <= self.initial <= self.maximum:
-            raise ValueError(
+            raise PluginError(
                 f"need 1 <= minimum <= initial <= maximum, got {self.minimum}, "
                 f"{self.initial}, {self.maximum}"
             )
         if self.chunk_size < 0:
-            raise ValueError("chunk_size must not be negative")
+            raise PluginError("chunk_size must not be negative")
         if self.processes < 1:
-            raise ValueError("processes must be at least 1")
+            raise PluginError("processes must be at least 1")
         if self.aside < 0:
-            raise ValueError("aside must not be negative")
+            raise PluginError("aside must not be negative")
 
     @classmethod
     def fixed(

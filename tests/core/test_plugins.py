@@ -35,7 +35,7 @@ import rcp_core
 from rcp_core import CopyFailedError, CopySettings, ExistingPolicy, hookimpl
 from rcp_core.defaults import SHARED_CHUNK, BuiltinPlugin
 from rcp_core.engine import Engine
-from rcp_core.errors import Kind
+from rcp_core.errors import Kind, PluginError
 from rcp_core.paths import plan_jobs
 from rcp_core.plugins import (
     BUILTIN,
@@ -1020,3 +1020,31 @@ def test_a_failing_progress_observer_does_not_break_the_copy(tmp_path: Path) -> 
     assert summary["copied.files"] == len(spec)
     assert seen.progress[-1][0].final
     assert [(s, e) for s, e, _ in seen.finished] == [(summary, None)]
+
+
+class UnknownMethod:
+    @hookimpl
+    def rcp_choose_method(
+        self, path: str, size: int, source: StorageInfo, destination: StorageInfo
+    ) -> str:
+        return "teleport"
+
+
+class UpsideDownBounds:
+    @hookimpl
+    def rcp_choose_concurrency(
+        self, source: StorageInfo, destination: StorageInfo, cpus: int
+    ) -> Concurrency:
+        return Concurrency(initial=8, minimum=1, maximum=4)
+
+
+@pytest.mark.parametrize("plugin", [UnknownMethod(), UpsideDownBounds()])
+def test_a_plugin_answering_what_the_engine_cannot_use_is_a_plugin_error(
+    tmp_path: Path, plugin: object
+) -> None:
+    """The error tree names the culprit: the plugin, not the copy's input."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_bytes(b"x")
+    with pytest.raises(PluginError):
+        rcp_core.copy([str(src)], str(tmp_path / "dst"), plugins=[plugin])

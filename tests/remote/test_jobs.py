@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from rcp_core import CopySettings
+from rcp_core.errors import ServiceClosingError
 from rcp_core.remote.jobs import CopyRequest, Job, JobTable, Outcome, State
 from rcp_core.summary import Resources, Summary, merge
 
@@ -101,5 +102,5 @@ def test_a_closed_table_takes_no_job_and_cancels_the_rest() -> None:
     assert gate.entered.acquire(timeout=10)
     table.close(timeout=10)
     assert running.state is State.CANCELLED
-    with pytest.raises(RuntimeError, match="shutting down"):
+    with pytest.raises(ServiceClosingError, match="shutting down"):
         table.submit(REQUEST, "n" * 16)

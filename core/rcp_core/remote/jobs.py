@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rcp_core.errors import ServiceClosingError
 from rcp_core.progress import Progress
 from rcp_core.settings import CopySettings
 from rcp_core.summary import Summary
@@ -181,7 +182,7 @@ class JobTable:
         """
         with self._lock:
             if self._closed:
-                raise RuntimeError("the service is shutting down")
+                raise ServiceClosingError("the service is shutting down")
             known = self._keys.get(key)
             if known is not None:
                 return known

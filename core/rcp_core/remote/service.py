@@ -44,6 +44,7 @@ from rcp_core.errors import (
     ProtocolError,
     RcpError,
     RemoteError,
+    ServiceClosingError,
     UsageError,
 )
 from rcp_core.remote import tls
@@ -249,7 +250,7 @@ class Service:
                 return {"type": "status", "job": job.view()}
         except KeyError:
             return {"type": "refused", "reason": f"no job {request.get('job')!r}"}
-        except (UsageError, RuntimeError) as exc:
+        except (UsageError, ServiceClosingError) as exc:
             return {"type": "refused", "reason": str(exc)}
         raise ProtocolError(f"unknown request {kind!r}")
 
