@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+import rcp_core
 from rcp_core import CopySettings, DryRun, ExistingPolicy, Preserve
 from rcp_core.errors import ProtocolError
 from rcp_core.remote import tls
@@ -681,3 +682,37 @@ def test_a_dry_mirror_lists_replacements_and_removals_and_touches_nothing(
         "would remove entry 'dst/gone'",
     } <= lines
     assert tree_compare(before, dst) == []
+
+
+def test_ignore_existing_keeps_an_existing_directorys_metadata_as_a_local_copy(
+    tmp_path: Path,
+) -> None:
+    """Under ``--ignore-existing`` a directory that was there keeps its own metadata
+    (the source's mode and times are not applied to it), between hosts as in a
+    local copy (the two finishes disagreed); a directory the copy made gets the
+    source's."""
+    src = make_tree(
+        tmp_path / "src",
+        {
+            ".": Dir(mode=0o755, mtime_ns=1_600_000_000 * 10**9),
+            "old": Dir(mode=0o750, mtime_ns=1_600_000_000 * 10**9),
+            "old/f": b"f",
+            "new": Dir(mode=0o705, mtime_ns=1_600_000_100 * 10**9),
+            "new/g": b"g",
+        },
+    )
+    keep = CopySettings(existing=ExistingPolicy.IGNORE_EXISTING)
+    for how, dst in (("local", tmp_path / "local"), ("remote", tmp_path / "remote")):
+        make_tree(dst, {".": Dir(mode=0o700), "old": Dir(mode=0o711)})
+        if how == "local":
+            rcp_core.copy([str(src)], str(dst), keep)
+        else:
+            _, _, errors = remote_copy(src, dst, keep)
+            assert errors == []
+        old = os.stat(dst / "old")
+        assert stat.S_IMODE(old.st_mode) == 0o711, how
+        assert old.st_mtime_ns != 1_600_000_000 * 10**9, how
+        assert stat.S_IMODE(os.stat(dst).st_mode) == 0o700, how
+        new = os.stat(dst / "new")
+        assert stat.S_IMODE(new.st_mode) == 0o705, how
+        assert new.st_mtime_ns == 1_600_000_100 * 10**9, how

@@ -261,7 +261,8 @@ class Receiver:
     def _complete(self, node: ReceivedDir, parent: ReceivedDir) -> None:
         """An empty traverse-only directory is removed; any other that existed loses
         the temporaries a killed run left and is pruned under ``--delete``; then it
-        gets its metadata."""
+        gets its metadata, unless it existed and ``--ignore-existing`` keeps it as it
+        was (as :func:`rcp_core.dirs.finish_dir` does)."""
         assert node.st is not None
         if node.traverse and not node.has_content:
             if node.created:
@@ -273,7 +274,9 @@ class Receiver:
                 log.info("removed %r, left by an interrupted run", node.child_rel(name))
         if self.settings.delete and not node.failed and not node.fresh:
             self._prune(node)
-        self.metadata.apply(node.xattrs, node.fd, node.st, is_dir=True, times=True)
+        keep_existing = self.settings.existing is ExistingPolicy.IGNORE_EXISTING
+        if node.created or not keep_existing:
+            self.metadata.apply(node.xattrs, node.fd, node.st, is_dir=True, times=True)
         self.tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
         parent.has_content = True
 
