@@ -163,7 +163,9 @@ class Monitor:
         busy_sum = 0.0
         samples = 0
         done_before = 0.0
-        cancelled = False
+        cancelled = self.cancel.is_set()  # set before the run began: stop at once
+        if cancelled:
+            self.on_cancel()
         while not self._stop.wait(SAMPLE):
             if not cancelled and self.cancel.is_set():
                 cancelled = True

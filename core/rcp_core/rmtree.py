@@ -155,8 +155,9 @@ def remove(
 
     :raises UsageError: a missing operand (unless ``missing_ok``), ``/`` or a mount
         point without ``force``, or a bad filter; nothing was removed.
-    :raises CopyFailedError: something was not removed that should have been (the
-        partial summary; kept entries of filters and age rules are not failures).
+    :raises CopyFailedError: something was not removed that should have been, or
+        the removal was cancelled (the partial summary; kept entries of filters and
+        age rules are not failures).
     """
     settings = settings or RemoveSettings()
     if not isinstance(plugins, pluggy.PluginManager):
@@ -191,7 +192,7 @@ def remove(
     summary = Summary(
         counts, Resources.since(started, usage), tuple(run.errors.report())
     )
-    if counts["errors"]:
+    if counts["errors"] or run.stop_reason == "cancelled":
         failure = CopyFailedError(
             summary, list(summary.errors), run.stopped.is_set(), what="remove"
         )
@@ -284,6 +285,8 @@ class _Removal:
         )
         self.errors = ErrorLog()
         self.stopped = threading.Event()
+        self.stop_reason: str | None = None
+        """Why the removal stopped (the first reason), if it did."""
         self._lock = threading.Lock()
         self._retry = retrying(settings.retries + 1, settings.retry_delay)
         self._parent_fds: list[int] = []
@@ -302,6 +305,7 @@ class _Removal:
     def stop(self, reason: str) -> None:
         if not self.stopped.is_set():
             log.warning("stopping: %s", reason)
+            self.stop_reason = reason
             self.stopped.set()
 
     def _crashed(self, exc: BaseException) -> None:

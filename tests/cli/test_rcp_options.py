@@ -302,6 +302,7 @@ def _logged(pattern: str) -> Observe:
 
 def _in(stream: Literal["out", "err"], text: str) -> Observe:
     def observe(world: World, run: Run) -> object:
+        assert run.code == 0, run.err
         return text in getattr(run, stream)
 
     return observe

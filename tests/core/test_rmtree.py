@@ -8,6 +8,7 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -263,3 +264,18 @@ def test_a_removal_runs_threads_where_a_copy_would_run_processes(
     assert run.concurrency == dataclasses.replace(
         chosen, initial=initial, minimum=minimum, processes=1, aside=0
     )
+
+
+def test_a_cancelled_removal_fails_as_a_cancelled_copy_does(tmp_path: Path) -> None:
+    """Cancelled before its end, a removal raises CopyFailedError ("remove",
+    stopped) with what it removed so far, never returns as if it had removed
+    everything; the rest stays."""
+    root = make_tree(
+        tmp_path / "tree", {f"d{d}/f{f}": b"x" for d in range(20) for f in range(50)}
+    )
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(CopyFailedError, match="remove stopped") as info:
+        remove([root], cancel=cancel)
+    assert info.value.stopped
+    assert root.exists()
