@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from benchmarks import sshd
 from support.nobody import RCP
+from support.overssh import RCMP, RCPD, at, run_tool
 from support.treespec import Dir, File, Spec, Symlink, make_tree
 
 pytestmark = pytest.mark.privileged
 
-RCPD = str(Path(sys.executable).with_name("rcpd"))
-RCMP = [sys.executable, "-m", "rcp_provider.cli.rcmp"]
 TREE: Spec = {
     ".": Dir(mode=0o755, mtime_ns=1_700_000_000_000_000_000),
     "a/big": File(os.urandom(3 << 20), mode=0o600),
@@ -31,17 +28,7 @@ TREE: Spec = {
 def rcmp(
     server: sshd.Sshd, *args: str, rcpd: str = RCPD
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*RCMP, "--ssh", shlex.join(server.ssh()), "--rcpd-path", rcpd, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def at(server: sshd.Sshd, path: Path) -> str:
-    return f"root@127.0.0.1:{server.port}:{path}"
+    return run_tool(RCMP, server, *args, rcpd=rcpd, timeout=120)
 
 
 def sessions() -> list[str]:

@@ -7,20 +7,18 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from benchmarks import sshd
 from support.nobody import RCP
+from support.overssh import at, run_tool
 from support.treespec import File, Spec, Symlink, make_tree
 
 pytestmark = pytest.mark.privileged
 
-RCPD = str(Path(sys.executable).with_name("rcpd"))
 TREE: Spec = {
     "a/big": File(os.urandom(3 << 20), mode=0o600),
     "a/link": Symlink("big"),
@@ -31,17 +29,7 @@ FILES = 21  # a/big and many/*: what a checksum hashes (not the excluded log)
 
 
 def rcp(server: sshd.Sshd, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*RCP, "--ssh", shlex.join(server.ssh()), "--rcpd-path", RCPD, *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-
-
-def at(server: sshd.Sshd, path: Path) -> str:
-    return f"root@127.0.0.1:{server.port}:{path}"
+    return run_tool(RCP, server, *args)
 
 
 def verified(out: Path) -> dict[str, object]:

@@ -16,20 +16,18 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from benchmarks import sshd
 from benchmarks.latencyfs import Faults, mounted
+from support.overssh import RCP, RCPD, at, run_tool
 from support.treecmp import TreeCompare
 from support.treespec import Spec, make_tree
 
 pytestmark = pytest.mark.privileged
 
-RCP = str(Path(sys.executable).with_name("rcp"))
-RCPD = str(Path(sys.executable).with_name("rcpd"))
 TREE: Spec = {"a": b"alpha", "sub/b": b"beta" * 1000, "sub/c": b""}
 PLUGIN = """
 import errno
@@ -87,17 +85,7 @@ def _install(root: Path) -> tuple[Path, Path]:
 
 
 def _rcp(server: sshd.Sshd, rcpd: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [RCP, "--ssh", shlex.join(server.ssh()), "--rcpd-path", rcpd, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def _at(server: sshd.Sshd, path: Path) -> str:
-    return f"root@127.0.0.1:{server.port}:{path}"
+    return run_tool(RCP, server, *args, rcpd=rcpd, timeout=120)
 
 
 def test_the_destination_hosts_pre_create_makes_each_new_file(
@@ -106,7 +94,7 @@ def test_the_destination_hosts_pre_create_makes_each_new_file(
     rcpd, log = _install(tmp_path / "remote")
     src = make_tree(tmp_path / "src", TREE)
     dst = tmp_path / "dst"
-    done = _rcp(server, str(rcpd), str(src), _at(server, dst))
+    done = _rcp(server, str(rcpd), str(src), at(server, dst))
     assert done.returncode == 0, done.stderr + done.stdout
     assert tree_compare(src, dst) == []
     assert sorted(log.read_text().splitlines()) == [
@@ -128,7 +116,7 @@ def test_the_source_hosts_classification_decides_what_is_retried(
     dst = tmp_path / "dst"
     with mounted(backing, mnt, delay_ms=0.0, faults=faults):
         done = _rcp(
-            server, str(rcpd) if plugin else RCPD, _at(server, mnt / "src"), str(dst)
+            server, str(rcpd) if plugin else RCPD, at(server, mnt / "src"), str(dst)
         )
         assert faults.injected() == [("open", "EIO", "/src/sub/b")]
     if plugin:
