@@ -167,8 +167,9 @@ def run_env(
 def test_launch_options_without_a_remote_tree_are_refused(
     trees: tuple[Path, Path],
 ) -> None:
-    """``--ssh``, ``--rcpd-path`` and ``--remote-timeout`` start rcpd on another
-    host: between two local trees they would change nothing, so they are an error."""
+    """``--ssh`` and ``--rcpd-path`` start rcpd on another host: between two local
+    trees they would change nothing, so they are an error; a launch option at its
+    default (``--remote-timeout 15``) changes nothing and passes."""
     src, dst = trees
     for args in (["--ssh", "ssh -v"], ["--rcpd-path", "/opt/rcpd"]):
         done = run(RCMP, *args, str(src), str(dst))
