@@ -174,6 +174,8 @@ def copy_tree(
         allow, a destination inside its source, or settings this backend does not
         honour (:func:`unsupported`); nothing was written.
     :raises CopyFailedError: some entries were not copied (the partial summary).
+    :raises Exception: what a worker raised that is no entry error (a store's or this
+        code's defect): the copy stopped, and never ends as if it were complete.
     """
     settings = settings or CopySettings()
     refused = unsupported(settings)
@@ -187,6 +189,8 @@ def copy_tree(
         run.copy()
     finally:
         ticker.stop()
+    if run.crash is not None:
+        raise run.crash
     counts = run.counters.merged()
     summary = Summary(
         counts, Resources.since(started, usage), tuple(run.errors.report())
@@ -226,6 +230,8 @@ class _Run:
         self.stopped = threading.Event()
         self.counters = ThreadTallies()
         self.pending = 0
+        self.crash: BaseException | None = None
+        """The first exception a worker raised that is no entry error."""
         self._lock = threading.Lock()
         self._retry = retrying(settings.retries + 1, settings.retry_delay)
         self._throttle = (
@@ -275,9 +281,16 @@ class _Run:
                 )
                 future.add_done_callback(self._done)
 
-    def _done(self, _: Future[None]) -> None:
+    def _done(self, future: Future[None]) -> None:
+        """A file's copy ended; one that raised what is no entry error (a bug, a
+        store's) stops the run, which raises it (:attr:`crash`)."""
+        crash = future.exception()
         with self._lock:
             self.pending -= 1
+            if crash is not None and self.crash is None:
+                self.crash = crash
+        if crash is not None:
+            self.stopped.set()
         self._room.release()
 
     def _attempt(

@@ -203,3 +203,26 @@ def test_urls_name_places() -> None:
     assert place.path == "/bucket/key"
     assert Place.of("/tmp").posix
     assert isinstance(fsspec.filesystem("memory"), MemoryFileSystem)
+
+
+class BrokenOpenFileSystem(MemoryFileSystem):
+    """A memory store whose ``open`` of one key fails with a non-OSError, as an
+    fsspec implementation's bug would."""
+
+    protocol = "brokenopen"
+
+    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
+        if path.endswith("/b") and "r" in mode:
+            raise ValueError("this store cannot open b")
+        return super()._open(path, mode, **kwargs)
+
+
+def test_an_unexpected_failure_in_a_worker_fails_the_copy(tmp_path: Path) -> None:
+    """A worker's exception that is no OSError is not an entry error the run can
+    count: the copy raises it, never ends as if every file had been copied."""
+    store = BrokenOpenFileSystem()
+    root = f"/t{uuid.uuid4().hex}"
+    for name in ("a", "b", "c"):
+        store.pipe_file(f"{root}/set/{name}", name.encode())
+    with pytest.raises(ValueError, match="cannot open b"):
+        copy_tree(Place(store, f"{root}/set"), local(tmp_path / "dst"))
