@@ -114,7 +114,7 @@ class Done:
     """Task ``task`` is finished; what the caller's directory node must learn."""
 
     task: int
-    failed: bool
+    incomplete: bool
     has_content: bool
 
 

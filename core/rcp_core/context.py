@@ -134,7 +134,7 @@ class Context:
     def fail(self, tally: Tally, node: DirNode, error: EntryError) -> None:
         """Record a per-entry error; stop the run if it is fatal or fail-early is on."""
         tally["errors"] += 1
-        node.failed = True
+        node.incomplete = True
         self.errors.add(error)
         if isinstance(error, FatalError) or self.settings.fail_early:
             self.stop(str(error))

@@ -160,7 +160,7 @@ def finish_dir(ctx: Context, tally: Tally, node: DirNode, guarded: Guarded) -> N
                 node.rel,
                 lambda: clear_leftovers(ctx, tally, node),
             )
-        if ctx.settings.delete and not node.failed and not node.fresh:
+        if ctx.settings.delete and not node.incomplete and not node.fresh:
             guarded(
                 tally,
                 node,
@@ -193,6 +193,4 @@ def finish_dir(ctx: Context, tally: Tally, node: DirNode, guarded: Guarded) -> N
             ctx.error("finish directory", node.display(node.rel), exc, node),
         )
     finally:
-        if parent is not None and node.failed:
-            parent.failed = True
         node.close()

@@ -169,7 +169,7 @@ class Helper:
 
     def _done(self, node: DirNode) -> None:
         task = self.tasks.pop(node)
-        self.chan.send(Done(task, node.failed, node.has_content))
+        self.chan.send(Done(task, node.incomplete, node.has_content))
 
     def _defer(self, node: DirNode, name: str, rel: str) -> None:
         self.chan.send(Deferred(self.tasks[node], name, rel))

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rcp_core.summary import Tally
-from rcp_core.tree import DIR_FLAGS
+from rcp_core.tree import DIR_FLAGS, joined
 
 Protect = Callable[[str, bool], bool]
 """``protect(rel, is_dir)``: keep this entry; ``rel`` is relative to the parent of the
@@ -92,7 +92,7 @@ def _next_child(level: _Level, tally: Tally, protect: Protect | None) -> _Level 
             name = entry.name
             if name in level.kept:
                 continue
-            rel = f"{level.rel}/{name}" if level.rel else name
+            rel = joined(level.rel, name)
             is_dir = entry.is_dir(follow_symlinks=False)
             if protect is not None and protect(rel, is_dir):
                 level.kept.add(name)

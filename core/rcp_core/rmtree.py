@@ -68,7 +68,7 @@ from rcp_core.pool import WorkPool
 from rcp_core.remove import count_removed
 from rcp_core.settings import CopySettings
 from rcp_core.summary import Resources, Summary, Tally, merge
-from rcp_core.tree import DIR_FLAGS
+from rcp_core.tree import DIR_FLAGS, Lifecycle, Node
 from rcp_core.tuning import Concurrency, Controller
 
 log = logging.getLogger("rcp_core")
@@ -115,31 +115,27 @@ class RemoveSettings:
 
 
 @dataclass(slots=True, eq=False)
-class _Dir:
-    """A directory being emptied.
+class _Dir(Node["_Dir"]):
+    """A directory being emptied. ``rel`` is relative to the operand; ``incomplete``
+    means something beneath it stays (kept by a rule, failed, or the run stopped),
+    so it stays too. Its references are its own scan and its subdirectories in
+    flight.
 
     :param parent_fd: the directory holding ``name`` (the parent node's ``fd``, or
         the operand's parent).
-    :param rel: the path relative to the operand ("" for the operand itself).
     :param display: how messages name it.
     :param dev: its device (from the parent's listing): it must still be on it when
         opened.
     :param fd: its descriptor, opened when it is scanned (-1 until then), closed when
         it is finished.
-    :param pending: this node's own scan plus its subdirectories in flight.
-    :param kept: something beneath it stays, so it stays too.
     """
 
-    parent: _Dir | None
     parent_fd: int
     name: str
-    rel: str
     display: str
     dev: int
     under_include: bool
     fd: int = -1
-    pending: int = 1
-    kept: bool = False
 
 
 def remove(
@@ -287,7 +283,7 @@ class _Removal:
         self.stopped = threading.Event()
         self.stop_reason: str | None = None
         """Why the removal stopped (the first reason), if it did."""
-        self._lock = threading.Lock()
+        self.tree = Lifecycle(self._finish)
         self._retry = retrying(settings.retries + 1, settings.retry_delay)
         self._parent_fds: list[int] = []
 
@@ -325,7 +321,15 @@ class _Removal:
             return
         # The operand itself is never filtered, nor does it match an include.
         root_included = not self.filter.includes
-        node = _Dir(None, parent_fd, name, "", path, st.st_dev, root_included)
+        node = _Dir(
+            parent=None,
+            rel="",
+            parent_fd=parent_fd,
+            name=name,
+            display=path,
+            dev=st.st_dev,
+            under_include=root_included,
+        )
         self.pool.push(self._scan, node)
 
     def _leaf(
@@ -349,14 +353,14 @@ class _Removal:
                 with os.scandir(node.fd) as entries:
                     for entry in entries:
                         if self.stopped.is_set():
-                            node.kept = True
+                            node.incomplete = True
                             break
                         self._entry(tally, node, entry)
         except OSError as exc:
-            node.kept = True
+            node.incomplete = True
             self._failed(tally, "read directory", node.display, exc)
         finally:
-            self._release(tally, node)
+            self.tree.release(tally, node)
 
     def _entry(self, tally: Tally, node: _Dir, entry: os.DirEntry[str]) -> None:
         """One entry of ``node``: removed, kept, or queued. A file costs no path
@@ -370,17 +374,16 @@ class _Removal:
         except FileNotFoundError:
             return  # gone meanwhile: nothing to remove
         except OSError as exc:
-            node.kept = True
+            node.incomplete = True
             self._failed(tally, "stat", os.path.join(node.display, name), exc)
             return
         under = node.under_include
         if self.filter.active:
-            rel = f"{node.rel}/{name}" if node.rel else name
             verdict = self.filter.decide(
-                rel, is_dir, under_include=under, ignores=None
+                node.child_rel(name), is_dir, under_include=under, ignores=None
             ).verdict
             if verdict is Verdict.EXCLUDE:
-                node.kept = True
+                node.incomplete = True
                 tally["skipped.dirs" if is_dir else "skipped.files"] += 1
                 return
             under = verdict is Verdict.INCLUDE
@@ -390,15 +393,21 @@ class _Removal:
             return
         assert st is not None
         display = os.path.join(node.display, name)
-        rel = f"{node.rel}/{name}" if node.rel else name
         if st.st_dev != node.dev and not self.settings.cross_devices:
-            node.kept = True
+            node.incomplete = True
             tally["skipped.dirs"] += 1
             log.warning("%s: another filesystem is mounted here; kept", display)
             return
-        with self._lock:
-            node.pending += 1
-        child = _Dir(node, node.fd, name, rel, display, st.st_dev, under)
+        self.tree.hold(node)
+        child = _Dir(
+            parent=node,
+            rel=node.child_rel(name),
+            parent_fd=node.fd,
+            name=name,
+            display=display,
+            dev=st.st_dev,
+            under_include=under,
+        )
         self.pool.push(self._scan, child)
 
     def _unlink(
@@ -416,7 +425,7 @@ class _Removal:
         go; ``st`` when it was looked at."""
         if st is not None and not self._old_enough(tally, dir_fd, where, name, st):
             if node is not None:
-                node.kept = True
+                node.incomplete = True
             tally[f"skipped.{kind}"] += 1
             return
         if self.settings.dry_run:
@@ -429,7 +438,7 @@ class _Removal:
             return  # gone meanwhile
         except OSError as exc:
             if node is not None:
-                node.kept = True
+                node.incomplete = True
             self._failed(tally, "remove", os.path.join(where, name), exc)
             return
         _count(tally, kind, st)
@@ -452,21 +461,13 @@ class _Removal:
             return False
         return born is not None and born < settings.created_before
 
-    def _release(self, tally: Tally, node: _Dir | None) -> None:
-        """One piece of work under ``node`` is done; finish every directory that this
-        leaves with nothing in flight, up the tree."""
-        while node is not None:
-            with self._lock:
-                node.pending -= 1
-                if node.pending:
-                    return
-            if node.fd >= 0:
-                os.close(node.fd)
-            parent = node.parent
-            stays = node.kept or self.stopped.is_set() or not self._rmdir(tally, node)
-            if stays and parent is not None:
-                parent.kept = True
-            node = parent
+    def _finish(self, tally: Tally, node: _Dir) -> None:
+        """Everything beneath ``node`` is done: close it, and remove it unless
+        something beneath it stays (then it stays too)."""
+        if node.fd >= 0:
+            os.close(node.fd)
+        if node.incomplete or self.stopped.is_set() or not self._rmdir(tally, node):
+            node.incomplete = True
 
     def _rmdir(self, tally: Tally, node: _Dir) -> bool:
         """Remove ``node``'s (empty) directory; whether it is gone."""

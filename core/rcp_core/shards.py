@@ -55,7 +55,7 @@ from rcp_core.shardplan import (
     read_manifest,
     write_manifest,
 )
-from rcp_core.tree import DIR_FLAGS
+from rcp_core.tree import DIR_FLAGS, joined
 
 __all__ = [
     "FILE_COST",
@@ -102,10 +102,6 @@ class _Frame:
     subdirs: list[str]
 
 
-def _join(rel: str, name: str) -> str:
-    return f"{rel}/{name}" if rel else name
-
-
 def _list(fd: int, rel: str) -> tuple[_Frame, int]:
     """Read the directory ``fd`` (which the frame then owns); return its frame and
     the weight it adds.
@@ -130,7 +126,7 @@ def _list(fd: int, rel: str) -> tuple[_Frame, int]:
                     continue
                 except OSError:
                     size = 0  # weighed as an entry; its copy reports the error
-                children.append(_Node(_join(rel, entry.name), 1, size))
+                children.append(_Node(joined(rel, entry.name), 1, size))
                 node.files += 1
                 node.bytes += size
     except OSError as exc:
@@ -173,7 +169,7 @@ def _walk(root: str, count: int) -> _Node:
             frame = stack[-1]
             if frame.subdirs:
                 name = frame.subdirs.pop()
-                rel = _join(frame.node.rel, name)
+                rel = joined(frame.node.rel, name)
                 try:
                     fd = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=frame.fd)
                 except FileNotFoundError:

@@ -378,8 +378,8 @@ class _Helper:
     def _done(self, message: Done) -> None:
         with self.lock:
             node, parts, entries = self.tasks.pop(message.task)
-        if message.failed:
-            node.failed = True
+        if message.incomplete:
+            node.incomplete = True
         if message.has_content:
             node.has_content = True
         for _ in range(parts):
@@ -412,7 +412,7 @@ class _Helper:
             self.local["errors"] += 1
             self.ctx.errors.add(FatalError("copy batch", path, cause))
         for node, _, _ in lost.values():
-            node.failed = True
+            node.incomplete = True
         self.ctx.stop(str(cause))
         for node, parts, entries in lost.values():
             for _ in range(parts):

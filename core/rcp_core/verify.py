@@ -74,7 +74,7 @@ from rcp_core.pool import WorkPool
 from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy, Preserve
 from rcp_core.storage import detect
 from rcp_core.summary import Tally
-from rcp_core.tree import DIR_FLAGS
+from rcp_core.tree import DIR_FLAGS, Lifecycle, Node, joined
 
 __all__ = ["Comparison", "DiffKind", "Difference", "Scope", "compare"]
 
@@ -433,31 +433,27 @@ class _Batch:
         self.end = len(names)
 
 
-class _Pair:
-    """One directory in flight, both sides open; the last work item that refers to it
-    closes them. ``under``: it or an ancestor was included by the scope's filters;
-    ``ignores``: the ``.gitignore`` stack of its source side (with ``gitignore``)."""
+@dataclass(slots=True, eq=False)
+class _Pair(Node["_Pair"]):
+    """One directory in flight, both sides open; it is finished (both closed) when
+    the last work item that refers to it is done. A comparison needs no post-order
+    step, so a pair holds no reference on its parent (``parent`` is ``None``): a
+    directory's descriptors close as soon as its own entries are compared.
 
-    __slots__ = ("dst_fd", "ignores", "refs", "rel", "src_fd", "under")
+    :param under: it or an ancestor was included by the scope's filters.
+    :param ignores: the ``.gitignore`` stack of its source side (with ``gitignore``).
+    """
 
-    def __init__(
-        self,
-        src_fd: int,
-        dst_fd: int,
-        rel: str,
-        under: bool = False,
-        ignores: GitIgnores | None = None,
-    ) -> None:
-        self.src_fd = src_fd
-        self.dst_fd = dst_fd
-        self.rel = rel
-        self.under = under
-        self.ignores = ignores
-        self.refs = 1
+    src_fd: int
+    dst_fd: int
+    under: bool = False
+    ignores: GitIgnores | None = None
 
 
-def _child(rel: str, name: str) -> str:
-    return f"{rel}/{name}" if rel else name
+def _close(tally: Tally, pair: _Pair) -> None:
+    """A pair's finish: both sides close."""
+    os.close(pair.src_fd)
+    os.close(pair.dst_fd)
 
 
 def _open_file(dir_fd: int | None, name: str, side: str, rel: str) -> int:
@@ -497,7 +493,7 @@ class _Run:
         self.entries = self.files_hashed = self.bytes_hashed = 0
         self._found = threading.Lock()
         """Guards the differences and counters; serialises ``on_difference``."""
-        self._refs = threading.Lock()
+        self.tree: Lifecycle[_Pair] = Lifecycle(_close)
         self._local = threading.local()
 
     @property
@@ -527,18 +523,6 @@ class _Run:
             self.files_hashed += files
             self.bytes_hashed += data
 
-    def hold(self, pair: _Pair) -> None:
-        with self._refs:
-            pair.refs += 1
-
-    def release(self, pair: _Pair) -> None:
-        with self._refs:
-            pair.refs -= 1
-            if pair.refs:
-                return
-        os.close(pair.src_fd)
-        os.close(pair.dst_fd)
-
     # -- work items: ``fn(tally, *args)`` on the pool (the tally is not used) -------
 
     def root(self, tally: Tally, src: str, dst: str) -> None:
@@ -547,7 +531,7 @@ class _Run:
             top = GitIgnores.root() if self.scope.filter.gitignore else None
             pair = self.open_pair(None, None, src, dst, "", ROOT_DIR_FLAGS, False, top)
             if pair is not None:
-                self.scan(pair)
+                self.scan(tally, pair)
 
     def visit(
         self, tally: Tally, parent: _Pair, name: str, rel: str, under: bool
@@ -561,9 +545,9 @@ class _Run:
                     src, dst, name, name, rel, CHILD_DIR_FLAGS, under, parent.ignores
                 )
         finally:
-            self.release(parent)
+            self.tree.release(tally, parent)
         if pair is not None:
-            self.scan(pair)
+            self.scan(tally, pair)
 
     def batch(self, tally: Tally, pair: _Pair, names: list[str]) -> None:
         """Compare entries present on both sides of one directory."""
@@ -574,26 +558,26 @@ class _Run:
             while todo.next < todo.end and not self.stopping:
                 name = names[todo.next]
                 todo.next += 1
-                rel = _child(pair.rel, name)
+                rel = joined(pair.rel, name)
                 if self.entry(pair.src_fd, pair.dst_fd, name, name, rel):
                     under = pair.under or (
                         self.scope.verdict(rel, True, False, pair.ignores)
                         is Verdict.INCLUDE
                     )
-                    self.hold(pair)
+                    self.tree.hold(pair)
                     self.pool.push(self.visit, pair, name, rel, under)
                 done += 1
         finally:
             self._local.batch = None
             self.count(entries=done)
-            self.release(pair)
+            self.tree.release(tally, pair)
 
     def give_away(self) -> None:
         """Push the rest of this worker's batch as a batch of its own (it steps aside
         to hash a large segment: the worker taking its place gets them)."""
         todo: _Batch | None = getattr(self._local, "batch", None)
         if todo is not None and todo.next < todo.end:
-            self.hold(todo.pair)
+            self.tree.hold(todo.pair)
             self.pool.push(self.batch, todo.pair, todo.names[todo.next : todo.end])
             todo.end = todo.next
 
@@ -629,15 +613,22 @@ class _Run:
             return None
         if ignores is not None:
             ignores = ignores.with_dir(src_fd, rel)
-        return _Pair(src_fd, dst_fd, rel, under, ignores)
+        return _Pair(
+            parent=None,
+            rel=rel,
+            src_fd=src_fd,
+            dst_fd=dst_fd,
+            under=under,
+            ignores=ignores,
+        )
 
-    def scan(self, pair: _Pair) -> None:
+    def scan(self, tally: Tally, pair: _Pair) -> None:
         """List the source side and stream the destination side past it: a name on
         one side only is reported here, common names go out in batches."""
         try:
             self._scan(pair)
         finally:
-            self.release(pair)
+            self.tree.release(tally, pair)
 
     def _scan(self, pair: _Pair) -> None:
         rel, scope = pair.rel, self.scope
@@ -650,7 +641,7 @@ class _Run:
                 for name, entry in list(listing.items()):
                     is_dir = entry.is_dir(follow_symlinks=False)
                     verdict = scope.verdict(
-                        _child(rel, name), is_dir, pair.under, pair.ignores
+                        joined(rel, name), is_dir, pair.under, pair.ignores
                     )
                     if verdict is Verdict.EXCLUDE:
                         del listing[name]
@@ -670,11 +661,11 @@ class _Run:
                     if listing.pop(entry.name, None) is not None:
                         names.append(entry.name)
                         if len(names) == BATCH:
-                            self.hold(pair)
+                            self.tree.hold(pair)
                             self.pool.push(self.batch, pair, names)
                             names = []
                         continue
-                    child = _child(rel, entry.name)
+                    child = joined(rel, entry.name)
                     if entry.name in excluded:
                         extra = scope.extras and scope.delete_excluded
                         what = "excluded entry left in destination"
@@ -688,7 +679,7 @@ class _Run:
             for name, entry in listing.items():
                 if self.stopping:
                     return
-                child = _child(rel, name)
+                child = joined(rel, name)
                 if name in traversed and not self.wanted_below(pair, name, child):
                     continue
                 if self.excused(entry):
@@ -702,7 +693,7 @@ class _Run:
         finally:
             self.count(entries=alone)
         if names:
-            self.hold(pair)
+            self.tree.hold(pair)
             self.pool.push(self.batch, pair, names)
 
     def wanted_below(self, pair: _Pair, name: str, rel: str) -> bool:
@@ -722,7 +713,7 @@ class _Run:
             with os.scandir(fd) as it:
                 entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
             for child, is_dir in entries:
-                child_rel = _child(rel, child)
+                child_rel = joined(rel, child)
                 verdict = self.scope.verdict(child_rel, is_dir, False, ignores)
                 if verdict is Verdict.INCLUDE or (
                     verdict is Verdict.TRAVERSE

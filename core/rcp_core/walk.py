@@ -15,11 +15,12 @@ at most about ``SCAN_CHUNK`` items per directory on the current paths: memory st
 flat however large the tree is. Threads release the GIL in every syscall, which is
 where a copy spends its time on parallel and network filesystems.
 
-Every item holds a reference on its directory (:class:`~rcp_core.tree.DirNode`); a
-directory is finished (metadata applied, ``--delete`` pruning, descriptors closed) when
-the last one is released, so directory metadata always comes after the children's.
-A node without a parent (a job's anchor, or a helper process's stand-in for the
-caller's directory) is reported to ``on_root_done`` when it is released.
+Every item holds a reference on its directory (:class:`~rcp_core.tree.DirNode`,
+counted by the one :class:`~rcp_core.tree.Lifecycle`); a directory is finished
+(metadata applied, ``--delete`` pruning, descriptors closed) when the last one is
+released, so directory metadata always comes after the children's. A node without a
+parent (a job's anchor, or a helper process's stand-in for the caller's directory) is
+reported to ``on_root_done`` when it is finished.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from rcp_core.errors import retrying
 from rcp_core.filters import Verdict
 from rcp_core.pool import WorkPool
 from rcp_core.summary import Tally
-from rcp_core.tree import DIR_FLAGS, DirNode, Sink
+from rcp_core.tree import DIR_FLAGS, DirNode, Lifecycle, Sink
 
 if TYPE_CHECKING:
     from os import _ScandirIterator as ScandirIterator
@@ -101,26 +102,16 @@ class Walker:
         self.pool = pool
         self.retry = retrying(ctx.settings.retries + 1, ctx.settings.retry_delay)
         self.on_root_done = on_root_done
-        self._pending_lock = threading.Lock()
+        self.tree = Lifecycle(self._finish)
+        self.hold = self.tree.hold
+        self.release = self.tree.release
         self._current = threading.local()
         """Per worker: the :class:`_Rest` of the batch it is copying, if any."""
 
-    def hold(self, node: DirNode, n: int = 1) -> None:
-        with self._pending_lock:
-            node.pending += n
-
-    def release(self, tally: Tally, node: DirNode | None) -> None:
-        """Drop one reference; finish each directory whose last reference this was."""
-        while node is not None:
-            with self._pending_lock:
-                node.pending -= 1
-                if node.pending:
-                    return
-            parent = node.parent
-            finish_dir(self.ctx, tally, node, self.guarded)
-            if parent is None and self.on_root_done is not None:
-                self.on_root_done(node)
-            node = parent
+    def _finish(self, tally: Tally, node: DirNode) -> None:
+        finish_dir(self.ctx, tally, node, self.guarded)
+        if node.parent is None and self.on_root_done is not None:
+            self.on_root_done(node)
 
     # -- entries ----------------------------------------------------------------
 

@@ -456,6 +456,42 @@ def test_malformed_hard_links_are_protocol_errors(
         receiver.close()
 
 
+@pytest.mark.parametrize("order", ["count first", "entries first"])
+def test_more_entries_than_dir_end_counts_are_a_protocol_error(
+    tmp_path: Path, order: str
+) -> None:
+    """A directory's count (``dir_end``) and the entries sent for it must agree,
+    whichever comes first: a peer sending more is broken or hostile, never
+    finishing the directory early."""
+    from rcp_core.remote.meta import meta_of
+    from rcp_core.remote.receive import Receiver
+    from rcp_core.remote.rolerun import RoleRun
+
+    (tmp_path / "dst").mkdir()
+    settings = CopySettings()
+    meta = meta_of(os.lstat(tmp_path / "dst"))
+    receiver = Receiver(
+        settings,
+        os.open(tmp_path / "dst", os.O_RDONLY | os.O_DIRECTORY),
+        0o022,
+        RoleRun(settings, str(tmp_path / "dst"), source=False),
+    )
+    failed = {"dir": 0, "entries": [{"name": "a", "kind": "failed"}]}
+    try:
+        assert receiver.open_dir(1, 0, "sub", meta)  # keeps directory 0 open
+        if order == "count first":
+            receiver.end_dir(0, 0)
+            with pytest.raises(ProtocolError, match="more entries than the 0"):
+                receiver.files(failed, memoryview(b""))
+        else:
+            receiver.files(failed, memoryview(b""))
+            with pytest.raises(ProtocolError, match="counts 0 entries, 1 were sent"):
+                receiver.end_dir(0, 0)
+        assert not receiver.done.is_set()
+    finally:
+        receiver.close()
+
+
 def test_a_second_overwrite_run_sends_no_file_data(
     tmp_path: Path, tree_compare: TreeCompare
 ) -> None:

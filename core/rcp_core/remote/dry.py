@@ -87,7 +87,7 @@ class DryReceiver(Receiver):
     def _complete(self, node: ReceivedDir, parent: ReceivedDir) -> None:
         if node.traverse and not node.has_content:
             return  # it would be removed again: nothing to say
-        if self.settings.delete and not node.failed and not node.fresh:
+        if self.settings.delete and not node.incomplete and not node.fresh:
             self._prune(node)
         self.tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
         parent.has_content = True

@@ -62,7 +62,7 @@ class Incoming:
     def _failed(self, op: str, exc: OSError) -> None:
         self.receiver._fail(self.node.child_rel(self.name), op, exc)
         with self.receiver._lock:
-            self.node.failed = True
+            self.node.incomplete = True
         self.discard()
         self.gone = True
 
@@ -118,7 +118,7 @@ class Incoming:
         """The source could not read the file to the end: nothing of it stays."""
         self.discard()
         with self.receiver._lock:
-            self.node.failed = True
+            self.node.incomplete = True
         log.debug("%s: source gave up: %s", self.name, reason)
         self._end(written=False)
 

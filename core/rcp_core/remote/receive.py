@@ -66,7 +66,7 @@ from rcp_core.remove import Protect, remove_entry
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.summary import Tally, ThreadTallies
 from rcp_core.temporaries import sweep, temp_name
-from rcp_core.tree import DIR_FLAGS
+from rcp_core.tree import DIR_FLAGS, UNCOUNTED, Lifecycle, Node, joined
 
 log = logging.getLogger("rcp_core")
 
@@ -87,12 +87,17 @@ def check_name(name: Any) -> str:
 
 
 @dataclass(slots=True, eq=False)
-class ReceivedDir:
-    """A destination directory being filled.
+class ReceivedDir(Node["ReceivedDir"]):
+    """A destination directory being filled. ``rel`` names it in messages (relative
+    to the anchor: the root's name first); ``incomplete``: something in it was not
+    written, so it is not pruned and keeps what it had. Its count of entries comes
+    with ``dir_end``, so it starts with ``pending = UNCOUNTED`` (:mod:`rcp_core.tree`).
 
     :param path: its path as the filters see it (``""`` for the copy's root).
     :param traverse: the filters only descend into it: removed at the end if it
         stayed empty.
+    :param expected: the entry count ``dir_end`` announced; ``received``: the entries
+        done so far (both only to refuse a peer that sends more than it counted).
     :param names: in a directory that existed, every name the source sent for it
         (``--delete`` keeps them; a killed run's temporaries of them are removed).
     :param protected: under ``--delete``, names the source's filters excluded.
@@ -100,9 +105,7 @@ class ReceivedDir:
 
     id: int
     fd: int
-    parent: ReceivedDir | None
     name: str
-    rel: str
     st: os.stat_result | None  # the source's metadata; None for the anchor
     fresh: bool
     created: bool
@@ -111,18 +114,13 @@ class ReceivedDir:
     traverse: bool = False
     expected: int | None = None
     received: int = 0
-    children: int = 0
-    failed: bool = False
     has_content: bool = False
     names: set[str] | None = None
     protected: set[str] = field(default_factory=set)
     xattrs: dict[str, bytes] | None = None
 
-    def child_rel(self, name: str) -> str:
-        return f"{self.rel}/{name}" if self.rel else name
-
     def child_path(self, name: str) -> str:
-        return f"{self.path}/{name}" if self.path else name
+        return joined(self.path, name)
 
 
 @dataclass(slots=True, eq=False)
@@ -163,7 +161,15 @@ class Receiver:
         self._lock = threading.Lock()
         self._dirs: dict[int, ReceivedDir] = {
             ANCHOR: ReceivedDir(
-                ANCHOR, parent_fd, None, "", "", None, fresh=False, created=False
+                parent=None,
+                rel="",
+                pending=UNCOUNTED,
+                id=ANCHOR,
+                fd=parent_fd,
+                name="",
+                st=None,
+                fresh=False,
+                created=False,
             )
         }
         self._anchor_fd = parent_fd
@@ -174,6 +180,7 @@ class Receiver:
             excludes=settings.excludes,
             filter_file=settings.filter_file,
         )
+        self.tree: Lifecycle[ReceivedDir] = Lifecycle(self._finish)
         self._links: dict[int, Link] = {}
         """Link id -> its inode's state, until all its names were seen."""
 
@@ -208,7 +215,7 @@ class Receiver:
         except OSError as exc:
             self._fail(rel, op, exc)
             with self._lock:
-                node.failed = True
+                node.incomplete = True
             return False
         return True
 
@@ -218,32 +225,22 @@ class Receiver:
         if not self.runtime.stopping.is_set():
             return False
         with self._lock:
-            node.failed = True
+            node.incomplete = True
         return True
 
     def _count(self, node: ReceivedDir, n: int = 1) -> None:
         """``n`` entries of ``node`` are done; finish it if that was the last."""
+        if not n:
+            return
         with self._lock:
             node.received += n
-        self._maybe_finish(node)
+            if node.expected is not None and node.received > node.expected:
+                raise ProtocolError(
+                    f"more entries than the {node.expected} counted in {node.rel!r}"
+                )
+        self.tree.release(self.tally, node, n)
 
-    def _maybe_finish(self, node: ReceivedDir | None) -> None:
-        while node is not None:
-            with self._lock:
-                if node.expected is None or node.received < node.expected:
-                    return
-                if node.children:
-                    return
-                node.expected = None  # finish once
-                parent = node.parent
-                if parent is not None:
-                    parent.children -= 1
-                    if node.failed:
-                        parent.failed = True
-            self._finish(node)
-            node = parent
-
-    def _finish(self, node: ReceivedDir) -> None:
+    def _finish(self, tally: Tally, node: ReceivedDir) -> None:
         """Post-order end of a directory (:meth:`_complete`), then forget it."""
         parent = node.parent
         try:
@@ -251,6 +248,7 @@ class Receiver:
                 self._complete(node, parent)
         except OSError as exc:
             self._fail(node.rel, "finish directory", exc)
+            node.incomplete = True
         finally:
             with self._lock:
                 del self._dirs[node.id]  # memory follows the directories in flight
@@ -272,7 +270,7 @@ class Receiver:
             for name in sweep(node.fd, node.names.__contains__):
                 self.tally["removed.files"] += 1
                 log.info("removed %r, left by an interrupted run", node.child_rel(name))
-        if self.settings.delete and not node.failed and not node.fresh:
+        if self.settings.delete and not node.incomplete and not node.fresh:
             self._prune(node)
         keep_existing = self.settings.existing is ExistingPolicy.IGNORE_EXISTING
         if node.created or not keep_existing:
@@ -414,13 +412,14 @@ class Receiver:
             is Verdict.INCLUDE
         )
         node = ReceivedDir(
-            dir_id,
-            fd,
-            parent,
-            name,
-            rel,
-            st,
-            fresh,
+            parent=parent,
+            rel=rel,
+            pending=UNCOUNTED,
+            id=dir_id,
+            fd=fd,
+            name=name,
+            st=st,
+            fresh=fresh,
             created=fresh,
             path=path,
             under_include=under,
@@ -429,7 +428,7 @@ class Receiver:
         )
         with self._lock:
             self._dirs[dir_id] = node
-            parent.children += 1
+        self.tree.hold(parent)
         return True
 
     def _seen(self, node: ReceivedDir, name: str) -> None:
@@ -475,9 +474,13 @@ class Receiver:
         with self._lock:
             if node.expected is not None:
                 raise ProtocolError(f"dir_end sent twice for directory {dir_id}")
+            if count < node.received:
+                raise ProtocolError(
+                    f"dir_end counts {count} entries, {node.received} were sent"
+                )
             node.expected = count
             node.xattrs = attrs
-        self._maybe_finish(node)
+        self.tree.release(self.tally, node, UNCOUNTED - count)
 
     def files(self, header: dict[str, Any], data: memoryview) -> None:
         """A ``FILES`` frame: entries of one directory, file bytes in order."""
@@ -515,7 +518,7 @@ class Receiver:
             node.has_content = True  # set only ever to True: no lock needed
         if kind == "failed":  # the source could not read it, and said so
             with self._lock:
-                node.failed = True
+                node.incomplete = True
             if link is not None:
                 self._first_name(link, node, name, written=False)
             return 0, True

@@ -50,7 +50,7 @@ import stat
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rcp_core.errors import (
@@ -77,7 +77,7 @@ from rcp_core.remote.rolerun import RoleRun
 from rcp_core.remote.wire import FrameKind
 from rcp_core.settings import CopySettings
 from rcp_core.summary import Tally, merge
-from rcp_core.tree import DIR_FLAGS
+from rcp_core.tree import DIR_FLAGS, Lifecycle, Node, joined
 
 log = logging.getLogger("rcp_core")
 
@@ -93,34 +93,24 @@ READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
 @dataclass(slots=True, eq=False)
-class _Dir:
-    """A source directory whose batches may still be queued.
+class _Dir(Node["_Dir"]):
+    """A source directory whose batches may still be queued; finished (closed) when
+    the last one is sent. The destination finishes directories, so a sender's node
+    holds no reference on its parent (``parent`` is ``None``).
 
-    :param rel: its path for messages (the source root's name first).
-    :param path: its path as the filters see it (``""`` for the source root).
+    ``rel`` names it in messages (the source root's name first); ``path`` is its
+    path as the filters see it (``""`` for the source root).
     """
 
     fd: int
-    rel: str
     path: str = ""
     under_include: bool = False
     ignores: GitIgnores | None = None
-    refs: int = 1
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def child_rel(self, name: str) -> str:
-        return f"{self.rel}/{name}" if self.rel else name
 
-    def hold(self) -> None:
-        with self.lock:
-            self.refs += 1
-
-    def release(self) -> None:
-        with self.lock:
-            self.refs -= 1
-            last = self.refs == 0
-        if last:
-            os.close(self.fd)
+def _close(tally: Tally, node: _Dir) -> None:
+    """A directory's finish: its descriptor closes."""
+    os.close(node.fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +174,7 @@ class Sender:
         self.tallies: list[Tally] = []
         self.errors = self.runtime.errors
         self._lock = threading.Lock()
+        self.tree: Lifecycle[_Dir] = Lifecycle(_close)
         self._ids = 0
         self._announced: dict[int, _Announced] = {}
         self.filter = Filter.build(
@@ -253,7 +244,7 @@ class Sender:
         entries = 0
         for src, dst_name in self.sources:
             parent, name = os.path.split(os.path.abspath(src))
-            anchor = _Dir(os.open(parent or "/", DIR_FLAGS), "")
+            anchor = _Dir(parent=None, rel="", fd=os.open(parent or "/", DIR_FLAGS))
             try:
                 st = os.lstat(name, dir_fd=anchor.fd)
                 if stat.S_ISDIR(st.st_mode):
@@ -261,11 +252,11 @@ class Sender:
                     self._announce(anchor, ANCHOR, root, dst_name, st)
                 else:
                     kind = "symlink" if stat.S_ISLNK(st.st_mode) else "file"
-                    anchor.hold()
+                    self.tree.hold(anchor)
                     self._work.put(_Batch(ANCHOR, anchor, [(name, kind)], dst_name))
                     entries += 1
             finally:
-                anchor.release()
+                self.tree.release(tally, anchor)
         self.control.send_control("dir_end", dir=ANCHOR, count=entries)
         pending = len(self._announced)
         while pending:
@@ -274,7 +265,7 @@ class Sender:
             with self._lock:
                 announced = self._announced.pop(dir_id)
             if not ok:
-                announced.parent.release()
+                self.tree.release(tally, announced.parent)
                 continue
             pending += self._scan(tally, dir_id, announced)
 
@@ -306,7 +297,7 @@ class Sender:
             self._ids += 1
             dir_id = self._ids
             self._announced[dir_id] = announced
-        parent.hold()
+        self.tree.hold(parent)
         extra = {"traverse": True} if traverse and self._filters_wire else {}
         self.control.send_control(
             "dir", id=dir_id, parent=parent_id, name=dst_name, meta=meta_of(st), **extra
@@ -316,7 +307,7 @@ class Sender:
         """Scan one ready directory; the number of subdirectories announced."""
         parent, rel = announced.parent, announced.rel
         if self.runtime.stopping.is_set():
-            parent.release()
+            self.tree.release(tally, parent)
             self.control.send_control("dir_end", dir=dir_id, count=0)
             return 0
         try:
@@ -330,8 +321,14 @@ class Sender:
             self.control.send_control("dir_end", dir=dir_id, count=0)
             return 0
         finally:
-            parent.release()
-        node = _Dir(fd, rel, announced.path, announced.under_include)
+            self.tree.release(tally, parent)
+        node = _Dir(
+            parent=None,
+            rel=rel,
+            fd=fd,
+            path=announced.path,
+            under_include=announced.under_include,
+        )
         if self.filter.gitignore:
             ignores = parent.ignores or GitIgnores.root()
             node.ignores = ignores.with_dir(fd, announced.path)
@@ -348,7 +345,7 @@ class Sender:
                         break
                     if self.runtime.throttle is not None:
                         self.runtime.throttle.take()
-                    path = f"{node.path}/{entry.name}" if node.path else entry.name
+                    path = joined(node.path, entry.name)
                     try:
                         is_dir = entry.is_dir(follow_symlinks=False)
                         verdict = self._verdict(node, path, is_dir)
@@ -384,12 +381,12 @@ class Sender:
                     batch.append((entry.name, kind))
                     count += 1
                     if len(batch) >= BATCH_ENTRIES:
-                        self._queue(dir_id, node, batch)
+                        self._queue(tally, dir_id, node, batch)
                         batch = []
         except OSError as exc:
             self.runtime.fail(tally, rel, "read directory", exc)
         if batch:
-            self._queue(dir_id, node, batch)
+            self._queue(tally, dir_id, node, batch)
         if self._protect:
             for start in range(0, len(excluded), EXCLUDED_PART):
                 part = excluded[start : start + EXCLUDED_PART]
@@ -400,7 +397,7 @@ class Sender:
             if attrs:
                 end["xattrs"] = attrs
         self.control.send_control("dir_end", dir=dir_id, count=count, **end)
-        node.release()
+        self.tree.release(tally, node)
         return subdirs
 
     def _verdict(self, node: _Dir, path: str, is_dir: bool) -> Verdict | None:
@@ -436,11 +433,13 @@ class Sender:
             return "kept"
         return "file"  # replaced, or contents to compare: the destination decides
 
-    def _queue(self, dir_id: int, node: _Dir, entries: list[tuple[str, Kind]]) -> None:
-        node.hold()
+    def _queue(
+        self, tally: Tally, dir_id: int, node: _Dir, entries: list[tuple[str, Kind]]
+    ) -> None:
+        self.tree.hold(node)
         while True:
             if self._failure is not None:
-                node.release()
+                self.tree.release(tally, node)
                 raise self._failure
             try:
                 self._work.put(_Batch(dir_id, node, entries), timeout=0.2)
@@ -509,7 +508,7 @@ class Sender:
             except (RemoteError, OSError) as exc:
                 self._failure = exc
             finally:
-                batch.node.release()
+                self.tree.release(tally, batch.node)
 
     def _send_batch(self, tally: Tally, conn: Connection, batch: _Batch) -> None:
         entries: list[dict[str, Any]] = []
