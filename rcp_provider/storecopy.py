@@ -28,9 +28,10 @@ slower, generic, with the engine's rules where they apply:
   object when its upload ends (the store's own ``put_file``/``open``);
 - **metadata**: a POSIX destination gets the source's mtime and permission bits where
   the source has them (``preserve``), directories after their files;
-- **errors**: transient ones (the errno table) are retried with backoff
-  (:func:`rcp_core.errors.retrying`); others are collected and deduplicated, and the
-  run raises :class:`~rcp_core.errors.CopyFailedError` with its partial summary
+- **errors**: the run runtime's (:class:`rcp_core.runtime.Runtime`): transient ones,
+  as this host's site plugins classify them, are retried with backoff; others are
+  collected and deduplicated, and the run raises
+  :class:`~rcp_core.errors.CopyFailedError` with its partial summary
   (``fail_early``: at the first, the files not started are not copied);
 - **symlinks** of a POSIX source: a store has none, so a link to a file is copied as
   the file it points to, and a link to a directory is not followed (counted
@@ -67,21 +68,13 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from rcp_core.context import ErrorLog
-from rcp_core.errors import (
-    CopyFailedError,
-    EntryError,
-    UnsafeNameError,
-    UsageError,
-    classify,
-    entry_error,
-    retrying,
-)
+from rcp_core.errors import CopyFailedError, UnsafeNameError, UsageError
 from rcp_core.names import check_relative
+from rcp_core.plugins import plugin_manager
 from rcp_core.progress import Progress
+from rcp_core.runtime import Runtime
 from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy, PreserveAttr
 from rcp_core.summary import Resources, Summary, Tally, ThreadTallies
-from rcp_core.throttle import TokenBucket
 
 log = logging.getLogger("rcp_core")
 
@@ -196,7 +189,7 @@ def copy_tree(
         counts, Resources.since(started, usage), tuple(run.errors.report())
     )
     if counts["errors"]:
-        raise CopyFailedError(summary, list(summary.errors), run.stopped.is_set())
+        raise CopyFailedError(summary, list(summary.errors), run.stopping)
     return summary
 
 
@@ -221,22 +214,24 @@ def _target(
     return target
 
 
-class _Run:
-    """One copy's state: its tallies (one per thread), errors and stop flag."""
+class _Run(Runtime):
+    """One copy's state: its runtime (errors, retries, stop, throttle, classified by
+    this host's site plugins) and its tallies (one per thread)."""
 
     def __init__(self, source: Place, target: Place, settings: CopySettings) -> None:
+        super().__init__(
+            plugin_manager().hook,
+            retries=settings.retries,
+            retry_delay=settings.retry_delay,
+            fail_early=settings.fail_early,
+            ops_throttle=settings.ops_throttle,
+        )
         self.source, self.target, self.settings = source, target, settings
-        self.errors = ErrorLog()
-        self.stopped = threading.Event()
         self.counters = ThreadTallies()
         self.pending = 0
         self.crash: BaseException | None = None
         """The first exception a worker raised that is no entry error."""
         self._lock = threading.Lock()
-        self._retry = retrying(settings.retries + 1, settings.retry_delay)
-        self._throttle = (
-            TokenBucket(settings.ops_throttle) if settings.ops_throttle else None
-        )
         self.workers = settings.max_workers or DEFAULT_WORKERS
         self._room = threading.BoundedSemaphore(2 * self.workers)
         """Files submitted and not yet done: the workers' and as many waiting."""
@@ -271,7 +266,7 @@ class _Run:
         )
         with ThreadPoolExecutor(self.workers, thread_name_prefix="rcp-store") as pool:
             for item in files:
-                if self.stopped.is_set():
+                if self.stopping:
                     break
                 self._room.acquire()
                 with self._lock:
@@ -290,7 +285,7 @@ class _Run:
             if crash is not None and self.crash is None:
                 self.crash = crash
         if crash is not None:
-            self.stopped.set()
+            self.stop(f"internal error: {crash!r}")
         self._room.release()
 
     def _attempt(
@@ -302,18 +297,14 @@ class _Run:
     ) -> None:
         """Run ``action`` for ``item`` (transient errors retried); count a failure."""
         tally = self.tally()
-        if self.stopped.is_set():
+        if self.stopping:
             return
-        if self._throttle is not None:
-            self._throttle.take()
+        if self.throttle is not None:
+            self.throttle.take()
         try:
-            self._retry(lambda: action(item, existing.get(item.rel), tally), classify)
+            self.attempt(lambda: action(item, existing.get(item.rel), tally))
         except OSError as exc:
-            tally["errors"] += 1
-            error = entry_error(op, item.rel or ".", exc)
-            self.errors.add(error)
-            if self.settings.fail_early or type(error) is not EntryError:
-                self.stopped.set()
+            self.record(tally, self.error(op, item.rel or ".", exc))
 
     def _special(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
         """A FIFO, socket or device: skipped with ``skip_specials``, else an error."""

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     )
     from rcp_core.hookspecs import hookimpl
     from rcp_core.plugins import plugin_manager
+    from rcp_core.runtime import Kind
     from rcp_core.settings import (
         CompareAttr,
         CopySettings,
@@ -41,6 +42,7 @@ _HOMES = {
     "EntryError": "rcp_core.errors",
     "ExistingPolicy": "rcp_core.settings",
     "FatalError": "rcp_core.errors",
+    "Kind": "rcp_core.runtime",
     "Preserve": "rcp_core.settings",
     "RcpError": "rcp_core.errors",
     "Summary": "rcp_core.summary",
@@ -59,6 +61,7 @@ __all__ = [
     "EntryError",
     "ExistingPolicy",
     "FatalError",
+    "Kind",
     "Preserve",
     "RcpError",
     "Summary",

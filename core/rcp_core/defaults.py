@@ -34,8 +34,8 @@ flight, 0.21 s with one).
 
 from __future__ import annotations
 
-from rcp_core.errors import Kind, classify
 from rcp_core.hookspecs import hookimpl
+from rcp_core.runtime import Kind, classify
 from rcp_core.storage import StorageInfo, detect
 from rcp_core.tuning import Concurrency
 

@@ -1,4 +1,4 @@
-"""One error tree for the whole engine, and the one place that classifies OS errors.
+"""One error tree for the whole engine.
 
 ::
 
@@ -40,29 +40,14 @@
             ├── RemoteNotADirectoryError    (NotADirectoryError)  ENOTDIR
             └── RemotePermissionError       (PermissionError)     EACCES, EPERM
 
-Classification is decided in one place: :func:`classify` holds the errno table, and a
-run asks it through the ``rcp_classify_error`` hook (whose built-in implementation is
-:func:`classify`), so a site may override it for its storage:
-
-- *transient* errnos (EAGAIN, EINTR, ETIMEDOUT, ESTALE, EBUSY, ...) are retried a small,
-  configurable number of times with jittered backoff (tenacity), and only they are;
-- *fatal* errnos (ENOSPC, EDQUOT, EROFS, EMFILE, ENFILE) stop the run: continuing would fail
-  every remaining entry the same way;
-- everything else (EACCES, ENOENT, EPERM, ELOOP, ...) is *permanent* for that entry.
-
-Whether running a whole command again may succeed is decided here too
-(:func:`retry_may_help`, what Airflow's task retries follow): only for transient
-errors. A copy that finished with errors (:class:`CopyFailedError`, a failed job)
-already retried its transient failures; what is left, like a bad argument or a copy
-that does not verify, fails the same way again.
+Which errors are transient, permanent or fatal, their retries and the run they stop
+are the runtime's (:mod:`rcp_core.runtime`); this module is only the tree.
 """
 
 from __future__ import annotations
 
-import enum
 import errno
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 if TYPE_CHECKING:
     from rcp_core.summary import Summary
@@ -285,128 +270,6 @@ def remote_file_error(code: int, message: str, path: str | None) -> RemoteFileEr
     """The :class:`RemoteFileError` subclass for ``code`` (the base class for an errno
     without a builtin of its own)."""
     return _REMOTE_FILE_ERRORS.get(code, RemoteFileError)(code, message, path)
-
-
-class Kind(enum.Enum):
-    """How an ``OSError`` is treated; see the module docstring."""
-
-    TRANSIENT = "transient"
-    PERMANENT = "permanent"
-    FATAL = "fatal"
-
-
-TRANSIENT_ERRNOS = frozenset(
-    {
-        errno.EAGAIN,
-        errno.EINTR,
-        errno.ETIMEDOUT,
-        errno.ESTALE,
-        errno.EBUSY,
-        errno.ECONNRESET,
-        errno.ENOLCK,
-    }
-)
-FATAL_ERRNOS = frozenset(
-    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EMFILE, errno.ENFILE}
-)
-
-
-def classify(exc: BaseException) -> Kind:
-    """Decide whether ``exc`` is transient, permanent or fatal for the run."""
-    cause = exc.cause if isinstance(exc, EntryError) else exc
-    if isinstance(cause, OSError) and cause.errno is not None:
-        if cause.errno in TRANSIENT_ERRNOS:
-            return Kind.TRANSIENT
-        if cause.errno in FATAL_ERRNOS:
-            return Kind.FATAL
-    return Kind.PERMANENT
-
-
-def retry_may_help(exc: BaseException) -> bool:
-    """Whether running the same command again may succeed where this failed: only
-    transient errors (a lost or silent peer, EAGAIN, ESTALE, ...)."""
-    if isinstance(exc, RcpError) and not isinstance(exc, OSError):
-        return False
-    return isinstance(exc, OSError) and classify(exc) is Kind.TRANSIENT
-
-
-Classifier = Callable[[OSError], Kind]
-
-
-def entry_error(
-    op: str, path: str, cause: OSError, kind: Kind | None = None
-) -> EntryError:
-    """Wrap ``cause`` in the :class:`EntryError` subclass its ``kind`` calls for.
-
-    :param kind: the classification, if the caller already made it.
-    """
-    if (kind or classify(cause)) is Kind.FATAL:
-        return FatalError(op, path, cause)
-    return EntryError(op, path, cause)
-
-
-class Retry(Protocol):
-    """What :func:`retrying` returns."""
-
-    def __call__(
-        self,
-        fn: Callable[[], T],
-        classifier: Classifier = ...,
-        failure: OSError | None = ...,
-    ) -> T: ...
-
-
-def retrying(attempts: int, base_delay: float) -> Retry:
-    """Return ``run(fn, classifier, failure=None)``: call ``fn``, retry it on transient
-    errors only (``failure``: the first try was made, and failed so).
-
-    :param attempts: total tries (1 disables retrying).
-    :param base_delay: the backoff before the first retry in seconds; doubles with
-        jitter, capped at 2 s.
-    The classifier (the run's ``rcp_classify_error`` for the entry at hand) decides
-    what is transient.
-    """
-
-    def run(
-        fn: Callable[[], T],
-        classifier: Classifier = classify,
-        failure: OSError | None = None,
-    ) -> T:
-        # The first try is a plain call: the policy (and tenacity's import, which
-        # a command copying a small tree should not pay) is built only after a
-        # transient failure. Most calls never fail, and a removal makes one per file.
-        # A caller that made the first try itself passes its ``failure``.
-        if failure is None:
-            try:
-                return fn()
-            except OSError as exc:
-                failure = exc
-        if attempts <= 1 or classifier(failure) is not Kind.TRANSIENT:
-            raise failure
-        failed = [failure]
-        import tenacity
-
-        def transient(exc: BaseException) -> bool:
-            return isinstance(exc, OSError) and classifier(exc) is Kind.TRANSIENT
-
-        def again() -> T:
-            # The policy's first attempt is the plain call's failure, so even the
-            # first retry waits its backoff.
-            if failed:
-                raise failed.pop()
-            return fn()
-
-        policy = tenacity.Retrying(
-            retry=tenacity.retry_if_exception(transient),
-            stop=tenacity.stop_after_attempt(attempts),
-            wait=tenacity.wait_exponential_jitter(
-                multiplier=base_delay, max=2.0, jitter=base_delay
-            ),
-            reraise=True,
-        )
-        return policy(again)
-
-    return run
 
 
 class SourceCutShortError(OSError):

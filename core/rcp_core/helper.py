@@ -41,10 +41,11 @@ from rcp_core.channel import (
     Stop,
     Task,
 )
-from rcp_core.context import Context, ErrorLog
+from rcp_core.context import Context
 from rcp_core.errors import EntryError
 from rcp_core.plugins import plugin_manager
 from rcp_core.pool import WorkPool
+from rcp_core.runtime import ErrorLog
 from rcp_core.summary import merge
 from rcp_core.tree import DirNode
 from rcp_core.walk import OPS, Walker, chunking

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from rcp_core.errors import Kind
     from rcp_core.progress import Progress
+    from rcp_core.runtime import Kind
     from rcp_core.storage import StorageInfo
     from rcp_core.summary import Summary
     from rcp_core.tuning import Concurrency

@@ -52,20 +52,13 @@ import pluggy
 
 from rcp_core.birth import birth_time
 from rcp_core.capacity import choose_concurrency, open_files_budget, storage_of
-from rcp_core.context import ErrorLog
-from rcp_core.errors import (
-    CopyFailedError,
-    FatalError,
-    Kind,
-    UsageError,
-    entry_error,
-    retrying,
-)
+from rcp_core.errors import CopyFailedError, UsageError
 from rcp_core.filters import Filter, Verdict
 from rcp_core.monitor import Monitor, Observer
 from rcp_core.plugins import plugin_manager
 from rcp_core.pool import WorkPool
 from rcp_core.remove import count_removed
+from rcp_core.runtime import Runtime
 from rcp_core.settings import CopySettings
 from rcp_core.summary import Resources, Summary, Tally, merge
 from rcp_core.tree import DIR_FLAGS, Lifecycle, Node
@@ -190,7 +183,7 @@ def remove(
     )
     if counts["errors"] or run.stop_reason == "cancelled":
         failure = CopyFailedError(
-            summary, list(summary.errors), run.stopped.is_set(), what="remove"
+            summary, list(summary.errors), run.stopping, what="remove"
         )
         plugins.hook.rcp_run_finished(summary=summary, error=failure)
         raise failure
@@ -248,8 +241,8 @@ def _checked(path: str, settings: RemoveSettings) -> str | None:
     return absolute
 
 
-class _Removal:
-    """One removal run: its pool, filters and errors."""
+class _Removal(Runtime):
+    """One removal run: its runtime (errors, retries, stop), pool and filters."""
 
     def __init__(
         self,
@@ -257,8 +250,13 @@ class _Removal:
         plugins: pluggy.PluginManager,
         operands: list[str],
     ) -> None:
+        super().__init__(
+            plugins.hook,
+            retries=settings.retries,
+            retry_delay=settings.retry_delay,
+            fail_early=settings.fail_early,
+        )
         self.settings = settings
-        self.hook = plugins.hook
         self.operands = operands
         self.filter = Filter.build(
             includes=settings.includes, excludes=settings.excludes
@@ -279,12 +277,7 @@ class _Removal:
         self.pool = WorkPool(
             self.concurrency.maximum, self.concurrency.initial, self._crashed
         )
-        self.errors = ErrorLog()
-        self.stopped = threading.Event()
-        self.stop_reason: str | None = None
-        """Why the removal stopped (the first reason), if it did."""
         self.tree = Lifecycle(self._finish)
-        self._retry = retrying(settings.retries + 1, settings.retry_delay)
         self._parent_fds: list[int] = []
 
     def execute(self) -> None:
@@ -297,12 +290,6 @@ class _Removal:
         finally:
             for fd in self._parent_fds:
                 os.close(fd)
-
-    def stop(self, reason: str) -> None:
-        if not self.stopped.is_set():
-            log.warning("stopping: %s", reason)
-            self.stop_reason = reason
-            self.stopped.set()
 
     def _crashed(self, exc: BaseException) -> None:
         self.stop(f"internal error: {exc!r}")
@@ -346,21 +333,25 @@ class _Removal:
         """Open ``node`` (only now: a queued directory holds no descriptor), unlink
         its entries (those that go), queue its subdirectories."""
         try:
-            if not self.stopped.is_set():
+            if not self.stopping:
                 node.fd = os.open(node.name, _DIR, dir_fd=node.parent_fd)
                 if os.fstat(node.fd).st_dev != node.dev:
                     raise OSError(errno.EXDEV, "replaced by a mount point meanwhile")
-                with os.scandir(node.fd) as entries:
-                    for entry in entries:
-                        if self.stopped.is_set():
-                            node.incomplete = True
-                            break
-                        self._entry(tally, node, entry)
+                self._empty(tally, node)
         except OSError as exc:
             node.incomplete = True
             self._failed(tally, "read directory", node.display, exc)
         finally:
             self.tree.release(tally, node)
+
+    def _empty(self, tally: Tally, node: _Dir) -> None:
+        """Each entry of the open directory ``node``, until the run stops."""
+        with os.scandir(node.fd) as entries:
+            for entry in entries:
+                if self.stopping:
+                    node.incomplete = True
+                    return
+                self._entry(tally, node, entry)
 
     def _entry(self, tally: Tally, node: _Dir, entry: os.DirEntry[str]) -> None:
         """One entry of ``node``: removed, kept, or queued. A file costs no path
@@ -433,7 +424,7 @@ class _Removal:
             _count(tally, kind, st)
             return
         try:
-            self._retry(lambda: os.unlink(name, dir_fd=dir_fd), self._classify)
+            self.attempt(lambda: os.unlink(name, dir_fd=dir_fd))
         except FileNotFoundError:
             return  # gone meanwhile
         except OSError as exc:
@@ -466,7 +457,7 @@ class _Removal:
         something beneath it stays (then it stays too)."""
         if node.fd >= 0:
             os.close(node.fd)
-        if node.incomplete or self.stopped.is_set() or not self._rmdir(tally, node):
+        if node.incomplete or self.stopping or not self._rmdir(tally, node):
             node.incomplete = True
 
     def _rmdir(self, tally: Tally, node: _Dir) -> bool:
@@ -476,9 +467,7 @@ class _Removal:
             tally["removed.dirs"] += 1
             return True
         try:
-            self._retry(
-                lambda: os.rmdir(node.name, dir_fd=node.parent_fd), self._classify
-            )
+            self.attempt(lambda: os.rmdir(node.name, dir_fd=node.parent_fd))
         except FileNotFoundError:
             return True
         except OSError as exc:
@@ -487,17 +476,5 @@ class _Removal:
         tally["removed.dirs"] += 1
         return True
 
-    def _classify(self, error: OSError) -> Kind:
-        kind: Kind = self.hook.rcp_classify_error(
-            error=error, source=None, destination=None
-        )
-        return kind
-
     def _failed(self, tally: Tally, op: str, display: str, exc: OSError) -> None:
-        tally["errors"] += 1
-        error = entry_error(op, display, exc, self._classify(exc))
-        self.errors.add(error)
-        if isinstance(error, FatalError):
-            self.stop(str(error))
-        elif self.settings.fail_early:
-            self.stop(f"--fail-early: {error}")
+        self.record(tally, self.error(op, display, exc))

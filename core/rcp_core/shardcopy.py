@@ -35,16 +35,12 @@ import pluggy
 
 from rcp_core.context import log
 from rcp_core.engine import Engine
-from rcp_core.errors import (
-    EntryError,
-    UsageError,
-    classify,
-    retrying,
-)
+from rcp_core.errors import EntryError, UsageError
 from rcp_core.metadata import Metadata
 from rcp_core.monitor import Observer
 from rcp_core.paths import Job
 from rcp_core.plugins import plugin_manager
+from rcp_core.runtime import Runtime
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.shardplan import ShardPlan
 from rcp_core.summary import KEYS, Resources, Summary
@@ -184,7 +180,8 @@ def finalize(
     ``settings.preserve`` keeps), deepest first; return how many were set.
 
     Run it after every shard finished. Every directory is tried; the first failure is
-    raised afterwards (transient ones are retried first).
+    raised afterwards (transient ones, as this host's site plugins classify them, are
+    retried first).
 
     :raises UsageError: a parent is missing at the destination (a shard did not run)
         or is not a directory; nothing was changed.
@@ -205,7 +202,12 @@ def finalize(
     umask = os.umask(0o022)
     os.umask(umask)
     metadata = Metadata(settings.preserve, umask)
-    retry = retrying(settings.retries + 1, settings.retry_delay)
+    run = Runtime(
+        plugin_manager().hook,
+        retries=settings.retries,
+        retry_delay=settings.retry_delay,
+        fail_early=False,
+    )
     done = 0
     failures: list[EntryError] = []
     for rel in sorted(plan.parents, key=lambda r: (-_depth(r), r)):
@@ -225,7 +227,7 @@ def finalize(
                 os.close(src_fd)
 
         try:
-            retry(apply, classify)
+            run.attempt(apply)
         except OSError as exc:
             failures.append(EntryError("set directory metadata", rel or ".", exc))
         else:

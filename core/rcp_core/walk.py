@@ -35,7 +35,6 @@ from rcp_core.chunks import Chunking
 from rcp_core.context import Context
 from rcp_core.dirs import finish_dir, gitignores, make_dst_dir
 from rcp_core.entries import copy_file, copy_other, copy_symlink
-from rcp_core.errors import retrying
 from rcp_core.filters import Verdict
 from rcp_core.pool import WorkPool
 from rcp_core.summary import Tally
@@ -100,7 +99,6 @@ class Walker:
         self.ctx = ctx
         self.settings = ctx.settings
         self.pool = pool
-        self.retry = retrying(ctx.settings.retries + 1, ctx.settings.retry_delay)
         self.on_root_done = on_root_done
         self.tree = Lifecycle(self._finish)
         self.hold = self.tree.hold
@@ -123,7 +121,7 @@ class Walker:
             try:
                 fn()
             except OSError as exc:
-                self.retry(fn, lambda e: self.ctx.classify(e, node), exc)
+                self.ctx.retry(fn, lambda e: self.ctx.classify(e, node), exc)
         except OSError as exc:
             error = self.ctx.error(op, node.display(rel), exc, node)
             self.ctx.fail(tally, node, error)

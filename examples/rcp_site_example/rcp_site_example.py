@@ -31,7 +31,7 @@ import subprocess
 from collections.abc import Iterable
 
 import rcp_core
-from rcp_core.errors import Kind
+from rcp_core.runtime import Kind
 from rcp_core.storage import StorageInfo
 from rcp_core.tuning import Concurrency
 

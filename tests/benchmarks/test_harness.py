@@ -73,7 +73,7 @@ from benchmarks.harness.tools import (
 from benchmarks.harness.trial import Bench, Round, Source, expectations
 from benchmarks.harness.verify import census, compare
 from benchmarks.mounts import fstype_of
-from rcp_core.errors import Kind
+from rcp_core.runtime import Kind
 from rcp_core.storage import detect
 from support.treecmp import TreeCompare
 

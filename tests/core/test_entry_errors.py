@@ -25,7 +25,7 @@ import pytest
 import rcp_core
 import rcp_core.metadata
 from rcp_core import CopySettings, EntryError, ExistingPolicy, FatalError, RcpError
-from rcp_core.errors import Kind, classify, entry_error, retrying
+from rcp_core.runtime import Kind, classify, entry_error, retrying
 from support import nobody
 from support.nobody import RCP, give_to_nobody, rcp_as_nobody
 from support.treecmp import TreeCompare

@@ -35,7 +35,7 @@ import rcp_core
 from rcp_core import CopyFailedError, CopySettings, ExistingPolicy, hookimpl
 from rcp_core.defaults import SHARED_CHUNK, BuiltinPlugin
 from rcp_core.engine import Engine
-from rcp_core.errors import Kind, PluginError
+from rcp_core.errors import PluginError
 from rcp_core.paths import plan_jobs
 from rcp_core.plugins import (
     BUILTIN,
@@ -45,6 +45,7 @@ from rcp_core.plugins import (
     site_implemented,
 )
 from rcp_core.progress import Progress
+from rcp_core.runtime import Kind
 from rcp_core.settings import DryRun
 from rcp_core.storage import StorageInfo
 from rcp_core.summary import Summary

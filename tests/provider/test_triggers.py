@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from rcp_core import CopySettings
-from rcp_core.errors import CopyFailedError, JobFailedError, retry_may_help
+from rcp_core.errors import CopyFailedError, JobFailedError
 from rcp_core.remote.outcome import job_summary
+from rcp_core.runtime import retry_may_help
 from rcp_provider.hook import RcpHook
 from rcp_provider.triggers import RcpJobTrigger
 from support.services import Served

@@ -17,7 +17,6 @@ import pytest
 from blake3 import blake3
 
 from rcp_core.errors import (
-    Kind,
     RemoteError,
     RemoteFileError,
     RemoteFileExistsError,
@@ -25,7 +24,6 @@ from rcp_core.errors import (
     RemoteIsADirectoryError,
     RemoteNotADirectoryError,
     UsageError,
-    classify,
 )
 from rcp_core.remote.connection import Connection, dial
 from rcp_core.remote.filewire import (
@@ -39,6 +37,7 @@ from rcp_core.remote.filewire import (
 from rcp_core.remote.hello import Role
 from rcp_core.remote.roles import SOFTWARE
 from rcp_core.remote.wire import FrameKind
+from rcp_core.runtime import Kind, classify
 from support.services import TOKEN, Served, start
 
 TIMEOUT = 10.0

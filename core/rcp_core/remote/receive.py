@@ -222,7 +222,7 @@ class Receiver:
     def _stopped(self, node: ReceivedDir) -> bool:
         """Whether the run stopped: nothing more is written (``node`` then counts
         as failed, so its directory keeps what it had: no prune, no metadata)."""
-        if not self.runtime.stopping.is_set():
+        if not self.runtime.stopping:
             return False
         with self._lock:
             node.incomplete = True

@@ -113,7 +113,7 @@ def run_source(
                 conn.fail(f"unexpected attach {channel!r}")
                 raise ProtocolError(f"unexpected attach {channel!r}")
         sender = Sender(sources, control, data, settings, stall=STALL)
-        return sender.run(), list(sender.errors)
+        return sender.run(), sender.errors.messages()
     finally:
         for conn in (*data, *([control] if control else [])):
             conn.close()
@@ -222,7 +222,7 @@ def _receive(
             reported = time.monotonic()
             on_progress(receiver.counts())
     control.send_control("finished", counts=receiver.counts())
-    return receiver.counts(), list(receiver.errors)
+    return receiver.counts(), receiver.errors.messages()
 
 
 def _tell_stop(control: Connection, reason: str) -> None:

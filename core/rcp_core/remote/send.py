@@ -267,6 +267,10 @@ class Sender:
             if not ok:
                 self.tree.release(tally, announced.parent)
                 continue
+            if self.runtime.stopping:
+                self.tree.release(tally, announced.parent)
+                self.control.send_control("dir_end", dir=dir_id, count=0)
+                continue
             pending += self._scan(tally, dir_id, announced)
 
     def _next_ready(self) -> tuple[int, bool]:
@@ -306,10 +310,6 @@ class Sender:
     def _scan(self, tally: Tally, dir_id: int, announced: _Announced) -> int:
         """Scan one ready directory; the number of subdirectories announced."""
         parent, rel = announced.parent, announced.rel
-        if self.runtime.stopping.is_set():
-            self.tree.release(tally, parent)
-            self.control.send_control("dir_end", dir=dir_id, count=0)
-            return 0
         try:
             fd = self.runtime.attempt(
                 lambda: os.open(
@@ -341,7 +341,7 @@ class Sender:
         try:
             with os.scandir(fd) as it:
                 for entry in it:
-                    if self.runtime.stopping.is_set():
+                    if self.runtime.stopping:
                         break
                     if self.runtime.throttle is not None:
                         self.runtime.throttle.take()
@@ -529,7 +529,7 @@ class Sender:
             rel = batch.node.child_rel(name)
             sent_as = batch.rename or name
             entry: dict[str, Any]
-            if self.runtime.stopping.is_set():
+            if self.runtime.stopping:
                 entry, data = {"name": sent_as, "kind": "failed"}, b""
             elif kind == "symlink":
                 entry, data = self._symlink(tally, batch.node, name, sent_as, rel)
