@@ -8,6 +8,7 @@ results, report and plots are still written, and every mount is undone).
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
 import signal
@@ -24,6 +25,7 @@ from benchmarks.harness.filesystems import FILESYSTEMS
 from benchmarks.harness.plan import ALL_TOOLS, PROFILES, Plan, fs_options, restrict
 from benchmarks.harness.results import MODES, Mode, Results, load, save
 from benchmarks.harness.runner import Settings, run, say_stderr
+from benchmarks.harness.tools import BASELINES
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_WORK = Path("/var/tmp/rcp-bench")
@@ -66,7 +68,7 @@ def parser() -> argparse.ArgumentParser:
         dest="profile",
         action="store_const",
         const="full",
-        help="at most about 75 minutes",
+        help="at most about 95 minutes",
     )
     p.add_argument(
         "--out",
@@ -123,6 +125,19 @@ def parser() -> argparse.ArgumentParser:
         help="the rcp command to measure (default: the one beside this python; "
         "make bench passes a wheel install, as users run it)",
     )
+    p.add_argument(
+        "--baseline-rcp",
+        type=Path,
+        metavar="PATH",
+        help="the rcp of another installation (the previous build) to measure beside "
+        "this one wherever rcp runs with automatic settings, with the rcpd beside it",
+    )
+    p.add_argument(
+        "--baseline-name",
+        default="",
+        metavar="TEXT",
+        help="what the report calls the previous build, e.g. its git commit",
+    )
     p.add_argument("--list", action="store_true", help="print the plan and exit")
     p.add_argument(
         "--report-only",
@@ -145,6 +160,7 @@ def _plan(args: argparse.Namespace) -> Plan:
         reps=args.reps,
         confirm_reps=args.confirm_reps,
         budget_s=None if args.budget_min is None else args.budget_min * 60,
+        baseline=True if args.baseline_rcp is not None else None,
     )
 
 
@@ -153,6 +169,9 @@ def _print_plan(plan: Plan) -> None:
         f"profile {plan.name}: {plan.runs()} timed runs, "
         f"budget {plan.budget_s / 60:.0f} min"
     )
+    if plan.baseline:
+        twins = [f"{t} + {BASELINES[t]}" for t in plan.tools if t in BASELINES]
+        print(f"  the previous build beside this one: {', '.join(twins)}")
     for c in plan.cells:
         tools = plan.tools_of(c)
         print(
@@ -193,6 +212,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         _print_plan(plan)
         return 0
+    if plan.baseline and args.baseline_rcp is None:
+        print(
+            f"error: profile {plan.name} measures the previous build beside this "
+            "one: give its rcp with --baseline-rcp PATH",
+            file=sys.stderr,
+        )
+        return 2
+    baseline = args.baseline_rcp.resolve() if args.baseline_rcp else None
+    if baseline is not None and not os.access(baseline, os.X_OK):
+        print(f"error: --baseline-rcp {baseline} is not a program", file=sys.stderr)
+        return 2
     filegen = _entry_point("rcp-filegen")
     if filegen is None:
         print("error: rcp-filegen is not installed (run `make bench`)", file=sys.stderr)
@@ -208,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         filegen=filegen,
         rcp=str(args.rcp.resolve()) if args.rcp else _entry_point("rcp"),
         airflow_venv=REPO / VENV_NAME,
+        baseline_rcp=None if baseline is None else str(baseline),
+        baseline_name=args.baseline_name,
     )
     signal.signal(signal.SIGTERM, _terminate)
     results = Results()

@@ -47,11 +47,13 @@ warm", its ``note`` says why, and the report prints it.
 
 Invariants: every id in a plan names a known fileset, filesystem and tool
 (:func:`validate`); :func:`restrict` only narrows a plan (or replaces its cells by an
-explicit cross product), it never invents tools.
+explicit cross product), it never invents tools; the previous build's twins run only
+in a plan with :attr:`Plan.baseline`, each right after its tool and wherever it runs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -59,6 +61,7 @@ from benchmarks.harness.filesets import FILESETS, GiB
 from benchmarks.harness.filesystems import FILESYSTEMS, REMOTE, FsOptions
 from benchmarks.harness.results import MODES, Mode
 from benchmarks.harness.tools import (
+    BASELINES,
     COMPARE_TOOLS,
     FSSPEC_RCP,
     PARALLEL_JOBS,
@@ -134,12 +137,28 @@ class Plan:
     luckiest (on this shared 2-core machine one tool's runs spread by 10-30%), so a
     target judged on it alone would be biased; more runs of exactly the compared
     tools shrink that bias and the noise in the ratios the targets read."""
+    baseline: bool = False
+    """Whether the previous build runs beside this one (``--baseline-rcp``): each
+    tool of :data:`~benchmarks.harness.tools.BASELINES` is followed by its twin
+    wherever it runs, confirmation rounds included, so both are interleaved in the
+    same rounds."""
+
+    @property
+    def tool_ids(self) -> tuple[str, ...]:
+        """Every tool the plan may run, in its order: :attr:`tools`, with each one's
+        twin from the previous build after it when :attr:`baseline`."""
+        return self._twinned(self.tools)
 
     def tools_of(self, cell: Cell) -> tuple[str, ...]:
         """The tools ``cell`` runs, in the plan's order (only those that fit its
-        filesystem: :func:`fits`)."""
+        filesystem: :func:`fits`; twins follow their tool: :attr:`baseline`)."""
         wanted = self.tools if cell.tools is None else cell.tools
-        return tuple(t for t in self.tools if t in wanted and fits(t, cell.fs))
+        return self._twinned(t for t in self.tools if t in wanted and fits(t, cell.fs))
+
+    def _twinned(self, ids: Iterable[str]) -> tuple[str, ...]:
+        """``ids``, each followed by its previous build's twin when :attr:`baseline`."""
+        twins = BASELINES if self.baseline else {}
+        return tuple(x for t in ids for x in (t, twins.get(t)) if x is not None)
 
     def reps_of(self, cell: Cell) -> int:
         """Repetitions of ``cell``."""
@@ -150,7 +169,7 @@ class Plan:
         (known only once the cell ran: see :meth:`confirms_best`)."""
         runs = self.tools_of(cell)
         auto = (RCP_AUTO,) if RCP_AUTO in runs else ()
-        return (*auto, *(t for t in cell.confirm if t in runs))
+        return self._twinned((*auto, *(t for t in cell.confirm if t in runs)))
 
     def confirms_best(self, cell: Cell) -> bool:
         """Whether ``cell``'s confirmation rounds include the best fixed setting."""
@@ -453,8 +472,10 @@ def restrict(
     reps: int | None = None,
     budget_s: float | None = None,
     confirm_reps: int | None = None,
+    baseline: bool | None = None,
 ) -> Plan:
-    """Narrow ``plan`` to the given ids (``None`` keeps what the plan has).
+    """Narrow ``plan`` to the given ids (``None`` keeps what the plan has); with
+    ``baseline``, measure the previous build beside this one (:attr:`Plan.baseline`).
 
     With ``filesets`` the plan's cells are replaced by every ``filesystems`` (or the
     plan's filesystems) x ``filesets`` pair, in both modes unless ``modes`` narrows
@@ -478,6 +499,7 @@ def restrict(
         reps=plan.reps if reps is None else reps,
         budget_s=plan.budget_s if budget_s is None else budget_s,
         confirm_reps=plan.confirm_reps if confirm_reps is None else confirm_reps,
+        baseline=plan.baseline if baseline is None else baseline,
         cells=cells,
     )
     if tools is not None:

@@ -63,6 +63,8 @@ class Settings:
     filegen: str
     rcp: str | None
     airflow_venv: Path
+    baseline_rcp: str | None = None  # the previous build's rcp (Plan.baseline)
+    baseline_name: str = ""  # what the report calls it
     batch_bytes: int = 6 * 1024**3  # a round keeps its copies until its end up to this
     batch_data_bytes: int = 1024**3  # ... and only up to this much file data
 
@@ -83,6 +85,10 @@ def run(
     ``results`` is filled in as the run goes, so a caller that passes its own still
     has every measurement when the run is interrupted.
     """
+    if plan.baseline and settings.baseline_rcp is None:
+        raise ValueError(
+            f"plan {plan.name} measures the previous build, but none was given"
+        )
     started = time.monotonic()
     settings.out.mkdir(parents=True, exist_ok=True)
     settings.work.mkdir(parents=True, exist_ok=True)
@@ -110,6 +116,8 @@ def run(
             ],
         }
     )
+    if plan.baseline:
+        results.meta["baseline_rcp"] = settings.baseline_rcp
     tools = _tools(plan, settings, say)
     results.tools = [
         ToolInfo(
@@ -209,9 +217,11 @@ def _tools(plan: Plan, settings: Settings, say: Say) -> dict[str, Tool]:
         airflow_problem=airflow_problem,
         airflow_home=settings.work / "airflow-home",
         repo=settings.repo,
+        baseline_rcp=settings.baseline_rcp if plan.baseline else None,
+        baseline_name=settings.baseline_name,
     )
     known = toolbox(env)
-    return {tid: known[tid] for tid in plan.tools if tid in used}
+    return {tid: known[tid] for tid in plan.tool_ids if tid in used}
 
 
 def _run_cell(

@@ -29,6 +29,13 @@ one file after another, then comparing the two lists). The round makes their ``D
 untimed (:mod:`.trial`); ``rrm`` and ``rcmp`` are the ones installed beside the
 measured ``rcp``.
 
+The previous build (``--baseline-rcp``, issue 24's side-by-side speed check): each of
+our tools with automatic settings (:data:`BASELINES`: ``rcp_auto``, ``rcp_remote``)
+gets a twin from another installation, built by the same code with that
+installation's ``rcp`` in place of the measured one, so everything the tool takes
+from beside its ``rcp`` (the ``rcpd`` started on the source host) is that
+installation's too. Its version is that installation's.
+
 Invariant: a tool that cannot run here (binary missing, module not importable, Airflow
 venv not installable) is built with ``problem`` set, and is reported as skipped with
 that reason; it is never run.
@@ -41,7 +48,7 @@ import platform
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final, Literal
 
@@ -104,6 +111,10 @@ SERIAL_HASH: Final = (
     "| xargs -0 -r {hasher}; }}; "
     'a=$(h "$1") && b=$(h "$2") && [ "$a" = "$b" ]'
 )
+BASELINES: Final = {"rcp_auto": "rcp_base", "rcp_remote": "rcp_remote_base"}
+"""Our tools with automatic settings, and the id of each one's twin from the previous
+build (``--baseline-rcp``): measured wherever the tool is, interleaved with it."""
+BASELINE_LABEL: Final = "previous build"
 _BESIDE_RCP: Final = {
     "rcp_remote": "rcpd",
     "rcp_remote_plain": "rcpd",
@@ -142,12 +153,65 @@ class ToolEnv:
     airflow_problem: str | None  # why there is no Airflow venv
     airflow_home: Path  # AIRFLOW_HOME for the Airflow peer (keeps ~/airflow clean)
     repo: Path
+    baseline_rcp: str | None = None  # the previous build's rcp (None: no twins)
+    baseline_name: str = ""  # what the report calls it, e.g. its git commit
 
 
 def toolbox(env: ToolEnv) -> dict[str, Tool]:
-    """Every known tool, in report order, with versions and problems filled in."""
+    """Every known tool, in report order, with versions and problems filled in; with
+    ``env.baseline_rcp``, the previous build's twins (:data:`BASELINES`) too."""
+    tools = {t.id: _probe(t, env) for t in _table(env)}
+    if env.baseline_rcp is not None:
+        tools |= {t.id: t for t in _baseline(env, env.baseline_rcp)}
+    return tools
+
+
+def _baseline(env: ToolEnv, rcp: str) -> list[Tool]:
+    """The twins of :data:`BASELINES`: the same tools, made by the same table with
+    the previous build's ``rcp`` (so its ``rcpd`` too), probed as that installation
+    and renamed."""
+    other = replace(env, rcp=rcp, baseline_rcp=None)
+    version, problem = installed_version(rcp, env.baseline_name)
+    twins = []
+    for tool in _table(other):
+        if tool.id not in BASELINES:
+            continue
+        probed = _probe(tool, other)
+        twins.append(
+            replace(
+                probed,
+                id=BASELINES[tool.id],
+                label=f"{tool.label}, {BASELINE_LABEL}",
+                note=f"{tool.note}; the {BASELINE_LABEL}: {rcp}",
+                version=version,
+                problem=problem or probed.problem,
+            )
+        )
+    return twins
+
+
+def installed_version(rcp: str, name: str = "") -> tuple[str, str | None]:
+    """The version of the installation of ``rcp`` (asked of the python beside it;
+    ``?`` when it cannot say), with ``name`` (e.g. its git commit) in brackets; and
+    why it cannot run (no such ``rcp``), or ``None``."""
+    if not Path(rcp).exists():
+        return "", f"no rcp at {rcp}"
+    version, unknown = _first_line(
+        [
+            str(Path(rcp).with_name("python")),
+            "-c",
+            "from importlib.metadata import version as v; "
+            "print('airflow-provider-rcp', v('airflow-provider-rcp'))",
+        ]
+    )
+    version = "?" if unknown or not version else version
+    return (f"{version} ({name})" if name else version), None
+
+
+def _table(env: ToolEnv) -> list[Tool]:
+    """Every known tool, in report order, not yet probed."""
     py = env.python
-    tools = [
+    return [
         _binary(
             "cp_r",
             "cp -r",
@@ -313,7 +377,6 @@ def toolbox(env: ToolEnv) -> dict[str, Tool]:
         *_chores(env),
         *_remote(env),
     ]
-    return {t.id: _probe(t, env) for t in tools}
 
 
 def chore_of(tool_id: str) -> Chore:
@@ -477,8 +540,6 @@ def _bypass(env: ToolEnv, flag: str) -> Callable[[Path, Path], list[str]]:
 
 def _probe(tool: Tool, env: ToolEnv) -> Tool:
     """Fill in ``version`` and ``problem`` by asking the tool (or its module)."""
-    from dataclasses import replace
-
     version, problem = _version_of(tool, env)
     return replace(tool, version=version, problem=problem)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.harness import __main__ as harness_main
 from benchmarks.harness import chores, cpugroup, plots, report
 from benchmarks.harness.aggregate import CONFIRMED, auto_vs_best, outcomes
 from benchmarks.harness.bypass import bypassed
@@ -63,7 +64,10 @@ from benchmarks.harness.results import (
 from benchmarks.harness.stats import Spread, ratio, spread
 from benchmarks.harness.targets import check
 from benchmarks.harness.tools import (
+    BASELINES,
     COMPARE_TOOLS,
+    RCP_VAR,
+    RCPD_VAR,
     REMOVE_TOOLS,
     Tool,
     ToolEnv,
@@ -1042,3 +1046,101 @@ def test_report_shows_chores_in_tables_of_their_own(tmp_path: Path) -> None:
     assert rrm_row.endswith("| 1.15 / 0.90 |")
     assert "### Content comparison: ext4 / 100m_3 (3 x 100 MiB)" in chore
     assert "| vs sha256sum (cold / warm) | vs b3sum (cold / warm) |" in chore
+
+
+# --- the previous build beside this one (issue 24) ---------------------------------
+
+
+def test_the_previous_build_is_planned_beside_rcp_wherever_it_runs() -> None:
+    for profile in (QUICK, FULL):
+        plan = restrict(profile, baseline=True)
+        assert plan.runs() > profile.runs()
+        for cell in plan.cells:
+            alone, twinned = profile.tools_of(cell), plan.tools_of(cell)
+            # Each tool of ours with automatic settings, and right after it its
+            # twin from the previous build: in the same rounds, rotated alike.
+            expected = [x for t in alone for x in (t, BASELINES.get(t)) if x]
+            assert list(twinned) == expected, cell
+            for tool, twin in BASELINES.items():
+                assert (tool in profile.confirming(cell)) == (
+                    twin in plan.confirming(cell)
+                ), cell
+    quick = restrict(
+        QUICK,
+        filesets=("tiny",),
+        filesystems=("ext4", "netns"),
+        tools=("cp_r", "rcp_auto", "rcp_w4", "rsync_ssh", "rcp_remote"),
+        reps=2,
+        confirm_reps=1,
+        modes=("warm",),
+        baseline=True,
+    )
+    assert [quick.tools_of(c) for c in quick.cells] == [
+        ("cp_r", "rcp_auto", "rcp_base", "rcp_w4"),
+        ("rsync_ssh", "rcp_remote", "rcp_remote_base"),
+    ]
+    assert quick.confirming(quick.cells[0]) == ("rcp_auto", "rcp_base")
+    # ext4: 4 tools x 2 reps, then rcp, its twin and the best fixed setting once;
+    # netns: 3 tools x 2 reps, no confirmation (nothing to compare rcp with there)
+    assert quick.runs() == 4 * 2 + 3 + 3 * 2
+
+
+def test_without_the_option_nothing_changes(tmp_path: Path) -> None:
+    twins = set(BASELINES.values())
+    for name in ("quick", "full"):
+        plan = harness_main._plan(harness_main.parser().parse_args([f"--{name}"]))
+        assert plan == PROFILES[name]
+        assert not plan.baseline
+        assert plan.tool_ids == plan.tools
+        assert not any(twins & set(plan.tools_of(c)) for c in plan.cells)
+        assert not any(twins & set(plan.confirming(c)) for c in plan.cells)
+    assert not twins & set(ALL_TOOLS)
+    assert not twins & set(toolbox(_chore_env(tmp_path, None)))
+    # With the option, the plan twins them.
+    args = harness_main.parser().parse_args(["--quick", "--baseline-rcp", "/b/rcp"])
+    assert harness_main._plan(args).baseline
+
+
+def _installation(root: Path, version: str) -> Path:
+    """A stand-in installation: rcp and rcpd, and a python that says ``version``."""
+    bindir = root / "bin"
+    bindir.mkdir(parents=True)
+    for name, script in (
+        ("rcp", "exit 0"),
+        ("rcpd", "exit 0"),
+        ("python", f"echo airflow-provider-rcp {version}"),
+    ):
+        (bindir / name).write_text(f"#!/bin/sh\n{script}\n")
+        (bindir / name).chmod(0o755)
+    return bindir / "rcp"
+
+
+def test_the_previous_build_runs_its_own_rcp_and_rcpd(tmp_path: Path) -> None:
+    this = _installation(tmp_path / "this", "0.2.0")
+    base = _installation(tmp_path / "base", "0.1.0")
+    env = replace(
+        _chore_env(tmp_path, str(this)), baseline_rcp=str(base), baseline_name="git abc"
+    )
+    tools = toolbox(env)
+    src, dst = Path("/s"), Path("/d")
+    assert tools["rcp_auto"].argv(src, dst) == [str(this), "/s", "/d"]
+    assert tools["rcp_base"].argv(src, dst) == [str(base), "/s", "/d"]
+    new, old = tools["rcp_remote"], tools["rcp_remote_base"]
+    assert new.argv(src, dst) == old.argv(src, dst)  # the same script ...
+    assert old.env == {RCP_VAR: str(base), RCPD_VAR: str(base.with_name("rcpd"))}
+    assert new.env == {RCP_VAR: str(this), RCPD_VAR: str(this.with_name("rcpd"))}
+    assert old.summary_json
+    for twin in (tools["rcp_base"], old):
+        assert twin.problem is None
+        assert twin.version == "airflow-provider-rcp 0.1.0 (git abc)"
+        assert twin.label.endswith(", previous build")
+        assert (twin.family, twin.workers, twin.chore) == ("rcp", None, "copy")
+    # Its rcpd missing: the remote twin is skipped with the reason, never run.
+    base.with_name("rcpd").unlink()
+    tools = toolbox(env)
+    assert tools["rcp_remote_base"].problem == (
+        f"no rcpd beside {base} (looked for {base.with_name('rcpd')})"
+    )
+    assert tools["rcp_base"].problem is None
+    gone = toolbox(replace(env, baseline_rcp=str(tmp_path / "nothing" / "rcp")))
+    assert gone["rcp_base"].problem == f"no rcp at {tmp_path / 'nothing' / 'rcp'}"
