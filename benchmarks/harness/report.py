@@ -1,7 +1,8 @@
 """``report.md``: the human-readable account of a run, computed from its :class:`Results`.
 
 Sections: run, machine, versions, scale (filesets, filesystems, cells), method,
-targets (issue 3's, the operator's, fsspec's and the tree chores'), automatic vs best
+targets (issue 3's, the operator's, fsspec's and the tree chores'), the previous
+build vs this one (only when it was measured: :mod:`.baseline`), automatic vs best
 fixed, complete results (one table of copies per filesystem x fileset, like rcp's
 "complete results"), tree chores (their tables: :mod:`.chores`), remote copies
 (their setup, targets and tables: :mod:`.remote`), plots, skipped, noise.
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.harness import chores, remote
+from benchmarks.harness import baseline, chores, remote
 from benchmarks.harness.aggregate import auto_vs_best, cells, outcomes
 from benchmarks.harness.markdown import figures, md_table, ratio, span
 from benchmarks.harness.results import MODES, Results
@@ -36,6 +37,7 @@ def render(results: Results, plots: Sequence[str] = ()) -> str:
     lines += _scale_section(results)
     lines += _method_section(results)
     lines += _targets_section(results)
+    lines += baseline.section(results)
     lines += _auto_section(results, "auto_vs_best.png" in plots)
     lines += _complete_section(results)
     lines += chores.section(results)

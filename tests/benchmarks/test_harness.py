@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.harness import __main__ as harness_main
-from benchmarks.harness import chores, cpugroup, plots, report
+from benchmarks.harness import baseline, chores, cpugroup, plots, report
 from benchmarks.harness.aggregate import CONFIRMED, auto_vs_best, outcomes
 from benchmarks.harness.bypass import bypassed
 from benchmarks.harness.cache import CacheControl
@@ -1096,6 +1096,7 @@ def test_without_the_option_nothing_changes(tmp_path: Path) -> None:
         assert not any(twins & set(plan.confirming(c)) for c in plan.cells)
     assert not twins & set(ALL_TOOLS)
     assert not twins & set(toolbox(_chore_env(tmp_path, None)))
+    assert "Previous build" not in report.render(synthetic())
     # With the option, the plan twins them.
     args = harness_main.parser().parse_args(["--quick", "--baseline-rcp", "/b/rcp"])
     assert harness_main._plan(args).baseline
@@ -1144,3 +1145,155 @@ def test_the_previous_build_runs_its_own_rcp_and_rcpd(tmp_path: Path) -> None:
     assert tools["rcp_base"].problem is None
     gone = toolbox(replace(env, baseline_rcp=str(tmp_path / "nothing" / "rcp")))
     assert gone["rcp_base"].problem == f"no rcp at {tmp_path / 'nothing' / 'rcp'}"
+
+
+def _baseline_results() -> Results:
+    """This build beside the previous one: just over 3% slower on ext4, 2% on tmpfs,
+    5% on xfs, a wrong copy on mixed, a remote cell 10% faster."""
+    walls: dict[tuple[str, str, str], list[float]] = {
+        ("ext4", "1k_50k", "rcp_auto"): [1.00, 1.04, 1.02],
+        ("ext4", "1k_50k", "rcp_base"): [0.99, 0.98, 1.10],  # median 0.99: 1.030
+        ("tmpfs", "1k_10k", "rcp_auto"): [0.52, 0.51, 0.50],
+        ("tmpfs", "1k_10k", "rcp_base"): [0.50, 0.51, 0.49],  # 1.02: within
+        ("xfs", "1k_10k", "rcp_auto"): [0.40, 0.42, 0.41],
+        ("xfs", "1k_10k", "rcp_base"): [0.39, 0.40, 0.39],  # 0.41 / 0.39: 1.051
+        ("netns", "1k_50k", "rcp_remote"): [1.8, 1.8, 1.9],
+        ("netns", "1k_50k", "rcp_remote_base"): [2.0, 1.9, 2.1],  # 0.9: +11.1%
+    }
+    results = synthetic()
+    results.samples = [
+        _sample(tool, w, rep=i, fs=fs, fileset=fileset)
+        for (fs, fileset, tool), ws in walls.items()
+        for i, w in enumerate(ws)
+    ]
+    results.samples += [
+        _sample("rcp_auto", 0.2, fs="ext4", fileset="mixed", rep=0),
+        _sample(
+            "rcp_auto", 0.1, fs="ext4", fileset="mixed", rep=1, ok=False,
+            problem="3005 files, expected 3006",
+        ),
+        _sample("rcp_base", 0.2, fs="ext4", fileset="mixed", rep=0),
+        _sample("rcp_base", 0.2, fs="ext4", fileset="mixed", rep=1),
+    ]  # fmt: skip
+    old = "0.0.9 (git a)"
+    results.tools += [
+        ToolInfo("rcp_base", "rcp (auto), previous build", "rcp", old, "", "rcp"),
+        ToolInfo("rcp_remote", "rcp over ssh (TLS)", "...", "0.1", "", "rcp"),
+        ToolInfo(
+            "rcp_remote_base",
+            "rcp over ssh (TLS), previous build",
+            "...",
+            old,
+            "",
+            "rcp",
+        ),
+    ]
+    results.meta["baseline_rcp"] = "/v/base/bin/rcp"
+    return results
+
+
+def test_the_comparison_gives_the_ratio_and_the_verdict() -> None:
+    rows = {(p.fs, p.fileset): p for p in baseline.pairs(_baseline_results())}
+    assert list(rows) == [
+        ("ext4", "1k_50k"),
+        ("tmpfs", "1k_10k"),
+        ("xfs", "1k_10k"),
+        ("netns", "1k_50k"),
+        ("ext4", "mixed"),
+    ]
+    ext4 = rows[("ext4", "1k_50k")]
+    assert ext4.ratio == pytest.approx(1.02 / 0.99)  # 1.0303: just over 3%
+    assert ext4.within is False
+    assert baseline.verdict(ext4) == "**over the 3% limit: 3.03% slower**"
+    tmpfs = rows[("tmpfs", "1k_10k")]
+    assert tmpfs.ratio == pytest.approx(0.51 / 0.50)
+    assert tmpfs.within is True
+    assert baseline.verdict(tmpfs) == "within 3%: 2.00% slower"
+    remote = rows[("netns", "1k_50k")]
+    assert remote.ratio == pytest.approx(0.9)
+    assert remote.within is None  # no limit between hosts: the gain is reported
+    assert baseline.verdict(remote) == "gained 11.1% (1.11x the speed)"
+    wrong = rows[("ext4", "mixed")]
+    assert wrong.ratio is None  # a wrong copy is a failure, never a time
+    assert wrong.within is False
+    assert (
+        baseline.verdict(wrong) == "**FAILED** (this build): 3005 files, expected 3006"
+    )
+    faster = replace(tmpfs, new=tmpfs.old, old=tmpfs.new)
+    assert baseline.verdict(faster) == "within 3%: 1.96% faster"
+    lost = replace(remote, new=remote.old, old=remote.new)
+    assert baseline.verdict(lost) == "lost 10.0% (0.90x the speed)"
+
+
+def test_report_has_the_comparison_section_when_the_previous_build_ran(
+    tmp_path: Path,
+) -> None:
+    results = _baseline_results()
+    text = report.write(results, tmp_path).read_text()
+    section = text.split("## Previous build vs this build", 1)[1].split("\n## ", 1)[0]
+    assert "(`0.0.9 (git a)`, `/v/base/bin/rcp`) and this build (`0.1`)" in section
+    assert (
+        "| ext4 | 1k_50k | warm | rcp (auto) | 0.990 [0.980-1.10] (n=3) "
+        "| 1.02 [1.00-1.04] (n=3) | 1.030 | 0.742 / 0.765 "
+        "| **over the 3% limit: 3.03% slower** |"
+    ) in section
+    assert "| tmpfs | 1k_10k | warm | rcp (auto) |" in section
+    assert "| 1.020 | 0.375 / 0.383 | within 3%: 2.00% slower |" in section
+    assert (
+        "| netns | 1k_50k | warm | rcp over ssh (TLS) | 2.00 [1.90-2.10] (n=3) "
+        "| 1.80 [1.80-1.90] (n=3) | 0.900 |"
+    ) in section
+    assert (
+        "| ext4 | mixed | warm | rcp (auto) | 0.200 [0.200-0.200] (n=2) | FAILED 1/2 | - |"
+        in section
+    )
+    assert (
+        "- One host: 1 of 4 within the 3% limit; **over it: ext4 1k_50k warm, "
+        "xfs 1k_10k warm**; **failed: ext4 mixed warm**."
+    ) in section
+    assert (
+        "- Between two hosts, this build gained: netns 1k_50k warm +11.1%." in section
+    )
+    # The twins are tools like any other in the complete results.
+    assert "| rcp (auto), previous build | - | 0.990 [0.980-1.10] |" in text
+
+
+def test_a_tiny_run_with_the_previous_build_interleaves_both(tmp_path: Path) -> None:
+    _filegen()
+    rcp = _venv_entry("rcp")  # the previous build is this one here: the plumbing
+    out = tmp_path / "out"
+    argv = [
+        sys.executable, "-m", "benchmarks.harness", "--quick",
+        "--filesets", "tiny", "--filesystems", "ext4", "--tools", "cp_r,rcp_auto",
+        "--modes", "warm", "--reps", "2", "--confirm-reps", "0", "--no-drop-caches",
+        "--baseline-rcp", rcp, "--baseline-name", "the same",
+        "--work", str(tmp_path / "work"), "--out", str(out),
+    ]  # fmt: skip
+    proc = subprocess.run(
+        argv,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = load(out / "results.json")
+    assert all(s.ok for s in results.samples)
+    order = [(s.rep, s.position, s.tool) for s in results.samples]
+    assert order == [
+        (0, 0, "cp_r"),
+        (0, 1, "rcp_auto"),
+        (0, 2, "rcp_base"),
+        (1, 0, "rcp_auto"),  # rotated by one
+        (1, 1, "rcp_base"),
+        (1, 2, "cp_r"),
+    ]
+    assert results.meta["baseline_rcp"] == rcp
+    twin = results.tool("rcp_base")
+    assert twin is not None
+    assert twin.version.endswith("(the same)")
+    text = (out / "report.md").read_text()
+    assert "## Previous build vs this build" in text
+    assert "| ext4 | tiny | warm | rcp (auto) |" in text
