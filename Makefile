@@ -12,7 +12,7 @@ SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux fuse3 libfuse3-3 libfu
 DEMO_DIR ?= /tmp/rcp-demo
 LATENCYFS := benchmarks/latencyfs/latencyfs
 
-.PHONY: demo test check pytest format system system-packages clean latencyfs bench bench-system bench-rcp bytecode stress
+.PHONY: demo test check pytest format system system-packages clean latencyfs bench bench-system bench-rcp bench-base bench-compare bench-compare-system bytecode stress
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -105,5 +105,40 @@ bench-rcp: $(VENV)/.installed
 	$(BENCH_VENV)/bin/python -m pip install --quiet -c constraints.txt .
 	$(BENCH_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall .
 
+# Issue 24's speed check (benchmarks/README.md): the wheel of BASE (a git rev) in a venv
+# of its own beside the working tree's (bench-rcp), both measured in one harness run
+# on the committed cells (`--compare`), interleaved run by run; the report goes to
+# COMPARE_OUT, not over the full one. `make bench-compare BASE=main`.
+BASE_VENV := .venv-bench-base
+COMPARE_OUT ?= benchmarks/results/compare
+COMPARE_ARGS ?=
+ifneq ($(filter bench-compare bench-base,$(MAKECMDGOALS)),)
+ifeq ($(strip $(BASE)),)
+$(error give the build to compare against: make $(MAKECMDGOALS) BASE=<git rev>)
+endif
+endif
+
+bench-compare: bench-compare-system $(VENV)/.installed latencyfs bench-rcp bench-base
+	$(BIN)/python -m benchmarks.harness --compare --rcp $(BENCH_VENV)/bin/rcp \
+	  --baseline-rcp $(BASE_VENV)/bin/rcp \
+	  --baseline-name "$(BASE): git $$(git rev-parse --short '$(BASE)^{commit}')" \
+	  --out $(COMPARE_OUT) $(COMPARE_ARGS)
+
+# Only rcp runs in those cells: of the bench peers just the Linux source is needed.
+bench-compare-system:
+	@$(MAKE) --no-print-directory system SYSTEM_PACKAGES="$(SYSTEM_PACKAGES) linux-source"
+
+# The wheel of BASE, built from `git archive` of that commit in a temporary directory
+# (the working tree is not touched), installed like bench-rcp's (pinned by this tree's
+# constraints.txt, so both builds run on the same dependencies).
+bench-base: $(VENV)/.installed
+	@git rev-parse --verify --quiet '$(BASE)^{commit}' >/dev/null || { echo "BASE=$(BASE) is not a commit" >&2; exit 2; }
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	  git archive "$$(git rev-parse '$(BASE)^{commit}')" | tar -x -C "$$tmp"; \
+	  test -x $(BASE_VENV)/bin/python || $(PYTHON) -m venv $(BASE_VENV); \
+	  $(BASE_VENV)/bin/python -m pip install --quiet --upgrade pip; \
+	  $(BASE_VENV)/bin/python -m pip install --quiet -c constraints.txt "$$tmp"; \
+	  $(BASE_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall "$$tmp"
+
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .mypy_cache .ruff_cache .pytest_cache $(LATENCYFS)
+	rm -rf $(VENV) $(BENCH_VENV) $(BASE_VENV) .mypy_cache .ruff_cache .pytest_cache $(LATENCYFS)

@@ -70,6 +70,14 @@ def parser() -> argparse.ArgumentParser:
         const="full",
         help="at most about 95 minutes",
     )
+    size.add_argument(
+        "--compare",
+        dest="profile",
+        action="store_const",
+        const="compare",
+        help="issue 24's committed cells, rcp only, the previous build "
+        "(--baseline-rcp) beside this one; about 40 minutes",
+    )
     p.add_argument(
         "--out",
         type=Path,
@@ -130,7 +138,8 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="PATH",
         help="the rcp of another installation (the previous build) to measure beside "
-        "this one wherever rcp runs with automatic settings, with the rcpd beside it",
+        "this one wherever rcp runs with automatic settings, with the rcpd beside it "
+        "(required by --compare; make bench-compare BASE=<rev> builds one)",
     )
     p.add_argument(
         "--baseline-name",

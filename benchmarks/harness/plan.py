@@ -1,6 +1,6 @@
 """What a benchmark run measures: cells (filesystem x fileset x modes) and tools.
 
-Two profiles, scaled to this machine (2 cores, 24 GiB, one virtio disk at about
+Three profiles, scaled to this machine (2 cores, 24 GiB, one virtio disk at about
 250 MiB/s, a session's time budget):
 
 - ``quick`` (about 12 minutes): 10,000 x 1 KiB cold and warm on ext4, 3 x 100 MiB on
@@ -19,6 +19,15 @@ Two profiles, scaled to this machine (2 cores, 24 GiB, one virtio disk at about
   comparison of ``mixed``, 3 x 100 MiB and 4 x 1 GiB); then copies between two hosts
   at the remote targets' scales (50,000 x 1 KiB, the Linux tree, 500 x 1 MiB, 4 x 1
   GiB on an uncapped veth, 2 x 1 GiB over 1 Gbit/s).
+- ``compare`` (about 40 minutes; :data:`SIDE_BY_SIDE`): issue 24's side-by-side speed
+  check, only rcp with automatic settings and its twin from the previous build
+  (:attr:`Plan.baseline`) on the committed cells, warm as in ``full``: ext4 1k_50k,
+  linux and mixed, the latency FUSE 1k_200 and 1m_100, tmpfs 1k_10k, XFS 1g_4, and
+  the five two-host cells of ``full``. 10 repetitions (even, so the rotation puts each
+  build first equally often) and no confirmation rounds (each round holds only the
+  two builds). Estimated from the runs' costs below: about 15-25 s a run where a run
+  re-reads gigabytes (XFS 1g_4, the Linux tree, the remote large files), a few seconds
+  elsewhere, so about 35 minutes of runs plus the sources' preparation.
 
 The local cells of ``full`` took 42 minutes in the last run; the remote cells add
 about 15 (4 tools each: rsync -a over ssh, rsync's daemon protocol, rcp over ssh
@@ -424,7 +433,42 @@ FULL: Final = Plan(
     ),
 )
 
-PROFILES: Final = {p.name: p for p in (QUICK, FULL)}
+_SIDE_BY_SIDE_NOTE = "warm only, as in the full profile"
+_SIDE_BY_SIDE_CELLS: Final = (
+    ("ext4", "1k_50k"),
+    ("ext4", "linux"),
+    ("ext4", "mixed"),
+    ("fuse", "1k_200"),
+    ("fuse", "1m_100"),
+    ("tmpfs", "1k_10k"),
+    ("xfs", "1g_4"),
+    ("netns", "1k_50k"),
+    ("netns", "linux"),
+    ("netns", "1m_500"),
+    ("netns", "1g_4"),
+    ("netns1g", "1g_2"),
+)
+"""Issue 24's committed cells: the full profile's copy cells it names, warm."""
+
+SIDE_BY_SIDE: Final = Plan(
+    name="compare",
+    tools=(RCP_AUTO, "rcp_remote"),
+    reps=10,
+    budget_s=75 * 60,
+    baseline=True,
+    cells=tuple(
+        Cell(
+            fs,
+            fileset,
+            ("warm",),
+            ("rcp_remote",) if fs in REMOTE else (RCP_AUTO,),
+            note=_SIDE_BY_SIDE_NOTE,
+        )
+        for fs, fileset in _SIDE_BY_SIDE_CELLS
+    ),
+)
+
+PROFILES: Final = {p.name: p for p in (QUICK, FULL, SIDE_BY_SIDE)}
 
 
 def validate(plan: Plan) -> None:

@@ -924,11 +924,10 @@ def test_chore_cells_hold_one_chore_and_validate() -> None:
             for c in plan.cells
             if c.tools and chore_of(c.tools[0]) != "copy"
         }
-        assert {(fs, kind) for fs, _, kind in chored} == {
-            ("ext4", "remove"),
-            ("fuse", "remove"),
-            ("ext4", "compare"),
-        }
+        expected = {("ext4", "remove"), ("fuse", "remove"), ("ext4", "compare")}
+        if plan.name == "compare":  # the previous build beside this one: copies only
+            expected = set()
+        assert {(fs, kind) for fs, _, kind in chored} == expected
     full = {(c.fs, c.fileset, c.modes) for c in FULL.cells if c.tools == REMOVE_TOOLS}
     assert full == {
         ("ext4", "1k_50k", ("warm",)),
@@ -1083,6 +1082,43 @@ def test_the_previous_build_is_planned_beside_rcp_wherever_it_runs() -> None:
     # ext4: 4 tools x 2 reps, then rcp, its twin and the best fixed setting once;
     # netns: 3 tools x 2 reps, no confirmation (nothing to compare rcp with there)
     assert quick.runs() == 4 * 2 + 3 + 3 * 2
+
+
+def test_the_compare_profile_runs_both_builds_on_the_committed_cells(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = PROFILES["compare"]
+    validate(plan)
+    assert plan.baseline
+    assert [(c.fs, c.fileset, c.modes) for c in plan.cells] == [
+        (fs, fileset, ("warm",))
+        for fs, fileset in (
+            ("ext4", "1k_50k"),
+            ("ext4", "linux"),
+            ("ext4", "mixed"),
+            ("fuse", "1k_200"),
+            ("fuse", "1m_100"),
+            ("tmpfs", "1k_10k"),
+            ("xfs", "1g_4"),
+            ("netns", "1k_50k"),
+            ("netns", "linux"),
+            ("netns", "1m_500"),
+            ("netns", "1g_4"),
+            ("netns1g", "1g_2"),
+        )
+    ]
+    for cell in plan.cells:
+        remote = cell.fs in ("netns", "netns1g")
+        expected = (
+            ("rcp_remote", "rcp_remote_base") if remote else ("rcp_auto", "rcp_base")
+        )
+        assert plan.tools_of(cell) == expected
+    assert plan.reps % 2 == 0  # the rotation puts each build first equally often
+    assert plan.runs() == len(plan.cells) * 2 * plan.reps
+    # It has nothing to compare without the previous build: refused before any run.
+    assert harness_main.main(["--compare", "--out", str(tmp_path)]) == 2
+    assert "give its rcp with --baseline-rcp PATH" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_without_the_option_nothing_changes(tmp_path: Path) -> None:
