@@ -8,8 +8,8 @@ dict against Airflow's own ``provider_info.schema.json`` and imports every modul
 names.
 
 The connection's ``conn-fields`` are the one declaration of its extras: the form shows
-them, and :func:`rcp_provider.endpoint.typed_extras` reads a connection's extras by
-their ``schema`` there.
+them, and :func:`rcp_provider.hooks.endpoint.typed_extras` reads a connection's extras
+by their ``schema`` there.
 """
 
 from __future__ import annotations
@@ -50,20 +50,20 @@ def get_provider_info() -> dict[str, Any]:
         "hooks": [
             {
                 "integration-name": INTEGRATION,
-                "python-modules": ["rcp_provider.hook"],
+                "python-modules": ["rcp_provider.hooks.rcp"],
             }
         ],
         "triggers": [
             {
                 "integration-name": INTEGRATION,
-                "python-modules": ["rcp_provider.triggers"],
+                "python-modules": ["rcp_provider.triggers.rcp"],
             }
         ],
-        "filesystems": ["rcp_provider.fs"],
+        "filesystems": ["rcp_provider.fs.rcp"],
         "connection-types": [
             {
                 "connection-type": "rcp",
-                "hook-class-name": "rcp_provider.hook.RcpHook",
+                "hook-class-name": "rcp_provider.hooks.rcp.RcpHook",
                 "hook-name": "rcp",
                 "ui-field-behaviour": {
                     "hidden-fields": ["schema", "login"],

@@ -17,7 +17,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from rcp_core.settings import CompareAttr
 from rcp_provider.failures import airflow_errors
-from rcp_provider.hook import RcpHook
+from rcp_provider.hooks.rcp import RcpHook
 
 
 class RcpCompareOperator(BaseOperator):

@@ -1,9 +1,10 @@
 """``RcpCopyOperator``: copy a tree in a task, on the worker or through ``rcpd serve``.
 
 Thin by design: arguments are checked and turned into engine settings by
-:mod:`rcp_provider.options`, the work is started by :class:`rcp_provider.hook.RcpHook`,
-errors become task outcomes in :mod:`rcp_provider.failures`. What it returns (pushed
-to XCom) is the run's JSON summary, with the verification's result when asked.
+:mod:`rcp_provider.options`, the work is started by
+:class:`rcp_provider.hooks.rcp.RcpHook`, errors become task outcomes in
+:mod:`rcp_provider.failures`. What it returns (pushed to XCom) is the run's JSON
+summary, with the verification's result when asked.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from rcp_core.errors import UsageError
 from rcp_core.remote.outcome import job_summary
 from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.failures import airflow_errors, failed_event
-from rcp_provider.hook import RcpHook
+from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.options import copy_settings, verify_mode
-from rcp_provider.triggers import POLL_INTERVAL, RcpJobTrigger
+from rcp_provider.triggers.rcp import POLL_INTERVAL, RcpJobTrigger
 
 if TYPE_CHECKING:
     from rcp_core.verify import Scope
@@ -36,7 +37,7 @@ class RcpCopyOperator(BaseOperator):
         Omitted with ``manifest``: a shard's units come from the plan.
     :param dst: the copy's path; ending in ``/`` it is a directory the sources go into.
     :param src_conn_id: an ``rcp`` connection where ``src`` lives (``None``: the
-        worker's storage); :class:`~rcp_provider.hook.RcpHook` explains the kinds.
+        worker's storage); :class:`~rcp_provider.hooks.rcp.RcpHook` explains the kinds.
     :param dst_conn_id: the same for ``dst``. Both on one service: the copy is a job of
         that service (the bytes never pass through the worker); on two places: the
         data flows between them directly.

@@ -16,7 +16,7 @@ from airflow.sdk import BaseOperator, Context
 from rcp_core.rmtree import RemoveSettings
 from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.failures import airflow_errors
-from rcp_provider.hook import RcpHook
+from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.options import globs, parse_time, whole_number
 
 

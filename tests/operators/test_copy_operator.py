@@ -17,8 +17,8 @@ import pytest
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
 
 from rcp_operators.copy import RcpCopyOperator, job_key
-from rcp_provider.hook import RcpHook
-from rcp_provider.triggers import RcpJobTrigger
+from rcp_provider.hooks.rcp import RcpHook
+from rcp_provider.triggers.rcp import RcpJobTrigger
 from support.airflow import connection_env
 from support.services import TOKEN, Place, Served
 from support.stuck import copied_the_rest, stuck_copy

@@ -75,7 +75,7 @@ def test_airflow_providers_get_shows_it() -> None:
     assert rows == [
         {
             "connection_type": "rcp",
-            "class": "rcp_provider.hook.RcpHook",
+            "class": "rcp_provider.hooks.rcp.RcpHook",
             "conn_id_attribute_name": "rcp_conn_id",
             "package_name": DISTRIBUTION,
             "hook_name": "rcp",

@@ -53,7 +53,7 @@ def test_copy_between_rcp_and_file_paths_copies_the_tree(
 def test_a_connection_gives_its_max_workers_or_its_service(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from rcp_provider.fs import get_fs
+    from rcp_provider.fs.rcp import get_fs
     from rcp_provider.servicefs import RcpServiceFileSystem
 
     monkeypatch.setenv(*connection_env("local_rcp", extra={"max_workers": 3}))

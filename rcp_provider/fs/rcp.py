@@ -10,7 +10,7 @@ modes and times.
   (:class:`rcp_provider.filesystem.RcpFileSystem`); its ``max_workers`` extra is the
   default.
 - A connection with a host names an ``rcpd serve`` service
-  (:mod:`rcp_provider.endpoint`): the filesystem is its service form
+  (:mod:`rcp_provider.hooks.endpoint`): the filesystem is its service form
   (:class:`rcp_provider.servicefs.RcpServiceFileSystem`), trusting the service as
   the connection says (pinned fingerprint, token, encryption, timeout).
 
@@ -30,7 +30,7 @@ def get_fs(conn_id: str | None, storage_options: dict[str, Any] | None = None) -
     """The ``rcp`` filesystem for ``conn_id`` (``None``: this host, defaults)."""
     options = dict(storage_options or {})
     if conn_id is not None:
-        from rcp_provider.hook import RcpHook
+        from rcp_provider.hooks.rcp import RcpHook
 
         hook = RcpHook(conn_id)
         endpoint = hook.endpoint

@@ -25,7 +25,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from rcp_core.errors import RcpError
 from rcp_core.runtime import retry_may_help
-from rcp_provider.hook import ACTIVE, RcpHook
+from rcp_provider.hooks.rcp import ACTIVE, RcpHook
 
 POLL_INTERVAL = 10.0
 

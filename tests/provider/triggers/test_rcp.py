@@ -12,8 +12,8 @@ from rcp_core import CopySettings
 from rcp_core.errors import CopyFailedError, JobFailedError
 from rcp_core.remote.outcome import job_summary
 from rcp_core.runtime import retry_may_help
-from rcp_provider.hook import RcpHook
-from rcp_provider.triggers import RcpJobTrigger
+from rcp_provider.hooks.rcp import RcpHook
+from rcp_provider.triggers.rcp import RcpJobTrigger
 from support.services import Served
 from support.treespec import File, make_tree
 

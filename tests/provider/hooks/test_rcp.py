@@ -14,9 +14,9 @@ import pytest
 from rcp_core import CopySettings, ExistingPolicy, UsageError
 from rcp_core.errors import CopyFailedError, JobFailedError
 from rcp_core.remote.client import SERVICE_PORT
-from rcp_provider.endpoint import Endpoint
 from rcp_provider.get_provider_info import get_provider_info
-from rcp_provider.hook import RcpHook
+from rcp_provider.hooks.endpoint import Endpoint
+from rcp_provider.hooks.rcp import RcpHook
 from support.airflow import connection_env
 from support.services import TOKEN, Place, Served
 from support.stuck import OK_FILES, copied_the_rest, stuck_copy

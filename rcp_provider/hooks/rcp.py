@@ -5,8 +5,8 @@ A hook stands for one *place* where trees live:
 - no connection (``rcp_conn_id=None``), or a connection without a host: the storage
   the worker itself sees. Copies run in the worker's process through the engine.
 - a connection with a host: an ``rcpd serve`` service there
-  (:mod:`rcp_provider.endpoint` reads its fields). Paths are the service host's,
-  confined to its roots.
+  (:mod:`rcp_provider.hooks.endpoint` reads its fields). Paths are the service
+  host's, confined to its roots.
 
 :meth:`RcpHook.copy` copies from this place to another (or within it): locally with
 the engine, as one job of the service when both sides are on the same service (the
@@ -40,7 +40,7 @@ from rcp_core.progress import Progress
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.outcome import between_summary, job_summary
 from rcp_core.summary import Resources, merge
-from rcp_provider.endpoint import Endpoint, endpoint_of, typed_extras
+from rcp_provider.hooks.endpoint import Endpoint, endpoint_of, typed_extras
 
 if TYPE_CHECKING:
     from rcp_core.rmtree import RemoveSettings
@@ -94,7 +94,7 @@ class RcpHook(BaseHook):
     @cached_property
     def _extras(self) -> dict[str, Any]:
         """The connection's extras, each as its form field's type
-        (:func:`rcp_provider.endpoint.typed_extras`)."""
+        (:func:`rcp_provider.hooks.endpoint.typed_extras`)."""
         return typed_extras(self._name, self._connection.extra_dejson)
 
     @cached_property

@@ -1,0 +1,7 @@
+"""Airflow hooks: where a task's trees live and how work starts there.
+
+==============  =====================================================================
+``rcp``         ``RcpHook``: a connection of type ``rcp``, the one place that starts work
+``endpoint``    an ``rcpd serve`` service's address and trust, read from a connection
+==============  =====================================================================
+"""
