@@ -17,7 +17,7 @@ hashed on that host, so no file data crosses the network:
 - ``rcp://host:port/path``, a tree on a running ``rcpd serve`` (trust it through
   fsspec's configuration, e.g. ``FSSPEC_RCP_FINGERPRINT`` and ``FSSPEC_RCP_TOKEN``).
 
-Any other fsspec URL is read here (:mod:`rcp_provider.storecompare`). With an operand
+Any other fsspec URL is read here (:mod:`rcp_provider.fsspec.storecompare`). With an operand
 of these, differences are printed when the comparison ends.
 
 Exit status: 0 the trees are the same, 1 they differ, 2 bad input or an entry that
@@ -133,7 +133,7 @@ def _compare_places(
     :raises UsageError: an operand fsspec cannot open, or one that does not exist.
     :raises RemoteError: a host's ``rcpd`` could not be started or reached.
     """
-    from rcp_provider.storecompare import compare_places
+    from rcp_provider.fsspec.storecompare import compare_places
 
     with contextlib.ExitStack() as sessions:
         src, dst = (place(operand, args, sessions) for operand in (args.src, args.dst))

@@ -28,7 +28,7 @@ from rcp_core.summary import Resources, human_bytes, merge
 if TYPE_CHECKING:
     from rcp_core.remote.master import RoleResult
     from rcp_core.remote.ssh import Launch
-    from rcp_provider.storecopy import Place
+    from rcp_provider.fsspec.storecopy import Place
 
 log = logging.getLogger("rcp_core")
 
@@ -123,8 +123,8 @@ def place(
     """
     from rcp_core.remote.ssh import ssh_service
     from rcp_provider.cli.stores import place as store_place
-    from rcp_provider.servicefs import RcpServiceFileSystem
-    from rcp_provider.storecopy import Place
+    from rcp_provider.fsspec.service import RcpServiceFileSystem
+    from rcp_provider.fsspec.storecopy import Place
 
     where = parse_operand(operand)
     if where is None:

@@ -1,9 +1,9 @@
 """``rcp`` with a URL operand (``memory://``, ``s3://bucket/key``, ``file:///path``):
-a copy to or from an fsspec store through :mod:`rcp_provider.storecopy`.
+a copy to or from an fsspec store through :mod:`rcp_provider.fsspec.storecopy`.
 
 One source and one destination; a destination ending in ``/`` receives the source
 under its name. What the generic backend does not do
-(:func:`rcp_provider.storecopy.unsupported`: mirroring, filters, dry runs, ...) is
+(:func:`rcp_provider.fsspec.storecopy.unsupported`: mirroring, filters, dry runs, ...) is
 refused up front with the flags named, nothing started. fsspec and the store's package
 are imported only when an operand is a URL.
 """
@@ -18,7 +18,7 @@ from rcp_core import CopySettings, Summary, UsageError
 from rcp_core.progress import Progress
 
 if TYPE_CHECKING:
-    from rcp_provider.storecopy import Place
+    from rcp_provider.fsspec.storecopy import Place
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -41,7 +41,7 @@ def run(
     """
     if len(paths) != 2:
         raise UsageError("a copy to or from a URL takes one source and a destination")
-    from rcp_provider.storecopy import copy_tree
+    from rcp_provider.fsspec.storecopy import copy_tree
 
     source, destination = paths
     return copy_tree(
@@ -58,7 +58,7 @@ def place(operand: str) -> Place:
 
     :raises UsageError: fsspec does not know its protocol, or its package is missing.
     """
-    from rcp_provider.storecopy import Place
+    from rcp_provider.fsspec.storecopy import Place
 
     try:
         return Place.of(operand)

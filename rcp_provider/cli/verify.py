@@ -5,7 +5,7 @@ of operand, by what the copy was asked to copy (:class:`rcp_core.verify.Scope`).
 - A ``host:/path`` operand: each remote tree is listed and hashed on its host by an
   ``rcpd serve --session`` started over SSH, as ``rcmp`` does, so no file content
   crosses the network to verify; this includes a copy between two hosts.
-- A URL operand: :func:`rcp_provider.storecompare.compare_places`, the source listed
+- A URL operand: :func:`rcp_provider.fsspec.storecompare.compare_places`, the source listed
   as the generic store copy reads it (symlinks followed, specials left out), and only
   what the store keeps compared (a store without modes or mtimes: sizes and contents).
 
@@ -42,7 +42,7 @@ from rcp_provider.cli.rcmp import Lines
 if TYPE_CHECKING:
     import os
 
-    from rcp_provider.storecopy import Place
+    from rcp_provider.fsspec.storecopy import Place
 
 KEPT = 100
 """Differences the summary's ``verified`` block lists (its counts cover all)."""
@@ -99,7 +99,7 @@ class Verification:
         return verified(self.args.verify, verdict)
 
     def _places(self, checksum: bool) -> dict[str, Any]:
-        from rcp_provider.storecompare import compare_places
+        from rcp_provider.fsspec.storecompare import compare_places
 
         trees = []
         for src, dst in copy_trees(self.sources, self.destination):
@@ -123,7 +123,7 @@ class Verification:
         one listed on its host, by a session confined to its parent directory (the
         tree itself may not exist yet)."""
         from rcp_core.remote.operands import parse_operand
-        from rcp_provider.storecompare import listing
+        from rcp_provider.fsspec.storecompare import listing
 
         where = parse_operand(dst)
         root = posixpath.dirname(where.path.rstrip("/")) if where else None

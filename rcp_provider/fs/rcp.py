@@ -7,11 +7,11 @@ the ``rcp`` filesystem, so ``ObjectStoragePath.copy`` between ``rcp`` paths (and
 modes and times.
 
 - A connection without a host is the worker's own storage
-  (:class:`rcp_provider.filesystem.RcpFileSystem`); its ``max_workers`` extra is the
+  (:class:`rcp_provider.fsspec.local.RcpFileSystem`); its ``max_workers`` extra is the
   default.
 - A connection with a host names an ``rcpd serve`` service
   (:mod:`rcp_provider.hooks.endpoint`): the filesystem is its service form
-  (:class:`rcp_provider.servicefs.RcpServiceFileSystem`), trusting the service as
+  (:class:`rcp_provider.fsspec.service.RcpServiceFileSystem`), trusting the service as
   the connection says (pinned fingerprint, token, encryption, timeout).
 
 Storage options given with the path win over the connection's.
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rcp_provider.filesystem import RcpFileSystem
+from rcp_provider.fsspec.local import RcpFileSystem
 
 schemes = ["rcp"]
 
@@ -35,7 +35,7 @@ def get_fs(conn_id: str | None, storage_options: dict[str, Any] | None = None) -
         hook = RcpHook(conn_id)
         endpoint = hook.endpoint
         if endpoint is not None:
-            from rcp_provider.servicefs import RcpServiceFileSystem
+            from rcp_provider.fsspec.service import RcpServiceFileSystem
 
             service = {
                 "host": endpoint.host,

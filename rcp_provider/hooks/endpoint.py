@@ -24,7 +24,7 @@ from typing import Any
 from rcp_core.errors import UsageError
 from rcp_core.remote import SERVICE_PORT
 from rcp_core.remote.client import ServiceClient
-from rcp_provider.fsoptions import bool_option, float_option, int_option
+from rcp_provider.fsspec.storage_options import bool_option, float_option, int_option
 from rcp_provider.get_provider_info import get_provider_info
 
 DEFAULT_TIMEOUT = 15.0
@@ -122,7 +122,7 @@ _PARSERS: dict[str, tuple[Callable[[str, object], object], str]] = {
     "number": (float_option, "a number"),
 }
 """Per declared type: its parser (text is read as the storage options read it,
-:mod:`rcp_provider.fsoptions`) and what a message says a value must be."""
+:mod:`rcp_provider.fsspec.storage_options`) and what a message says a value must be."""
 
 
 def _typed(what: str, value: object, schema: Mapping[str, Any]) -> object:

@@ -1,7 +1,7 @@
 """Names on the wire pass the one check of outside names (:mod:`rcp_core.names`).
 
 A service's ``stat`` and ``listdir`` answers name entries; ``rcp://`` listings
-(:mod:`rcp_provider.servicefs`), ``rcmp`` and fsspec's transfers join those names to
+(:mod:`rcp_provider.fsspec.service`), ``rcmp`` and fsspec's transfers join those names to
 local paths. An answer naming an entry ``..`` or ``.`` (which no kernel lists, so only
 a broken or hostile service sends) is a protocol error, never an entry.
 """

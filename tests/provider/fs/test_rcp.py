@@ -27,7 +27,7 @@ def test_copy_between_rcp_paths_runs_the_engine_and_keeps_metadata(
 ) -> None:
     from airflow.sdk import ObjectStoragePath
 
-    from rcp_provider.filesystem import RcpFileSystem
+    from rcp_provider.fsspec.local import RcpFileSystem
 
     src = make_tree(tmp_path / "src", TREE)
     source = ObjectStoragePath(f"rcp://{src}")
@@ -54,7 +54,7 @@ def test_a_connection_gives_its_max_workers_or_its_service(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from rcp_provider.fs.rcp import get_fs
-    from rcp_provider.servicefs import RcpServiceFileSystem
+    from rcp_provider.fsspec.service import RcpServiceFileSystem
 
     monkeypatch.setenv(*connection_env("local_rcp", extra={"max_workers": 3}))
     assert get_fs("local_rcp").settings.max_workers == 3

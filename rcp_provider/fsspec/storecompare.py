@@ -23,7 +23,7 @@ in another fsspec store, :func:`compare_places` compares it here, by the same ru
 - a :class:`~rcp_core.verify.Scope` (a copy's verification) leaves out what the copy
   was not asked to copy, by the rules :func:`rcp_core.verify.compare` follows; with
   ``follow`` the source is listed as the generic store copy reads it
-  (:mod:`rcp_provider.storecopy`: symlinks followed, specials left out).
+  (:mod:`rcp_provider.fsspec.storecopy`: symlinks followed, specials left out).
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ from rcp_core.remote.filewire import MAX_DIGEST
 from rcp_core.settings import CompareAttr
 from rcp_core.summary import Tally
 from rcp_core.verify import EVERYTHING, Left, Scope
-from rcp_provider.servicefs import RcpServiceFileSystem
-from rcp_provider.storecopy import Place, tree_infos
-from rcp_provider.storecopy import _listing as copied_items
+from rcp_provider.fsspec.service import RcpServiceFileSystem
+from rcp_provider.fsspec.storecopy import Place, tree_infos
+from rcp_provider.fsspec.storecopy import _listing as copied_items
 
 SEGMENT = MAX_DIGEST
 """Bytes per digest: what one ``digest`` request of a service may hash."""
@@ -254,7 +254,7 @@ def _extra(
 
 _Listing = tuple[dict[str, Listed], dict[str, UnsafeNameError]]
 """A tree's entries by safe relative path, and the names its store listed that are
-not safe (:attr:`rcp_provider.storecopy.Tree.unsafe`)."""
+not safe (:attr:`rcp_provider.fsspec.storecopy.Tree.unsafe`)."""
 
 
 def _copied(place: Place) -> _Listing:

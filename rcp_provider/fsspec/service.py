@@ -16,7 +16,7 @@ service's own copies, in parallel and keeping modes and times:
 
 Invariants:
 
-- **fsspec decides what is copied where** (:mod:`rcp_provider.fsplan`, the same plan
+- **fsspec decides what is copied where** (:mod:`rcp_provider.fsspec.plan`, the same plan
   as the local form's), and a directory goes to one job whole only where fsspec
   copies it whole; parents of what is written are made as needed (as an object
   store has them), directories of a plan that is not whole are made as fsspec's
@@ -66,7 +66,8 @@ from rcp_core.remote.client import FINISHED, SERVICE_PORT, ServiceClient
 from rcp_core.remote.filewire import MAX_READ, MAX_WRITE, Entry
 from rcp_core.remote.writer import FileWriter
 from rcp_core.summary import Resources
-from rcp_provider.fsoptions import (
+from rcp_provider.fsspec.plan import Plan, plan_transfer, whole_roots
+from rcp_provider.fsspec.storage_options import (
     ENGINE_OPTIONS,
     bool_option,
     float_option,
@@ -75,7 +76,6 @@ from rcp_provider.fsoptions import (
     service_url_options,
     settings_from_options,
 )
-from rcp_provider.fsplan import Plan, plan_transfer, whole_roots
 
 DEFAULT_TIMEOUT = 15.0
 """Seconds a service has to answer each request (a job's wait is longer)."""
@@ -99,8 +99,9 @@ class RcpServiceFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec 
     :param token: the service's shared secret, if it wants one.
     :param encrypt: ``False`` only on networks trusted with the data in plain text.
     :param timeout: seconds the service has to answer each request.
-    :param storage_options: engine settings (:data:`rcp_provider.fsoptions.ENGINE_OPTIONS`)
-        for the service's copies; the rest are fsspec's own.
+    :param storage_options: engine settings
+        (:data:`rcp_provider.fsspec.storage_options.ENGINE_OPTIONS`) for the service's
+        copies; the rest are fsspec's own.
     :raises UsageError: an option that does not parse, or no fingerprint to pin.
     """
 

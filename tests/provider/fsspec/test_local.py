@@ -24,7 +24,7 @@ from fsspec.tests.abstract import (
 
 from rcp_core.errors import UsageError
 from rcp_core.settings import ExistingPolicy, Preserve
-from rcp_provider.filesystem import RcpFileSystem
+from rcp_provider.fsspec.local import RcpFileSystem
 
 
 class RcpFixtures(AbstractFixtures):  # type: ignore[misc]
@@ -340,7 +340,7 @@ def test_options_from_the_environment(tmp_path: Path) -> None:
 
 
 def test_importing_the_filesystem_imports_no_airflow() -> None:
-    code = "import sys, rcp_provider.filesystem; print('airflow' in sys.modules)"
+    code = "import sys, rcp_provider.fsspec.local; print('airflow' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )

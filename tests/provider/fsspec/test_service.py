@@ -23,8 +23,8 @@ from fsspec.tests.abstract import (
 )
 
 from rcp_core.errors import UsageError
-from rcp_provider.filesystem import RcpFileSystem
-from rcp_provider.servicefs import RcpServiceFileSystem
+from rcp_provider.fsspec.local import RcpFileSystem
+from rcp_provider.fsspec.service import RcpServiceFileSystem
 from support.services import TOKEN, RcpdServe
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree

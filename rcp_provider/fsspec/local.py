@@ -11,7 +11,7 @@ Invariants:
 - **fsspec decides what is copied where.** Sources are expanded and destinations named
   by the same steps as ``AbstractFileSystem.copy``/``put``/``get`` (``expand_path``,
   the non-recursive directory filter, ``other_paths``, ``check_contained`` for
-  ``get``: :mod:`rcp_provider.fsplan`); the engine only receives the resulting
+  ``get``: :mod:`rcp_provider.fsspec.plan`); the engine only receives the resulting
   ``(source, destination)`` pairs.
 - **A directory goes to the engine whole only where fsspec copies it whole**: in a
   recursive expansion without ``maxdepth`` every listed directory comes with its whole
@@ -80,14 +80,14 @@ from rcp_core.hookspecs import hookimpl
 from rcp_core.paths import Job
 from rcp_core.plugins import plugin_manager
 from rcp_core.rmtree import RemoveSettings, remove
-from rcp_provider.fsoptions import (
+from rcp_provider.fsspec.plan import Pair, Plan, inside, plan_transfer, whole_roots
+from rcp_provider.fsspec.storage_options import (
     ENGINE_OPTIONS,
     bool_option,
     service_path,
     service_url_options,
     settings_from_options,
 )
-from rcp_provider.fsplan import Pair, Plan, inside, plan_transfer, whole_roots
 
 _NOT_FOUND = os.strerror(errno.ENOENT)
 
@@ -107,11 +107,11 @@ def _check_types(pairs: Iterable[Pair]) -> None:
 class _OneProtocol(_Cached):  # type: ignore[misc]  # fsspec is untyped
     """``rcp``'s two forms behind one protocol: a ``host`` (given, or from a
     ``rcp://host/...`` URL by ``_get_kwargs_from_urls``) makes the service form,
-    :class:`rcp_provider.servicefs.RcpServiceFileSystem` (imported only then)."""
+    :class:`rcp_provider.fsspec.service.RcpServiceFileSystem` (imported only then)."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if cls is RcpFileSystem and kwargs.get("host"):
-            from rcp_provider.servicefs import RcpServiceFileSystem
+            from rcp_provider.fsspec.service import RcpServiceFileSystem
 
             return RcpServiceFileSystem(*args, **kwargs)
         return super().__call__(*args, **kwargs)
@@ -143,7 +143,7 @@ class RcpFileSystem(LocalFileSystem, metaclass=_OneProtocol):  # type: ignore[mi
     """fsspec's local filesystem whose ``copy``/``put``/``get`` run the rcp engine.
 
     Constructed with a ``host`` (as ``fsspec.open("rcp://host:port/path", ...)``
-    does), it is the service form instead (:mod:`rcp_provider.servicefs`).
+    does), it is the service form instead (:mod:`rcp_provider.fsspec.service`).
 
     :param auto_mkdir: as for ``LocalFileSystem``: create a file's parent directories
         when writing or copying it.
@@ -335,8 +335,8 @@ class RcpFileSystem(LocalFileSystem, metaclass=_OneProtocol):  # type: ignore[mi
         contained: bool = False,
         **kwargs: Any,
     ) -> Plan | None:
-        """fsspec's plan (:func:`rcp_provider.fsplan.plan_transfer`; ``get``/``put`` differ
-        from ``copy`` only in which side is local, and both sides are local here).
+        """fsspec's plan (:func:`rcp_provider.fsspec.plan.plan_transfer`; ``get``/``put``
+        differ from ``copy`` only in which side is local, and both sides are local here).
         When fsspec would list one directory only to copy it whole to a new place,
         the listing is skipped (:meth:`_new_tree`) unless the caller counts pairs (a
         callback's size)."""

@@ -1,7 +1,7 @@
 """fsspec's transfer plan: the ``(source, destination)`` pairs of a copy, put or get.
 
-Both forms of the ``rcp`` filesystem (:mod:`rcp_provider.filesystem` on this host,
-:mod:`rcp_provider.servicefs` on an ``rcpd serve`` service) decide *what* goes *where*
+Both forms of the ``rcp`` filesystem (:mod:`rcp_provider.fsspec.local` on this host,
+:mod:`rcp_provider.fsspec.service` on an ``rcpd serve`` service) decide *what* goes *where*
 exactly as ``AbstractFileSystem.copy``/``put``/``get`` do, and only then hand the
 pairs to the engine or to a service. The steps are fsspec's: ``expand_path`` on the
 source side, the non-recursive directory filter, ``other_paths`` for the names,

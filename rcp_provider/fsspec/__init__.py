@@ -1,0 +1,17 @@
+"""fsspec glue: the ``rcp`` filesystem, and copies to and from any other fsspec store.
+
+=====================  ==============================================================
+``local``              ``RcpFileSystem``, protocol ``rcp``: this host's trees, copying
+                       with the engine (an ``rcp://host/...`` URL makes the service form)
+``service``            ``RcpServiceFileSystem``: the ``rcp`` filesystem on an ``rcpd
+                       serve`` service
+``plan``               fsspec's transfer plan: the pairs a copy, put or get transfers
+``storage_options``    the ``rcp`` filesystem's storage options, coerced from strings
+``storecopy``          trees to and from any fsspec store: the engine's generic backend
+``storecompare``       two trees compared wherever fsspec reaches them (``rcmp``)
+=====================  ==============================================================
+
+Named after the library it glues to: imports are absolute, so ``import fsspec`` is the
+library everywhere (only a process started with ``rcp_provider/`` itself first on its
+path would see this package instead).
+"""
