@@ -16,7 +16,7 @@ from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from rcp_core.settings import CompareAttr
-from rcp_provider.failures import airflow_errors
+from rcp_operators.failures import airflow_errors
 from rcp_provider.hooks.rcp import RcpHook
 
 

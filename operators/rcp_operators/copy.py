@@ -3,7 +3,7 @@
 Thin by design: arguments are checked and turned into engine settings by
 :mod:`rcp_provider.options`, the work is started by
 :class:`rcp_provider.hooks.rcp.RcpHook`, errors become task outcomes in
-:mod:`rcp_provider.failures`. What it returns (pushed to XCom) is the run's JSON
+:mod:`rcp_operators.failures`. What it returns (pushed to XCom) is the run's JSON
 summary, with the verification's result when asked.
 """
 
@@ -20,8 +20,8 @@ from airflow.sdk import BaseOperator, Context, conf
 from rcp_core import CopySettings, Preserve
 from rcp_core.errors import UsageError
 from rcp_core.remote.outcome import job_summary
+from rcp_operators.failures import airflow_errors, failed_event
 from rcp_operators.progress import INTERVAL, ProgressLog
-from rcp_provider.failures import airflow_errors, failed_event
 from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.options import copy_settings, verify_mode
 from rcp_provider.triggers.rcp import POLL_INTERVAL, RcpJobTrigger

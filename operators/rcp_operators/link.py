@@ -16,8 +16,8 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 
 from rcp_core.settings import CompareAttr
+from rcp_operators.failures import airflow_errors
 from rcp_operators.progress import INTERVAL, ProgressLog
-from rcp_provider.failures import airflow_errors
 from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.options import copy_settings
 

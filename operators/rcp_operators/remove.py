@@ -1,7 +1,7 @@
 """``RcpRemoveOperator``: remove trees in parallel in a task (``rrm`` on the worker).
 
 Thin: arguments become :class:`rcp_core.rmtree.RemoveSettings`, the hook runs the
-removal, errors become task outcomes (:mod:`rcp_provider.failures`). It returns (to
+removal, errors become task outcomes (:mod:`rcp_operators.failures`). It returns (to
 XCom) the run's JSON summary.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 
 from rcp_core.rmtree import RemoveSettings
+from rcp_operators.failures import airflow_errors
 from rcp_operators.progress import INTERVAL, ProgressLog
-from rcp_provider.failures import airflow_errors
 from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.options import globs, parse_time, whole_number
 

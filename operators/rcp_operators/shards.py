@@ -22,7 +22,7 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 
 from rcp_core.errors import UsageError
-from rcp_provider.failures import airflow_errors
+from rcp_operators.failures import airflow_errors
 from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.options import copy_settings, verify_mode
 
