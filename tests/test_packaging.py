@@ -132,6 +132,11 @@ def _modules(package: Path) -> set[str]:
     return modules | {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
 
 
+def _listed(package: Path) -> set[str]:
+    """The names the table in ``package``'s docstring lists (rows begin ````name````)."""
+    return set(re.findall(r"^``(\w+)``\s", (package / "__init__.py").read_text(), re.M))
+
+
 def test_every_engine_module_is_in_its_module_map() -> None:
     """``docs/engine.md`` names each module (and subpackage) of ``rcp_core``, the
     remote package's docstring each of its modules: a newcomer finds every part."""
@@ -140,6 +145,14 @@ def test_every_engine_module_is_in_its_module_map() -> None:
     names = {n.strip("` ") for row in mapped for n in row.split(",")}
     assert _modules(ROOT / "core" / "rcp_core") - names == set()
     remote = ROOT / "core" / "rcp_core" / "remote"
-    table = (remote / "__init__.py").read_text()
-    listed = set(re.findall(r"^``(\w+)``\s", table, re.M))
-    assert _modules(remote) - listed == set()
+    assert _modules(remote) - _listed(remote) == set()
+
+
+def test_every_provider_module_is_in_its_package_map() -> None:
+    """``rcp_provider``'s docstring lists exactly its modules and subpackages, and each
+    subpackage's docstring exactly its modules: the map neither misses nor invents."""
+    provider = ROOT / "rcp_provider"
+    packages = [provider, *(p.parent for p in provider.glob("*/__init__.py"))]
+    assert {p.name for p in packages} >= {"hooks", "triggers", "fs", "fsspec", "cli"}
+    for package in packages:
+        assert _listed(package) == _modules(package), package.name

@@ -1,1 +1,18 @@
-"""Command-line entry points: thin argparse glue over ``rcp_core``."""
+"""Command-line entry points: thin argparse glue over ``rcp_core``.
+
+=============  =====================================================================
+``rcp``        ``rcp``: parallel copy with rcp's operand rules and flags
+``remote``     ``rcp`` and ``rcmp`` with a ``[user@]host[:port]:/path`` operand
+``stores``     ``rcp`` with a URL operand: a copy to or from an fsspec store
+``verify``     ``rcp --verify``: each source compared with its copy, on every operand
+``rcpd``       ``rcpd``: one role of a copy between hosts, or the ``rcpd serve`` service
+``rrm``        ``rrm``: remove trees in parallel
+``rcmp``       ``rcmp``: compare two trees, by metadata or by content
+``rlink``      ``rlink``: snapshots that share unchanged files through hard links
+``filegen``    ``rcp-filegen``: generate realistic trees to copy (benchmarks, the demo)
+``common``     what every tool shares: one-line usage errors, logging, output options
+=============  =====================================================================
+
+The console scripts (``pyproject.toml``) are the ``main`` of each command's module;
+none of these is a library of the operators.
+"""
