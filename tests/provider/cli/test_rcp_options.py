@@ -550,7 +550,7 @@ def test_every_option_is_in_the_table() -> None:
         assert set(kinds) == set(KINDS), dest
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 README_TABLE = "### Every flag on every kind of operand"
 
 
