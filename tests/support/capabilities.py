@@ -250,11 +250,27 @@ S3_TIME = (
 
 
 SERVE_TIMES = (
-    "store path: to an rcp:// destination no mtime is set (storecopy._set_meta runs "
-    "for a LocalFileSystem destination only; the service writes each file and "
-    "directory at the time of writing), so the copy's times are lost and --verify, "
-    "which compares them on a backend that keeps times, fails every such copy"
+    "store path: to an rcp:// destination no mtime is set, nor a directory's mode "
+    "(storecopy._set_meta runs for a LocalFileSystem destination only; a file gets "
+    "its mode only through put_file from a local source), so times are lost and "
+    "--verify, which compares them where both sides keep times, fails every copy"
 )
+
+
+SERVE_KINDS = (
+    "store path between this host and rcp://: no symlink, hard link or FIFO is made "
+    "(a symlink arrives as its target's bytes, a hard link as two files, a FIFO is "
+    "an entry error), though the service's host keeps them all (its own copies, "
+    "service_copy, do)"
+)
+
+
+def _serve_keeping(source: str, destination: str) -> bool:
+    """rcp:// beside a backend that keeps symlinks, hard links and FIFOs too."""
+    return "serve" in (source, destination) and {source, destination} <= {
+        "local",
+        "serve",
+    }
 
 
 def _s3_timed(source: str, destination: str) -> bool:
@@ -340,6 +356,34 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "test_bytes_the_copy_left_different_fail_the_verification", S3_TIME, S3_TIMED
     ),
+    *(
+        Defect(check, SERVE_TIMES, between(("local", "serve", "file"), ("serve",)))
+        for check in (
+            "test_modes_are_kept",
+            "test_mtimes_are_kept_to_the_backends_precision",
+        )
+    ),
+    Defect(
+        "test_preserving_what_a_side_has_not_is_refused",
+        "store path: --preserve mode or times is accepted where a side keeps neither "
+        "(memory://, S3) and ignored: storecopy.unsupported refuses only owner, "
+        "xattrs and acls (the README's 'mode and times (to a local destination)')",
+    ),
+    Defect(
+        "test_symlinks_are_kept_or_followed_as_the_table_says",
+        "store path from an rcp:// source: a symlink is listed as 'other' "
+        "(servicefs._info, follow=False) and fails as a special ('a FIFO, socket or "
+        "device cannot be copied'), neither kept nor followed as from a local tree",
+        from_("serve"),
+    ),
+    *(
+        Defect(check, SERVE_KINDS, _serve_keeping)
+        for check in (
+            "test_symlinks_are_kept_or_followed_as_the_table_says",
+            "test_hard_links_are_kept_or_copied_as_files",
+            "test_fifos_are_made_again",
+        )
+    ),
     Defect(
         "test_a_pair_rcp_does_not_copy_between_is_refused_naming_why",
         "host:/path beside a URL is taken for a relative local path: stores.run "
@@ -404,6 +448,8 @@ class SiteBackend:
         needs, ``base`` a fresh local directory).
     :param url: whether ``rcp`` sees its operands as URLs.
     :param precision_ns: how close a kept mtime is (its MTIME cell is yes).
+    :param posix: whether its trees are this host's directories, which can hold
+        symlinks, hard links, FIFOs and xattrs to copy (the backend builds them).
     """
 
     name: str
@@ -411,6 +457,7 @@ class SiteBackend:
     make: Callable[..., Any]
     url: bool = True
     precision_ns: int | None = None
+    posix: bool = False
 
 
 SITE_VARIABLE = "RCP_CONFORMANCE_BACKENDS"
@@ -444,6 +491,8 @@ PRECISION_NS = {
     **{site.name: site.precision_ns for site in SITES if site.precision_ns},
 }
 URLS = URL_KINDS | {site.name for site in SITES if site.url}
+POSIX_TREES = frozenset(POSIX) | {site.name for site in SITES if site.posix}
+"""Backends whose trees can hold symlinks, hard links, FIFOs and xattrs."""
 
 
 def accepted_pairs() -> list[tuple[str, str]]:

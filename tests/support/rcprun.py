@@ -47,6 +47,13 @@ class Run:
         counts: dict[str, int] = self.summary[group]
         return counts
 
+    @property
+    def errors(self) -> int:
+        """The summary's count of failed entries."""
+        assert self.summary is not None, self
+        errors: int = self.summary["errors"]
+        return errors
+
     def __repr__(self) -> str:
         errors = (self.summary or {}).get("error_list")
         return (
