@@ -385,6 +385,14 @@ DEFECTS: tuple[Defect, ...] = (
         )
     ),
     Defect(
+        "test_an_interrupted_copy_stops_promptly_and_leaves_only_whole_files",
+        "store path: an interrupt does not stop the copy: rcp exits only once every "
+        "file already handed to the workers (up to 2 x max-workers) is copied, "
+        "since storecopy._parallel's executor shuts down waiting for them and "
+        "stores.run takes no cancel (it is not run through in_worker)",
+        involving(*sorted(URL_KINDS)),
+    ),
+    Defect(
         "test_a_pair_rcp_does_not_copy_between_is_refused_naming_why",
         "host:/path beside a URL is taken for a relative local path: stores.run "
         "wins (names_a_store) and Place.of('user@host:port:/p') is a file of the "
