@@ -274,7 +274,11 @@ def _serve_keeping(source: str, destination: str) -> bool:
 
 
 def _s3_timed(source: str, destination: str) -> bool:
-    return "s3" in (source, destination) and "memory" not in (source, destination)
+    timed = FULL_TABLE[Feature.MTIME]
+    return "s3" in (source, destination) and all(
+        name == "s3" or timed[name].support is Support.YES
+        for name in (source, destination)
+    )
 
 
 S3_TIMED: Pairs = _s3_timed
