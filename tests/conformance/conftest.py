@@ -8,7 +8,7 @@
 
 Collection marks each case as the table and the worklist say
 (:func:`pytest_collection_modifyitems`): ``privileged`` where the test sshd is
-needed (root), ``xfail(strict=True)`` where :data:`support.capabilities.DEFECTS`
+needed (root), ``xfail(strict=True)`` where :data:`support.defects.DEFECTS`
 names a defect of today's code for that check and pair.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from support import capabilities, services
+from support import capabilities, defects, services
 from support.backends import Backend, Launch, PosixBackend, StoreBackend, ssh_launch
 from support.pairs import Pair, Registry, Shared
 from support.rcprun import RCP
@@ -149,7 +149,7 @@ def pytest_collection_modifyitems(
     config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     """``privileged`` on cases that need the test sshd; ``xfail(strict=True)`` on
-    those :data:`~support.capabilities.DEFECTS` names. First, so the root
+    those :data:`~support.defects.DEFECTS` names. First, so the root
     conftest's privilege policy sees the marks."""
     for item in items:
         if HERE not in Path(str(item.path)).parents:
@@ -168,6 +168,6 @@ def pytest_collection_modifyitems(
         params = {k: str(v) for k, v in callspec.params.items() if k not in PAIR_PARAMS}
         name = getattr(item, "originalname", item.name)
         source, destination = names
-        found = capabilities.defect(name, source, destination, params)
+        found = defects.defect(name, source, destination, params)
         if found is not None:
             item.add_marker(pytest.mark.xfail(strict=True, reason=found.reason))

@@ -30,13 +30,14 @@ storage by writing a :class:`Backend` (see ``tests/conformance/README.md``).
 
 from __future__ import annotations
 
+import abc
 import os
 import shlex
 import stat
 import tempfile
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,8 @@ class Launch:
     environ: Mapping[str, str] = field(default_factory=dict)
 
 
-class Backend:
-    """One kind of storage (abstract: see the module docstring).
+class Backend(abc.ABC):
+    """One kind of storage (see the module docstring).
 
     :param name: its key in :data:`support.capabilities.TABLE` and in test ids.
     :param url: whether ``rcp`` sees its operands as URLs (the store path), not as
@@ -73,30 +74,38 @@ class Backend:
     in_process: bool = False
     launch: Launch = Launch()
 
+    @abc.abstractmethod
     def area(self) -> str:
         """A fresh, empty place of this backend for one test (its native path)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def operand(self, path: str, slash: bool = False) -> str:
         """``path`` as an ``rcp`` operand (with a trailing ``/`` if ``slash``)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def build(self, path: str, spec: Spec) -> str:
         """Make the tree ``spec`` at ``path`` (made if missing); ``path``."""
         raise NotImplementedError
 
-    def view(self, path: str) -> Any:
+    @abc.abstractmethod
+    def view(self, path: str) -> AbstractContextManager[Path]:
         """A context manager giving the tree at ``path`` as a local directory, to read
         and compare, never to change."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def snapshot(self, path: str) -> Snapshot:
         """Every entry below ``path`` (``path`` itself as ``"."``)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def exists(self, path: str) -> bool:
+        """Whether anything is at ``path``."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def read(self, path: str) -> bytes:
         """The bytes of the file at ``path``."""
         raise NotImplementedError
