@@ -49,6 +49,24 @@ def from_trees(source: str, destination: str) -> bool:
     return source in capabilities.POSIX_TREES
 
 
+def kind(path: Path) -> str:
+    """What is at ``path``: ``file``, ``dir``, ``symlink``, ``fifo``, ``other`` or
+    ``missing``."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    for name, test in (
+        ("symlink", stat.S_ISLNK),
+        ("file", stat.S_ISREG),
+        ("dir", stat.S_ISDIR),
+        ("fifo", stat.S_ISFIFO),
+    ):
+        if test(mode):
+            return name
+    return "other"
+
+
 def meta_cases(feature: Feature, *supports: Support) -> list[object]:
     return cases(feature, *supports, where=from_trees)
 
@@ -140,10 +158,12 @@ def test_symlinks_are_kept_or_followed_as_the_table_says(
     copy = copied(shared, names)
     with copy.pair.dst.view(copy.dst) as local:
         if copy.pair.support(Feature.SYMLINKS) is Support.YES:
+            links = {n: kind(local / n) for n in ("link", "dirlink")}
+            assert links == {"link": "symlink", "dirlink": "symlink"}, copy.run
             assert os.readlink(local / "link") == "private"
             assert os.readlink(local / "dirlink") == "d"
         else:
-            assert not (local / "link").is_symlink()
+            assert kind(local / "link") == "file", copy.run
             assert (local / "link").read_bytes() == b"secret\n"
             assert not os.path.lexists(local / "dirlink")
             assert copy.run.counts("skipped")["symlinks"] == 1, copy.run
@@ -161,14 +181,15 @@ def test_hard_links_are_kept_or_copied_as_files(
     with copy.pair.dst.view(copy.dst) as local:
         assert (local / "one").read_bytes() == (local / "two").read_bytes()
         if copy.pair.support(Feature.HARDLINKS) is Support.YES:
-            assert os.path.samefile(local / "one", local / "two")
+            same = os.path.samefile(local / "one", local / "two")
+            assert same, "one and two are two files, not one linked"
 
 
 @pytest.mark.parametrize("names", meta_cases(Feature.SPECIALS, Support.YES))
 def test_fifos_are_made_again(shared: Shared, names: tuple[str, str]) -> None:
     copy = copied(shared, names)
     with copy.pair.dst.view(copy.dst) as local:
-        assert stat.S_ISFIFO(os.lstat(local / "fifo").st_mode)
+        assert kind(local / "fifo") == "fifo", copy.run
 
 
 SPECIAL: Spec = {"a.txt": b"alpha\n", "fifo": Fifo(mode=0o644)}
