@@ -170,4 +170,8 @@ def pytest_collection_modifyitems(
         source, destination = names
         found = defects.defect(name, source, destination, params)
         if found is not None:
-            item.add_marker(pytest.mark.xfail(strict=True, reason=found.reason))
+            # Only a failed check is the defect: any other exception fails.
+            xfail = pytest.mark.xfail(
+                strict=True, raises=AssertionError, reason=found.reason
+            )
+            item.add_marker(xfail)

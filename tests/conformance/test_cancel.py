@@ -11,6 +11,7 @@ local directory and as the destination of one from it, and between two hosts.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import time
@@ -58,10 +59,9 @@ def test_an_interrupted_copy_stops_promptly_and_leaves_only_whole_files(
     pair: Pair,
 ) -> None:
     """SIGINT once a file has arrived (between hosts: after :data:`SIGNAL` seconds,
-    while the source walks): exit 130
-    within :data:`PROMPT` seconds, "interrupted" on stderr, not every file copied,
-    each one copied whole (an entry in flight is finished or left as it was), and
-    nothing written afterwards."""
+    while the source walks): exit 130 within :data:`PROMPT` seconds, "interrupted"
+    on stderr, not every file copied, each one copied whole (an entry in flight is
+    finished or left as it was), and nothing written afterwards."""
     src, dst = pair.source(TREE), pair.target()
     args = ["--ops-throttle", THROTTLE, pair.src.operand(src), pair.dst.operand(dst)]
     proc = rcprun.start(args, pair.launch)
@@ -76,14 +76,15 @@ def test_an_interrupted_copy_stops_promptly_and_leaves_only_whole_files(
             assert time.monotonic() - started < 30, "no file arrived in 30 s"
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        try:
-            out, err = proc.communicate(timeout=PROMPT)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"rcp still running {PROMPT} s after the interrupt")
+        ended: tuple[str, str] | None = None
+        with contextlib.suppress(subprocess.TimeoutExpired):  # asserted below
+            ended = proc.communicate(timeout=PROMPT)
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.communicate()  # reaped, its pipes closed
+    assert ended is not None, f"rcp still running {PROMPT} s after the interrupt"
+    out, err = ended
     assert proc.returncode == 130, (proc.returncode, out, err)
     assert "interrupted" in err, err
     copied = present(pair, dst)
