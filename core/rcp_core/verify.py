@@ -7,7 +7,7 @@ XCom and what ``rcmp`` prints. :func:`verify_copy` compares each source of a cop
 its copy, named by the copy's operand rules: what ``rcp --verify`` and the Airflow
 hook run after a copy; a :class:`Scope` makes it compare what the copy was asked to
 copy (its filters, specials it may skip, what its policy left alone), the same on
-every path (:mod:`rcp_provider.storecompare` takes one too).
+every path (:mod:`rcp_provider.fsspec.storecompare` takes one too).
 
 Invariants:
 

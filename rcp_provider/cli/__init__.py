@@ -11,6 +11,7 @@
 ``rlink``      ``rlink``: snapshots that share unchanged files through hard links
 ``filegen``    ``rcp-filegen``: generate realistic trees to copy (benchmarks, the demo)
 ``common``     what every tool shares: one-line usage errors, logging, output options
+``settings``   the copy flags, made from the one table of options (``rcp_core.schema``)
 =============  =====================================================================
 
 The console scripts (``pyproject.toml``) are the ``main`` of each command's module;

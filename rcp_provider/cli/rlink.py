@@ -21,14 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from rcp_core import (
-    CompareAttr,
-    CopySettings,
-    DryRun,
-    ExistingPolicy,
-    UsageError,
-    copy,
-)
+from rcp_core import CompareAttr, CopySettings, ExistingPolicy, UsageError, copy
 from rcp_provider.cli.common import (
     OneLineErrorParser,
     add_output_options,
@@ -37,6 +30,10 @@ from rcp_provider.cli.common import (
     run_and_report,
     usage_error,
 )
+from rcp_provider.cli.settings import add_settings_options, settings_from_args
+
+COPY_OPTIONS = ("includes", "excludes", "dry_run", "fail_early", "max_workers")
+"""The copy's options ``rlink`` offers, as ``rcp`` spells them."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,15 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="DST may exist: make it exactly the new tree (remove what it lacks)",
     )
-    parser.add_argument("--include", action="append", default=[], metavar="GLOB")
-    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB")
-    parser.add_argument(
-        "--dry-run",
-        choices=[d.value for d in DryRun],
-        help="show what would be linked or copied; change nothing",
-    )
-    parser.add_argument("-e", "--fail-early", action="store_true")
-    parser.add_argument("--max-workers", type=int, help="worker threads")
+    add_settings_options(parser, COPY_OPTIONS)
     add_output_options(parser)
     return parser
 
@@ -83,17 +72,13 @@ def settings_from(args: argparse.Namespace) -> CopySettings:
     """
     if not os.path.isdir(args.src):
         raise UsageError(f"{args.src}: not a directory")
-    compare = CompareAttr.parse(args.update_compare)
-    return CopySettings(
+    return settings_from_args(
+        args,
+        COPY_OPTIONS,
         existing=ExistingPolicy.OVERWRITE if args.delete else ExistingPolicy.ERROR,
         delete=args.delete,
-        includes=tuple(args.include),
-        excludes=tuple(args.exclude),
-        dry_run=DryRun(args.dry_run) if args.dry_run else None,
-        fail_early=args.fail_early,
-        max_workers=args.max_workers,
         link_dest=os.path.abspath(args.src),
-        link_compare=compare,
+        link_compare=CompareAttr.parse(args.update_compare),
     )
 
 
