@@ -5,7 +5,7 @@ paths::
 
     airflow dags test example_rcp_local_copy -c '{"src": "/data/in", "dst": "/data/out"}'
 
-A rerun copies only what changed (``overwrite="update"``); ``verify="checksum"``
+A rerun copies only what changed (``existing="update"``); ``verify="checksum"``
 compares every file's content with its source afterwards and fails the task on any
 difference.
 """
@@ -35,7 +35,7 @@ with DAG(
         task_id="copy",
         src="{{ params.src }}",
         dst="{{ params.dst }}",
-        overwrite="update",
+        existing="update",
         verify="checksum",
     )
 

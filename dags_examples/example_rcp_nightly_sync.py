@@ -1,6 +1,6 @@
 """Every night, make a mirror exactly like its source, then check it.
 
-``overwrite="overwrite"`` replaces files that differ in size or mtime and skips the
+``existing="overwrite"`` replaces files that differ in size or mtime and skips the
 rest; ``delete=True`` removes from the mirror what the source no longer has (only
 after that directory's subtree copied cleanly, never outside the mirror);
 ``verify="metadata"`` compares both trees afterwards and fails the run on any
@@ -30,7 +30,7 @@ with DAG(
         task_id="sync",
         src="{{ params.src }}",
         dst="{{ params.dst }}",
-        overwrite="overwrite",
+        existing="overwrite",
         delete=True,
         verify="metadata",
     )

@@ -35,7 +35,7 @@ with DAG(
         dst_conn_id="{{ params.conn_id }}",
         src="{{ params.src }}",
         dst="{{ params.dst }}",
-        overwrite="update",
+        existing="update",
         deferrable=True,
         poll_interval=5.0,
     )

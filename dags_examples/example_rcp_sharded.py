@@ -38,7 +38,7 @@ with DAG(
     copy = RcpCopyOperator.partial(
         task_id="copy_shard",
         dst="{{ params.dst }}",
-        overwrite="update",
+        existing="update",
         max_active_tis_per_dagrun=8,
     ).expand_kwargs(plan.output)
     finalize = RcpFinalizeOperator(

@@ -1,6 +1,6 @@
 """Copy, prove the copy by content, keep a cheap daily snapshot, prune old ones.
 
-``copy`` brings the source over (``overwrite="update"``: only what is newer);
+``copy`` brings the source over (``existing="update"``: only what is newer);
 ``compare`` reads both trees and fails the run if any file's contents differ
 (BLAKE3, in parallel); ``snapshot`` makes ``snapshots/<ds>`` a tree of hard links to
 the copy's files (no data written: the snapshot shares every unchanged file with the
@@ -39,7 +39,7 @@ with DAG(
         task_id="copy",
         src="{{ params.src }}",
         dst="{{ params.current }}",
-        overwrite="update",
+        existing="update",
     )
     compare = RcpCompareOperator(
         task_id="compare",

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,8 +57,14 @@ class Front(enum.Flag):
 
 EVERYWHERE = Front.CLI | Front.OPERATOR | Front.FSSPEC | Front.WIRE
 
-_BOOLEANS = {"1": True, "true": True, "yes": True, "0": False, "false": False}
-_BOOLEANS["no"] = False
+_BOOLEANS = {
+    "1": True,
+    "true": True,
+    "yes": True,
+    "0": False,
+    "false": False,
+    "no": False,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +95,9 @@ def _same(value: Any) -> Any:
     return value
 
 
-def _flag(value: Any) -> bool:
+def read_flag(value: Any) -> bool:
+    """A boolean, from a bool or its text (``true``/``false``, ``yes``/``no``,
+    ``1``/``0``); ``ValueError`` otherwise."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in _BOOLEANS:
@@ -96,27 +105,53 @@ def _flag(value: Any) -> bool:
     raise ValueError("not a boolean (true or false)")
 
 
+def read_whole(value: Any) -> int:
+    """An integer, from an int (a bool is none) or its text; ``ValueError``
+    otherwise."""
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError("not an integer")
+    return value
+
+
+def read_number(value: Any) -> float:
+    """A finite number, from an int or float (a bool is none) or its text;
+    ``ValueError`` otherwise (``nan`` and ``inf`` too)."""
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = float(value)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise ValueError("not a number")
+    if not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return float(value)
+
+
 def _whole(minimum: int, optional: bool) -> Callable[[Any], int | None]:
     def parse(value: Any) -> int | None:
         if value is None and optional:
             return None
-        if isinstance(value, str):
-            with contextlib.suppress(ValueError):
-                value = int(value)
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        try:
+            whole = read_whole(value)
+        except ValueError:
+            whole = minimum - 1
+        if whole < minimum:
             raise ValueError(f"an integer >= {minimum}")
-        return value
+        return whole
 
     return parse
 
 
 def _number(value: Any) -> float:
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            value = float(value)
-    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+    try:
+        number = read_number(value)
+    except ValueError:
+        number = -1.0
+    if number < 0:
         raise ValueError("a number >= 0")
-    return float(value)
+    return number
 
 
 def _words(parse: Callable[[str], Any], kind: type) -> Callable[[Any], Any]:
@@ -169,7 +204,7 @@ def _path(value: Any) -> str | None:
     raise ValueError("a path")
 
 
-FLAG = Kind(_flag, _same, (bool,), metavar=None)
+FLAG = Kind(read_flag, _same, (bool,), metavar=None)
 COUNT = Kind(_whole(1, optional=True), _same, (int, type(None)), "N")
 TRIES = Kind(_whole(0, optional=False), _same, (int,), "N")
 NUMBER = Kind(_number, _same, (int, float), "N")
@@ -250,6 +285,10 @@ class Option:
 _DEFAULTS = CopySettings()
 
 NOT_FSSPEC = Front.CLI | Front.OPERATOR | Front.WIRE
+NOT_OPERATOR = Front.CLI | Front.FSSPEC | Front.WIRE
+"""Airflow's ``BaseOperator`` owns ``retries`` and ``retry_delay`` (a task's own
+retries): an operator cannot take the engine's under those names, so its copies
+retry transient errors with the defaults."""
 """A filesystem object's options hold for all its calls: what shapes one tree copy
 (filters, mirroring, following links, dry runs) is no storage option."""
 
@@ -381,11 +420,13 @@ OPTIONS: tuple[Option, ...] = (
         "retries",
         TRIES,
         "retries of a transiently failing operation (0 = never; default 3)",
+        NOT_OPERATOR,
     ),
     Option(
         "retry_delay",
         NUMBER,
         "first retry backoff in seconds; doubles with jitter up to 2 s",
+        NOT_OPERATOR,
     ),
 )
 """Every option of a copy (``link_dest``/``link_compare`` are ``rlink``'s own)."""

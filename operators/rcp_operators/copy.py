@@ -20,10 +20,11 @@ from airflow.sdk import BaseOperator, Context, conf
 from rcp_core import CopySettings, Preserve
 from rcp_core.errors import UsageError
 from rcp_core.remote.outcome import job_summary
+from rcp_core.schema import Front, offered, settings_from
 from rcp_operators.failures import airflow_errors, failed_event
 from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.hooks.rcp import RcpHook
-from rcp_provider.options import copy_settings, verify_mode
+from rcp_provider.options import verify_mode
 from rcp_provider.triggers.rcp import POLL_INTERVAL, RcpJobTrigger
 
 if TYPE_CHECKING:
@@ -33,6 +34,12 @@ if TYPE_CHECKING:
 class RcpCopyOperator(BaseOperator):
     """Copy ``src`` to ``dst`` with ``rcp``'s rules, in parallel, keeping metadata.
 
+    The copy's settings are the options of ``rcp`` under their one name
+    (:mod:`rcp_core.schema`, the table every front-end is made from; ``rcp
+    --help`` says what each does), parsed from Python values or their text.
+    ``retries`` and ``retry_delay`` are Airflow's (the task's own), so the copy
+    retries a transiently failing operation as ``rcp`` does by default.
+
     :param src: a path, or several (then ``dst`` must end in ``/``: they go into it).
         Omitted with ``manifest``: a shard's units come from the plan.
     :param dst: the copy's path; ending in ``/`` it is a directory the sources go into.
@@ -41,18 +48,26 @@ class RcpCopyOperator(BaseOperator):
     :param dst_conn_id: the same for ``dst``. Both on one service: the copy is a job of
         that service (the bytes never pass through the worker); on two places: the
         data flows between them directly.
-    :param overwrite: ``error`` (default: an existing ``dst`` is refused),
+
+    :param existing: ``error`` (default: an existing ``dst`` is refused),
         ``overwrite``, ``update`` or ``ignore-existing``. A retried task continues where
         its last try stopped only when this is not ``error``.
     :param overwrite_compare: attributes that make a file unchanged (``size,mtime``).
-    :param delete: remove destination entries the source does not have.
-    :param include: globs of entries to copy (the rest is skipped).
-    :param exclude: globs of entries to skip; excludes win.
+    :param delete: remove destination entries the source does not have;
+        ``delete_excluded``: excluded ones too.
     :param preserve: ``default`` (mode, times), ``all``, ``none`` or a list.
-    :param dry_run: report what would happen; nothing changes.
+    :param dereference: follow symlinks in the source.
+    :param skip_specials: count FIFOs, sockets and devices as skipped, not errors.
+    :param includes: globs of entries to copy (the rest is skipped).
+    :param excludes: globs of entries to skip; excludes win.
+    :param filter_file: a file of ``--include``/``--exclude`` lines.
+    :param gitignore: honour ``.gitignore`` files in the source.
+    :param dry_run: report what would happen (``True``, ``all``, ``explain``);
+        nothing changes.
     :param fail_early: stop at the first error.
     :param max_workers: threads copying on the worker (default: the engine's choice,
-        or the connection's ``max_workers``).
+        or the connection's ``max_workers``); ``max_processes``: processes.
+    :param max_open_files: the descriptor budget.
     :param ops_throttle: metadata operations per second at most (0: no limit), to
         spare storage shared with others.
     :param verify: after the copy, compare the trees: ``none``, ``metadata`` or
@@ -72,8 +87,9 @@ class RcpCopyOperator(BaseOperator):
         "dst",
         "src_conn_id",
         "dst_conn_id",
-        "include",
-        "exclude",
+        "includes",
+        "excludes",
+        "filter_file",
         "manifest",
     )
     ui_color = "#d7ecf9"
@@ -85,15 +101,22 @@ class RcpCopyOperator(BaseOperator):
         src: str | Sequence[str] | None = None,
         src_conn_id: str | None = None,
         dst_conn_id: str | None = None,
-        overwrite: str = "error",
+        existing: str = "error",
         overwrite_compare: str = "size,mtime",
         delete: bool = False,
-        include: Sequence[str] = (),
-        exclude: Sequence[str] = (),
+        delete_excluded: bool = False,
         preserve: str = "default",
+        dereference: bool = False,
+        skip_specials: bool = False,
+        includes: Sequence[str] = (),
+        excludes: Sequence[str] = (),
+        filter_file: str | None = None,
+        gitignore: bool = False,
         dry_run: bool | str = False,
         fail_early: bool = False,
         max_workers: int | None = None,
+        max_processes: int | None = None,
+        max_open_files: int | None = None,
         ops_throttle: float = 0.0,
         verify: str = "none",
         manifest: str | None = None,
@@ -110,15 +133,22 @@ class RcpCopyOperator(BaseOperator):
         self.dst = dst
         self.src_conn_id = src_conn_id
         self.dst_conn_id = dst_conn_id
-        self.overwrite = overwrite
+        self.existing = existing
         self.overwrite_compare = overwrite_compare
         self.delete = delete
-        self.include = include
-        self.exclude = exclude
+        self.delete_excluded = delete_excluded
         self.preserve = preserve
+        self.dereference = dereference
+        self.skip_specials = skip_specials
+        self.includes = includes
+        self.excludes = excludes
+        self.filter_file = filter_file
+        self.gitignore = gitignore
         self.dry_run_level = dry_run  # BaseOperator.dry_run is a method
         self.fail_early = fail_early
         self.max_workers = max_workers
+        self.max_processes = max_processes
+        self.max_open_files = max_open_files
         self.ops_throttle = ops_throttle
         self.verify = verify
         self.manifest = manifest
@@ -130,18 +160,7 @@ class RcpCopyOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         with airflow_errors(f"copy {self._what()}"):
-            settings = copy_settings(
-                overwrite=self.overwrite,
-                overwrite_compare=self.overwrite_compare,
-                delete=self.delete,
-                include=self.include,
-                exclude=self.exclude,
-                preserve=self.preserve,
-                dry_run=self.dry_run_level,
-                fail_early=self.fail_early,
-                max_workers=self.max_workers,
-                ops_throttle=self.ops_throttle,
-            )
+            settings = settings_from(self.settings_options(), Front.OPERATOR)
             verify = verify_mode(self.verify)
             source, target = RcpHook(self.src_conn_id), RcpHook(self.dst_conn_id)
             if self.manifest is not None:
@@ -163,6 +182,15 @@ class RcpCopyOperator(BaseOperator):
                 cancel=self._cancel,
             )
             return self._finish(summary, verify, sources, source, scopes)
+
+    def settings_options(self) -> dict[str, Any]:
+        """The copy's options as given (the table's operator options, by name)."""
+        return {
+            option.name: self.dry_run_level
+            if option.name == "dry_run"
+            else getattr(self, option.name)
+            for option in offered(Front.OPERATOR)
+        }
 
     def _scopes(
         self,

@@ -10,16 +10,15 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 
+from rcp_core.schema import Front, settings_from
 from rcp_core.settings import CompareAttr
 from rcp_operators.failures import airflow_errors
 from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.hooks.rcp import RcpHook
-from rcp_provider.options import copy_settings
 
 
 class RcpLinkOperator(BaseOperator):
@@ -31,8 +30,8 @@ class RcpLinkOperator(BaseOperator):
         are links to ``src``'s, the rest copies. ``None``: ``dst`` links all of ``src``.
     :param update_compare: what makes a file identical (``size,mtime,mode``).
     :param delete: ``dst`` may exist: make it exactly the new tree.
-    :param include: globs of entries to take (the rest is skipped).
-    :param exclude: globs of entries to skip; excludes win.
+    :param includes: globs of entries to take (the rest is skipped).
+    :param excludes: globs of entries to skip; excludes win.
     :param conn_id: an ``rcp`` connection without a host (``None``: none needed).
     """
 
@@ -47,8 +46,8 @@ class RcpLinkOperator(BaseOperator):
         update: str | None = None,
         update_compare: str = "size,mtime,mode",
         delete: bool = False,
-        include: Sequence[str] = (),
-        exclude: Sequence[str] = (),
+        includes: Sequence[str] = (),
+        excludes: Sequence[str] = (),
         conn_id: str | None = None,
         progress_interval: float = INTERVAL,
         **kwargs: Any,
@@ -59,21 +58,22 @@ class RcpLinkOperator(BaseOperator):
         self.update = update
         self.update_compare = update_compare
         self.delete = delete
-        self.include = include
-        self.exclude = exclude
+        self.includes = includes
+        self.excludes = excludes
         self.conn_id = conn_id
         self.progress_interval = progress_interval
         self._cancel = threading.Event()
 
     def execute(self, context: Context) -> dict[str, Any]:
         with airflow_errors(f"snapshot {self.update or self.src} to {self.dst}"):
-            settings = replace(
-                copy_settings(
-                    overwrite="overwrite" if self.delete else "error",
-                    delete=self.delete,
-                    include=self.include,
-                    exclude=self.exclude,
-                ),
+            settings = settings_from(
+                {
+                    "existing": "overwrite" if self.delete else "error",
+                    "delete": self.delete,
+                    "includes": self.includes,
+                    "excludes": self.excludes,
+                },
+                Front.OPERATOR,
                 link_dest=os.path.abspath(self.src),
                 link_compare=CompareAttr.parse(self.update_compare),
             )

@@ -25,8 +25,8 @@ class RcpRemoveOperator(BaseOperator):
 
     :param paths: a path or several, on the worker's storage.
     :param conn_id: an ``rcp`` connection without a host (``None``: none needed).
-    :param include: globs of entries to remove (the rest stays, with its directories).
-    :param exclude: globs of entries to keep; excludes win.
+    :param includes: globs of entries to remove (the rest stays, with its directories).
+    :param excludes: globs of entries to keep; excludes win.
     :param modified_before: only entries modified before this time (ISO 8601) or
         older than this age (``30d``, ``12h``); templated, so ``{{ ds }}`` works.
     :param created_before: the same for birth times; an unknown one keeps the entry.
@@ -41,8 +41,8 @@ class RcpRemoveOperator(BaseOperator):
     template_fields: Sequence[str] = (
         "paths",
         "conn_id",
-        "include",
-        "exclude",
+        "includes",
+        "excludes",
         "modified_before",
         "created_before",
     )
@@ -53,8 +53,8 @@ class RcpRemoveOperator(BaseOperator):
         *,
         paths: str | Sequence[str],
         conn_id: str | None = None,
-        include: Sequence[str] = (),
-        exclude: Sequence[str] = (),
+        includes: Sequence[str] = (),
+        excludes: Sequence[str] = (),
         modified_before: str | None = None,
         created_before: str | None = None,
         missing_ok: bool = False,
@@ -67,8 +67,8 @@ class RcpRemoveOperator(BaseOperator):
         super().__init__(**kwargs)
         self.paths = paths
         self.conn_id = conn_id
-        self.include = include
-        self.exclude = exclude
+        self.includes = includes
+        self.excludes = excludes
         self.modified_before = modified_before
         self.created_before = created_before
         self.missing_ok = missing_ok
@@ -82,8 +82,8 @@ class RcpRemoveOperator(BaseOperator):
         paths = [self.paths] if isinstance(self.paths, str) else list(self.paths)
         with airflow_errors(f"remove {', '.join(paths)}"):
             settings = RemoveSettings(
-                includes=globs("include", self.include),
-                excludes=globs("exclude", self.exclude),
+                includes=globs("includes", self.includes),
+                excludes=globs("excludes", self.excludes),
                 modified_before=_time(self.modified_before),
                 created_before=_time(self.created_before),
                 missing_ok=self.missing_ok,

@@ -22,9 +22,10 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 
 from rcp_core.errors import UsageError
+from rcp_core.schema import Front, settings_from
 from rcp_operators.failures import airflow_errors
 from rcp_provider.hooks.rcp import RcpHook
-from rcp_provider.options import copy_settings, verify_mode
+from rcp_provider.options import verify_mode
 
 MAX_SHARDS = 1024
 """Airflow's default ``[core] max_map_length``: a mapped task takes at most this many."""
@@ -99,7 +100,7 @@ class RcpFinalizeOperator(BaseOperator):
         with airflow_errors(f"finalize {self.dst}"):
             verify = verify_mode(self.verify)
             hook = RcpHook(None)
-            settings = copy_settings(preserve=self.preserve)
+            settings = settings_from({"preserve": self.preserve}, Front.OPERATOR)
             done = hook.finalize(self.manifest, self.dst, settings)
             self.log.info("rcp: metadata of %d directories set", done["directories"])
             if verify == "none":

@@ -163,7 +163,7 @@ class RcpFileSystem(LocalFileSystem, metaclass=_OneProtocol):  # type: ignore[mi
         super().__init__(
             auto_mkdir=bool_option("auto_mkdir", auto_mkdir), **storage_options
         )
-        self.settings = settings_from_options(**engine)
+        self.settings = settings_from_options(engine)
         self._plugins: pluggy.PluginManager | None = None
 
     _strip_protocol = _StripProtocol()

@@ -123,7 +123,7 @@ class RcpServiceFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec 
             k: storage_options.pop(k) for k in ENGINE_OPTIONS & storage_options.keys()
         }
         super().__init__(**storage_options)
-        self.settings = settings_from_options(**engine)
+        self.settings = settings_from_options(engine)
         self.host = host
         self.port = int_option("port", port) or SERVICE_PORT
         self.timeout = float_option("timeout", timeout)

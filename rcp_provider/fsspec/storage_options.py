@@ -9,108 +9,61 @@ parse is a :class:`~rcp_core.errors.UsageError` naming the option.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from fsspec.utils import stringify_path
 
 from rcp_core.errors import UsageError
-from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy, Preserve
+from rcp_core.schema import (
+    Front,
+    offered,
+    read_flag,
+    read_number,
+    read_whole,
+    settings_from,
+)
+from rcp_core.settings import CopySettings
+
+T = TypeVar("T")
+
+
+def _option(name: str, value: object, read: Callable[[object], T]) -> T:
+    try:
+        return read(value)
+    except ValueError as exc:
+        raise UsageError(f"storage option {name}={value!r}: {exc}") from None
 
 
 def int_option(name: str, value: object) -> int | None:
-    if value is None or isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise UsageError(f"storage option {name}={value!r} is not an integer")
-
-
-_BOOLEANS = {
-    "1": True,
-    "true": True,
-    "yes": True,
-    "0": False,
-    "false": False,
-    "no": False,
-}
+    """An integer (or ``None``), from a number or its text."""
+    return None if value is None else _option(name, value, read_whole)
 
 
 def bool_option(name: str, value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in _BOOLEANS:
-        return _BOOLEANS[value.strip().lower()]
-    raise UsageError(f"storage option {name}={value!r} is not a boolean")
+    """A boolean, from a bool or its text (``true``, ``no``, ``1``, ...)."""
+    return _option(name, value, read_flag)
 
 
 def float_option(name: str, value: object) -> float:
-    """A number (of seconds, say), from a number or a string."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            pass
-    raise UsageError(f"storage option {name}={value!r} is not a number")
+    """A number (of seconds, say), from a number or its text."""
+    return _option(name, value, read_number)
 
 
-ENGINE_OPTIONS = frozenset(
-    {
-        "max_workers",
-        "max_processes",
-        "max_open_files",
-        "preserve",
-        "existing",
-        "overwrite_compare",
-        "retries",
-        "fail_early",
-    }
-)
-"""The storage options :func:`settings_from_options` takes; others go to fsspec."""
+ENGINE_OPTIONS = frozenset(option.name for option in offered(Front.FSSPEC))
+"""The storage options that are engine settings (the table's fsspec options,
+:mod:`rcp_core.schema`); the others go to fsspec."""
 
 
-def settings_from_options(
-    *,
-    max_workers: object = None,
-    max_processes: object = None,
-    max_open_files: object = None,
-    preserve: object = "default",
-    existing: object = "overwrite",
-    overwrite_compare: object = None,
-    retries: object = None,
-    fail_early: object = False,
-) -> CopySettings:
-    """Engine settings from storage options, strings coerced (fsspec config and
-    ``FSSPEC_RCP_*`` variables deliver strings).
+def settings_from_options(options: Mapping[str, object]) -> CopySettings:
+    """Engine settings from storage options (:func:`rcp_core.schema.settings_from`:
+    strings parsed as the table parses them; fsspec config and ``FSSPEC_RCP_*``
+    variables deliver strings).
 
     :raises UsageError: a value that does not parse, or settings the engine refuses.
     """
-    if not isinstance(preserve, Preserve):
-        preserve = Preserve.parse(str(preserve))
-    compare = CopySettings().overwrite_compare
-    if overwrite_compare is not None:
-        compare = CompareAttr.parse(str(overwrite_compare))
-    try:
-        policy = ExistingPolicy(existing)
-    except ValueError as exc:
-        known = ", ".join(p.value for p in ExistingPolicy)
-        raise UsageError(f"storage option existing={existing!r} (use {known})") from exc
-    tries = int_option("retries", retries)
-    return CopySettings(
-        existing=policy,
-        overwrite_compare=compare,
-        preserve=preserve,
-        fail_early=bool_option("fail_early", fail_early),
-        max_workers=int_option("max_workers", max_workers),
-        max_processes=int_option("max_processes", max_processes),
-        max_open_files=int_option("max_open_files", max_open_files),
-        retries=CopySettings().retries if tries is None else tries,
-    )
+    return settings_from(options, Front.FSSPEC)
 
 
 def service_url_options(url: str) -> dict[str, Any]:

@@ -95,9 +95,10 @@ def test_lists_of_names_and_globs() -> None:
     [
         ({"max_workers": 0}, "max_workers=0: an integer >= 1"),
         ({"max_workers": True}, "max_workers=True: an integer >= 1"),
-        ({"retries": "many"}, "retries='many': an integer >= 0"),
+        ({"max_open_files": "many"}, "max_open_files='many': an integer >= 1"),
         ({"existing": "sometimes"}, "existing='sometimes': use one of error"),
         ({"ops_throttle": -1}, "ops_throttle=-1: a number >= 0"),
+        ({"ops_throttle": "nan"}, "ops_throttle='nan': a number >= 0"),
         ({"fail_early": "perhaps"}, "fail_early='perhaps': not a boolean"),
         ({"includes": [1]}, "includes=[1]: a glob or a list of globs"),
         ({"dry_run": "loudly"}, "dry_run='loudly': use one of brief"),
@@ -117,6 +118,9 @@ def test_an_option_a_front_end_does_not_offer_is_refused_there() -> None:
     with pytest.raises(UsageError, match="unknown option: delete"):
         settings_from({"delete": True}, Front.FSSPEC)
     assert settings_from({"delete": True}, Front.OPERATOR).delete
+    with pytest.raises(UsageError, match="unknown option: retries"):
+        settings_from({"retries": 1}, Front.OPERATOR)  # BaseOperator's own
+    assert settings_from({"retries": "1"}, Front.FSSPEC).retries == 1
 
 
 def test_settings_the_engine_refuses_are_refused_on_every_front_end() -> None:

@@ -4,6 +4,7 @@ test's own, as Airflow passes one; the Airflow runs are in test_dags)."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import re
 import socket
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
 
+from rcp_core.schema import OPTIONS, Front, offered
 from rcp_operators.copy import RcpCopyOperator, job_key
 from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.triggers.rcp import RcpJobTrigger
@@ -66,7 +68,7 @@ def test_verify_compares_what_the_copy_was_asked_to_copy(tmp_path: Path) -> None
         task_id="copy",
         src=str(src),
         dst=str(tmp_path / "dst"),
-        exclude=["*.txt"],
+        excludes=["*.txt"],
         verify="checksum",
     ).execute(context={})
     assert not (tmp_path / "dst" / "docs" / "a.txt").exists()
@@ -85,7 +87,7 @@ def test_verify_fails_the_task_when_the_copy_differs(tmp_path: Path) -> None:
         task_id="copy",
         src=str(src),
         dst=str(dst),
-        overwrite="overwrite",
+        existing="overwrite",
         verify="checksum",
     )
     with pytest.raises(AirflowFailException, match="differs"):
@@ -114,8 +116,8 @@ def test_verify_of_a_service_tree_is_refused_before_the_copy(
 def test_a_rerun_with_update_copies_nothing_again(tmp_path: Path) -> None:
     src = make_tree(tmp_path / "src", TREE)
     kwargs: dict[str, Any] = {"src": str(src), "dst": str(tmp_path / "dst")}
-    RcpCopyOperator(task_id="first", overwrite="update", **kwargs).execute(context={})
-    again = RcpCopyOperator(task_id="again", overwrite="update", **kwargs).execute(
+    RcpCopyOperator(task_id="first", existing="update", **kwargs).execute(context={})
+    again = RcpCopyOperator(task_id="again", existing="update", **kwargs).execute(
         context={}
     )
     assert again["copied"]["files"] == 0
@@ -126,7 +128,7 @@ def test_a_rerun_with_update_copies_nothing_again(tmp_path: Path) -> None:
     ("kwargs", "message"),
     [
         ({"src": "/nonexistent/rcp-src"}, "nonexistent"),
-        ({"overwrite": "sometimes"}, "overwrite='sometimes'"),
+        ({"existing": "sometimes"}, "existing='sometimes'"),
         ({"verify": "eyeball"}, "verify='eyeball'"),
         ({"dry_run": "loud"}, "dry_run='loud'"),
     ],
@@ -325,7 +327,7 @@ def test_failed_entries_fail_the_task_the_same_way_on_every_path(
             dst=str(dst),
             src_conn_id=source_id,
             dst_conn_id=destination_id,
-            overwrite="overwrite",
+            existing="overwrite",
             deferrable=deferrable,
         )
         run = _resume if deferrable else _execute
@@ -336,3 +338,19 @@ def test_failed_entries_fail_the_task_the_same_way_on_every_path(
     what = re.escape(f"copy {src} to {dst}")
     assert re.match(rf"{what}: copy finished with \d+ error\(s\)", message), message
     assert "stuck" in message.partition("\n")[2], message
+
+
+def test_the_operator_takes_the_tables_options_under_their_names() -> None:
+    """Its copy settings are the table's operator options (rcp_core.schema): each a
+    keyword argument of that name whose default is the table's, and none other."""
+    params = inspect.signature(RcpCopyOperator.__init__).parameters
+    offered_here = {option.name for option in offered(Front.OPERATOR)}
+    assert offered_here <= params.keys()
+    for option in offered(Front.OPERATOR):
+        default = params[option.name].default
+        assert option.read(default, Front.OPERATOR) == option.default(Front.OPERATOR)
+    others = {option.name for option in OPTIONS} - offered_here
+    assert others == {"retries", "retry_delay"}  # Airflow's, the task's own
+    assert RcpCopyOperator(task_id="t", dst="/x", gitignore=True).settings_options()[
+        "gitignore"
+    ]

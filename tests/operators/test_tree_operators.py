@@ -33,7 +33,7 @@ def test_remove_by_age_and_glob_returns_its_summary(tmp_path: Path) -> None:
     op = RcpRemoveOperator(
         task_id="rm",
         paths=str(root),
-        include=["/logs/**"],
+        includes=["/logs/**"],
         modified_before=str((T0 + 10 * 10**9) / 1e9),  # logs 00-09
     )
     with pytest.raises(AirflowFailException):  # an epoch number is not a time

@@ -31,7 +31,7 @@ COPY = {"src": "SRC", "dst": "NEW"}
 # SRC, DST, FILE and NEW stand for paths of the Sandbox.
 CASES: list[tuple[type[BaseOperator], dict[str, Any]]] = [
     (RcpCopyOperator, {**COPY, "src": "NEW/missing"}),
-    (RcpCopyOperator, {**COPY, "overwrite": "sometimes"}),
+    (RcpCopyOperator, {**COPY, "existing": "sometimes"}),
     (RcpCopyOperator, {**COPY, "overwrite_compare": "size,colour"}),
     (RcpCopyOperator, {**COPY, "preserve": "colour"}),
     (RcpCopyOperator, {**COPY, "verify": "eyeball"}),
@@ -42,7 +42,7 @@ CASES: list[tuple[type[BaseOperator], dict[str, Any]]] = [
     (RcpCopyOperator, {**COPY, "ops_throttle": -1}),
     (RcpCopyOperator, {**COPY, "ops_throttle": "fast"}),
     (RcpCopyOperator, {**COPY, "progress_interval": 0}),
-    (RcpCopyOperator, {**COPY, "include": ["["]}),
+    (RcpCopyOperator, {**COPY, "includes": ["["]}),
     (RcpCopyOperator, {"src": "SRC", "dst": "SRC/inside"}),
     (RcpCopyOperator, {"src": "SRC", "dst": "SRC"}),
     (RcpCopyOperator, {"src": ["SRC", "FILE"], "dst": "NEW"}),
@@ -63,8 +63,8 @@ CASES: list[tuple[type[BaseOperator], dict[str, Any]]] = [
     (RcpRemoveOperator, {"paths": "DST", "modified_before": "when-it-rains"}),
     (RcpRemoveOperator, {"paths": "DST", "created_before": "-3d"}),
     (RcpRemoveOperator, {"paths": "DST", "max_workers": 0}),
-    (RcpRemoveOperator, {"paths": "DST", "include": [7]}),
-    (RcpCopyOperator, {**COPY, "exclude": [None]}),
+    (RcpRemoveOperator, {"paths": "DST", "includes": [7]}),
+    (RcpCopyOperator, {**COPY, "excludes": [None]}),
     (RcpRemoveOperator, {"paths": "DST", "max_workers": "many"}),
     (RcpRemoveOperator, {"paths": "DST", "progress_interval": "often"}),
     (RcpRemoveOperator, {"paths": "DST", "conn_id": "nowhere"}),
