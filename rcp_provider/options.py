@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from rcp_core.errors import UsageError
-from rcp_core.schema import GLOBS, read_number, read_whole
+from rcp_core.schema import GLOBS, at_least, read_number
 
 _AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -51,12 +51,9 @@ def whole_number(name: str, value: object, *, minimum: int) -> int:
     :raises UsageError: not an integer, or below ``minimum``.
     """
     try:
-        number = read_whole(value)
-    except ValueError:
-        number = minimum - 1
-    if number < minimum:
-        raise UsageError(f"{name}={value!r}: an integer >= {minimum}")
-    return number
+        return at_least(minimum)(value)
+    except ValueError as exc:
+        raise UsageError(f"{name}={value!r}: {exc}") from None
 
 
 def seconds(name: str, value: object) -> float:

@@ -128,10 +128,10 @@ def read_number(value: Any) -> float:
     return float(value)
 
 
-def _whole(minimum: int, optional: bool) -> Callable[[Any], int | None]:
-    def parse(value: Any) -> int | None:
-        if value is None and optional:
-            return None
+def at_least(minimum: int) -> Callable[[Any], int]:
+    """A reader of integers ``>= minimum``; ``ValueError`` saying so otherwise."""
+
+    def parse(value: Any) -> int:
         try:
             whole = read_whole(value)
         except ValueError:
@@ -139,6 +139,13 @@ def _whole(minimum: int, optional: bool) -> Callable[[Any], int | None]:
         if whole < minimum:
             raise ValueError(f"an integer >= {minimum}")
         return whole
+
+    return parse
+
+
+def _or_none(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def parse(value: Any) -> Any:
+        return None if value is None else read(value)
 
     return parse
 
@@ -204,8 +211,8 @@ def _path(value: Any) -> str | None:
 
 
 FLAG = Kind(read_flag, _same, (bool,), metavar=None)
-COUNT = Kind(_whole(1, optional=True), _same, (int, type(None)), "N")
-TRIES = Kind(_whole(0, optional=False), _same, (int,), "N")
+COUNT = Kind(_or_none(at_least(1)), _same, (int, type(None)), "N")
+TRIES = Kind(at_least(0), _same, (int,), "N")
 NUMBER = Kind(_number, _same, (int, float), "N")
 GLOBS = Kind(_globs, list, (list,), "GLOB")
 PATH = Kind(_path, _same, (), "PATH")

@@ -699,6 +699,23 @@ def _filegen() -> str:
 # --- end to end -------------------------------------------------------------------
 
 
+def _harness(argv: list[str], out: Path) -> Results:
+    """Run the harness (``argv``), which must succeed with every run ok; its results."""
+    proc = subprocess.run(
+        argv,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = load(out / "results.json")
+    assert all(s.ok for s in results.samples)
+    return results
+
+
 def test_a_tiny_run_end_to_end_writes_report_results_and_plots(tmp_path: Path) -> None:
     _filegen()
     out = tmp_path / "out"
@@ -709,19 +726,7 @@ def test_a_tiny_run_end_to_end_writes_report_results_and_plots(tmp_path: Path) -
         "--confirm-reps", "1", "--no-drop-caches",
         "--work", str(tmp_path / "work"), "--out", str(out),
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run(
-        argv,
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    results = load(out / "results.json")
-    assert all(s.ok for s in results.samples)
+    results = _harness(argv, out)
     runs = Counter(s.tool for s in results.samples)
     # one repetition of every tool, then one confirmation round: rcp auto beside
     # the better of the two fixed settings (recorded, so the report uses it too)
@@ -1305,18 +1310,7 @@ def test_a_tiny_run_with_the_previous_build_interleaves_both(tmp_path: Path) -> 
         "--baseline-rcp", rcp, "--baseline-name", "the same",
         "--work", str(tmp_path / "work"), "--out", str(out),
     ]  # fmt: skip
-    proc = subprocess.run(
-        argv,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    results = load(out / "results.json")
-    assert all(s.ok for s in results.samples)
+    results = _harness(argv, out)
     order = [(s.rep, s.position, s.tool) for s in results.samples]
     assert order == [
         (0, 0, "cp_r"),
