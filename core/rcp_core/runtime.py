@@ -22,7 +22,8 @@ a removal -- holds one :class:`Runtime`:
   fail-early, cancel, a peer's stop), and runs the ``on_stop`` callbacks once, in
   the stopping thread; from then on ``stopping`` is true and the run starts nothing
   new (it only ever goes from false to true, so reading it needs no lock);
-- **throttle**: with ``ops_throttle``, the run's token bucket.
+- **throttle**: with ``ops_throttle``, the run's token bucket; a wait for a token
+  ends when the run stops (a stopped run takes no more entries, so none waits on).
 
 Whether running a whole command again may succeed is decided here too
 (:func:`retry_may_help`, what Airflow's task retries follow): only for transient
@@ -247,7 +248,11 @@ class Runtime:
         self.hook = hook
         self.fail_early = fail_early
         self.errors = ErrorLog()
-        self.throttle = TokenBucket(ops_throttle) if ops_throttle else None
+        self._stopped = threading.Event()
+        """Set with :attr:`stopping`: what waits for a throttle token wakes on it."""
+        self.throttle = (
+            TokenBucket(ops_throttle, interrupt=self._stopped) if ops_throttle else None
+        )
         self.retry = retrying(retries + 1, retry_delay)
         self._stopping = False
         self.stop_reason: str | None = None
@@ -297,6 +302,7 @@ class Runtime:
                 return
             self.stop_reason = reason
             self._stopping = True
+        self._stopped.set()
         log.debug("stopping: %s", reason)
         for callback in self.on_stop:
             callback(reason)

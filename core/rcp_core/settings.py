@@ -81,9 +81,16 @@ class Preserve:
     ``default`` keeps mode and times (so reruns can skip unchanged files), ``all`` adds
     owner (when permitted), extended attributes and POSIX ACLs, ``none`` keeps data only:
     new entries get ``0666``/``0777`` minus the umask.
+
+    ``explicit`` says the attributes were asked for by name (``all`` or a list): a
+    copy between storages that cannot keep one of them refuses it
+    (:func:`rcp_core.backends.capabilities.refusals`), where ``default`` keeps mode and
+    times only where both sides have them. It is not part of equality: two
+    ``Preserve`` keeping the same attributes are equal.
     """
 
     attrs: frozenset[PreserveAttr] = frozenset({PreserveAttr.MODE, PreserveAttr.TIMES})
+    explicit: bool = field(default=False, compare=False)
 
     @classmethod
     def parse(cls, text: str) -> Preserve:
@@ -91,11 +98,14 @@ class Preserve:
         if text == "default":
             return cls()
         if text == "all":
-            return cls(frozenset(PreserveAttr))
+            return cls(frozenset(PreserveAttr), explicit=True)
         if text == "none":
             return cls(frozenset())
         try:
-            return cls(frozenset(PreserveAttr(w.strip()) for w in text.split(",") if w))
+            return cls(
+                frozenset(PreserveAttr(w.strip()) for w in text.split(",") if w),
+                explicit=True,
+            )
         except ValueError as exc:
             known = ",".join(a.value for a in PreserveAttr)
             raise UsageError(

@@ -10,17 +10,20 @@ class TokenBucket:
     """Hands out ``rate`` tokens per second, with a burst of at most one second's worth.
 
     :meth:`take` blocks the calling worker until a token is free; the wait for one token
-    is at most ``1 / rate`` seconds once the bucket is drained.
+    is at most ``1 / rate`` seconds once the bucket is drained. Once ``interrupt`` is
+    set, :meth:`take` returns at once, token or not (the run is stopping: its caller
+    looks at that before it does anything).
     """
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: float, interrupt: threading.Event | None = None) -> None:
         self.rate = rate
+        self._interrupt = interrupt or threading.Event()
         self._tokens = rate
         self._last = time.monotonic()
         self._lock = threading.Lock()
 
     def take(self) -> None:
-        while True:
+        while not self._interrupt.is_set():
             with self._lock:
                 now = time.monotonic()
                 self._tokens = min(
@@ -31,4 +34,4 @@ class TokenBucket:
                     self._tokens -= 1
                     return
                 wait = (1 - self._tokens) / self.rate
-            time.sleep(wait)
+            self._interrupt.wait(wait)

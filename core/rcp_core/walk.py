@@ -133,7 +133,9 @@ class Walker:
     ) -> None:
         ctx = self.ctx
         if ctx.throttle is not None:
-            ctx.throttle.take()
+            ctx.throttle.take()  # returns early on a stop: then the entry waits
+            if ctx.stopping:
+                return
         if self.guarded(
             tally,
             node,

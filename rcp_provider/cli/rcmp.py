@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from rcp_core.backends import routing
+from rcp_core.backends.routing import Storage
 from rcp_core.comparison import Comparison, Difference, DiffKind
 from rcp_core.errors import RemoteError, UsageError
 from rcp_core.settings import CompareAttr
@@ -42,11 +44,9 @@ from rcp_core.verify import compare
 from rcp_provider.cli.common import OneLineErrorParser, in_worker
 from rcp_provider.cli.remote import (
     add_launch_options,
-    is_remote,
     place,
     refuse_unused,
 )
-from rcp_provider.cli.stores import names_a_store
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,21 +90,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
-        refuse_unused(parser, args, [args.src, args.dst])
+        src, dst = (routing.operand(p) for p in (args.src, args.dst))
+        storages = {src.storage, dst.storage}
+        refuse_unused(parser, args, storages)
         attrs = CompareAttr.parse(args.attrs)
         lines = Lines(sys.stdout)
-        if names_a_store([args.src, args.dst]) or is_remote([args.src, args.dst]):
+        if storages != {Storage.LOCAL}:
             result = _compare_places(args, attrs)
             for difference in result.differences:
                 lines(difference)
             return _finish(args, result)
-        for path in (args.src, args.dst):
+        for path in (src.path, dst.path):
             if not Path(path).exists() and not Path(path).is_symlink():
                 raise UsageError(f"{path}: no such file or directory")
         result = in_worker(
             lambda cancel: compare(
-                args.src,
-                args.dst,
+                src.path,
+                dst.path,
                 checksum=args.checksum,
                 attrs=attrs,
                 max_workers=args.max_workers,

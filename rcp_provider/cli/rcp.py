@@ -18,6 +18,8 @@ from rcp_core import (
     UsageError,
     copy,
 )
+from rcp_core.backends import routing
+from rcp_core.backends.routing import Engine
 from rcp_core.errors import RemoteError, VerificationError
 from rcp_core.progress import BarProgress
 from rcp_core.summary import human_bytes
@@ -64,25 +66,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         configure_logging(args.verbose, args.quiet)
         settings = settings_from_args(args)
-        remote.refuse_unused(parser, args, args.paths)
+        route = routing.route(args.paths)
+        remote.refuse_unused(parser, args, route.storages, remote.SERVICE_OPTIONS)
         verification = None
         if args.verify != "none":
-            if settings.dry_run or len(args.paths) < 2:
+            if settings.dry_run:
                 raise UsageError("--verify needs a copy to verify (not --dry-run)")
             # Imported here: hashing costs a copy without --verify no start-up.
             from rcp_provider.cli.verify import Verification
 
-            verification = Verification(args, settings)
-        if stores.names_a_store(args.paths):
-            if verification is not None:
-                verification.prepare()
-            summary = stores.run(args.paths, settings, progress_renderer(args))
-        elif remote.is_remote(args.paths):
+            verification = Verification(args, route, settings)
+            verification.prepare()
+        renderer = progress_renderer(args)
+        if route.engine is Engine.STORE:
+            summary = stores.run(route, settings, renderer)
+        elif route.engine is Engine.REMOTE:
             try:
-                if verification is not None:
-                    verification.prepare()
                 summary, ok, source, destination = remote.run(
-                    args, settings, progress_renderer(args)
+                    args, route, settings, renderer
                 )
             except RemoteError as exc:
                 return remote.fail(exc)
@@ -92,14 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             checked(summary, failed=not ok)
         else:
-            if verification is not None:
-                verification.prepare()
-            renderer = progress_renderer(args)
             interval = 0.2 if isinstance(renderer, BarProgress) else 1.0
             summary = in_worker(
                 lambda cancel: copy(
-                    args.paths[:-1],
-                    args.paths[-1],
+                    route.paths[:-1],
+                    route.paths[-1],
                     settings,
                     on_progress=renderer,
                     progress_interval=interval,

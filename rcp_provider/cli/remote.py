@@ -16,16 +16,18 @@ import resource
 import shlex
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rcp_core import CopySettings, Summary, UsageError
+from rcp_core.backends.routing import Operand, Route, Storage
 from rcp_core.errors import RemoteError
 from rcp_core.progress import Progress
 from rcp_core.remote.operands import parse_operand
 from rcp_core.summary import Resources, human_bytes, merge
 
 if TYPE_CHECKING:
+    from rcp_core.remote.client import ServiceClient
     from rcp_core.remote.master import RoleResult
     from rcp_core.remote.ssh import Launch
     from rcp_provider.fsspec.storecopy import Place
@@ -78,25 +80,37 @@ REMOTE_OPTIONS = (
 each is the long flag ``--dest-with-dashes``): they shape a copy between hosts only."""
 
 
+SERVICE_OPTIONS = ("max_connections", "remote_timeout")
+"""The options of :data:`REMOTE_OPTIONS` that shape ``rcp``'s copy with a service
+(``rcp://host/path``) too; encryption is the service URL's (its storage options)."""
+
+
 def refuse_unused(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, paths: Sequence[str]
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    storages: Collection[Storage],
+    for_services: Collection[str] = (),
 ) -> None:
-    """Refuse remote-copy options given when none of ``paths`` is ``host:/path``:
-    they would change nothing (a value equal to the default changes nothing, and
-    passes).
+    """Refuse remote-copy options that would change nothing for operands on
+    ``storages``: all of them without a ``host:/path``, all but ``for_services``
+    with a service. A value equal to the default changes nothing, and passes.
 
     :raises UsageError: naming each such flag.
     """
-    if is_remote(paths):
+    if Storage.HOST in storages:
         return
+    honoured = set(for_services) if Storage.SERVICE in storages else set()
     given = [
         "--" + dest.replace("_", "-")
         for dest in REMOTE_OPTIONS
-        if hasattr(args, dest) and getattr(args, dest) != parser.get_default(dest)
+        if dest not in honoured
+        and hasattr(args, dest)
+        and getattr(args, dest) != parser.get_default(dest)
     ]
     if given:
+        where = "host:/path" + (" or rcp://host/path" if honoured else "")
         raise UsageError(
-            f"{', '.join(given)}: only for operands on another host (host:/path)"
+            f"{', '.join(given)}: only for operands on another host ({where})"
         )
 
 
@@ -149,12 +163,14 @@ def is_remote(paths: Sequence[str]) -> bool:
 
 def run(
     args: argparse.Namespace,
+    route: Route,
     settings: CopySettings,
     renderer: Callable[[Progress], None] | None,
 ) -> tuple[Summary, bool, RoleResult, RoleResult]:
-    """Copy between hosts: the summary, whether everything was copied, and the
-    source's and the destination's results (:func:`render_roles`,
-    :func:`roles_json`). ``renderer`` shows the destination's progress.
+    """Copy between hosts (``host:/path`` over SSH, or ``rcp://host/path``
+    services): the summary, whether everything was copied, and the source's and the
+    destination's results (:func:`render_roles`, :func:`roles_json`). ``renderer``
+    shows the destination's progress.
 
     :raises UsageError: bad operands or options a remote copy does not support.
     :raises RemoteError: a daemon could not be started or reached, or failed.
@@ -173,16 +189,19 @@ def run(
             elapsed = time.monotonic() - started
             renderer(Progress(merge([counts]), elapsed, pending=0, final=final))
 
-    source, destination = remote_copy(
-        args.paths[:-1],
-        args.paths[-1],
-        settings,
-        connections=args.max_connections,
-        timeout=args.remote_timeout,
-        encrypt=not args.no_encryption,
-        launch=launch_of(args),
-        on_progress=show,
-    )
+    if Storage.SERVICE in route.storages:
+        source, destination = _with_services(args, route, settings, show)
+    else:
+        source, destination = remote_copy(
+            route.paths[:-1],
+            route.paths[-1],
+            settings,
+            connections=args.max_connections,
+            timeout=args.remote_timeout,
+            encrypt=not args.no_encryption,
+            launch=launch_of(args),
+            on_progress=show,
+        )
     show(merged_counts(source, destination), final=True)
     for result in (source, destination):
         if result.resources:  # a daemon's errors: its log lines stayed on its host
@@ -190,6 +209,51 @@ def run(
                 log.error("%s: %s", result.role.value, error)
     summary = role_summary(source, destination, Resources.since(started, usage))
     return summary, source.ok and destination.ok, source, destination
+
+
+def _with_services(
+    args: argparse.Namespace,
+    route: Route,
+    settings: CopySettings,
+    show: Callable[[dict[str, int]], None],
+) -> tuple[RoleResult, RoleResult]:
+    """The copy of a route with a service on one side or both: its roles run by
+    the services (:func:`rcp_core.remote.service_copy.service_copy`), a side of this
+    host in this process. A service is reached as fsspec's ``rcp`` filesystem
+    reaches it (the URL's host and port, the fingerprint and token of its storage
+    options), on a connection of this copy's own, closed at its end."""
+    from rcp_core.remote.service_copy import service_copy
+    from rcp_provider.cli.stores import place as store_place
+    from rcp_provider.fsspec.storage_options import service_path, service_url_options
+
+    with contextlib.ExitStack() as connections:
+
+        def side(
+            operands: Sequence[Operand],
+        ) -> tuple[ServiceClient | None, list[str]]:
+            if operands[0].storage is not Storage.SERVICE:
+                return None, [o.path for o in operands]
+            services = {str(service_url_options(o.text)) for o in operands}
+            if len(services) > 1:
+                raise UsageError("the sources must all be on one service")
+            first = store_place(operands[0].text, skip_instance_cache=True)
+            connections.callback(first.fs.client.close)
+            return first.fs.client, [service_path(o.text) for o in operands]
+
+        source_service, sources = side(route.sources)
+        destination_service, (destination,) = side([route.destination])
+        if route.destination.text.endswith("/"):
+            destination = destination.rstrip("/") + "/"
+        return service_copy(
+            sources,
+            destination,
+            settings,
+            source_service=source_service,
+            destination_service=destination_service,
+            connections=args.max_connections,
+            timeout=args.remote_timeout,
+            on_progress=show if destination_service is None else None,
+        )
 
 
 def render_roles(source: RoleResult, destination: RoleResult) -> str:

@@ -26,6 +26,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from rcp_core import CopySettings
+from rcp_core.backends.routing import Engine, Route
 from rcp_core.comparison import Difference, DiffKind
 from rcp_core.verify import (
     Scope,
@@ -35,7 +36,7 @@ from rcp_core.verify import (
     verdict_of,
     verify_copy,
 )
-from rcp_provider.cli import remote, stores
+from rcp_provider.cli import remote
 from rcp_provider.cli.common import in_worker
 from rcp_provider.cli.rcmp import Lines
 
@@ -52,13 +53,14 @@ class Verification:
     """The verification of one ``rcp`` run: :meth:`prepare` before the copy,
     :meth:`run` after it."""
 
-    def __init__(self, args: argparse.Namespace, settings: CopySettings) -> None:
+    def __init__(
+        self, args: argparse.Namespace, route: Route, settings: CopySettings
+    ) -> None:
         self.args = args
         self.settings = settings
-        self.sources: list[str] = args.paths[:-1]
-        self.destination: str = args.paths[-1]
-        self.store = stores.names_a_store(args.paths)
-        self.local = not self.store and not remote.is_remote(args.paths)
+        *self.sources, self.destination = route.paths
+        self.store = route.engine is Engine.STORE
+        self.local = route.engine is Engine.LOCAL
         self.scopes: dict[str, Scope] = {}
 
     def prepare(self) -> None:

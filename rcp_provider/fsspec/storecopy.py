@@ -7,25 +7,33 @@ slower, generic, with the engine's rules where they apply:
 
 - **operands** as ``rcp``'s: the source is copied to exactly ``destination``, or into
   it under its own name when ``into`` (a trailing ``/``); a missing source, an
-  existing destination under ``ExistingPolicy.ERROR`` and a destination inside its
-  source are :class:`~rcp_core.errors.UsageError` before anything is written;
+  existing destination under ``ExistingPolicy.ERROR``, a missing parent directory on
+  a filesystem with directories (not an object store's prefix) and a destination
+  inside its source are :class:`~rcp_core.errors.UsageError` before anything is
+  written;
 - **bounded parallelism**: the source is listed first, directories are made (parents
   first), then at most ``max_workers`` files (default 16) are copied at once, each by
   one thread; the rest wait in a bounded queue;
 - **existing files**: ``ERROR`` refuses an existing destination, ``IGNORE_EXISTING``
   keeps every existing file, ``OVERWRITE`` replaces those that differ and ``UPDATE``
   those older than the source; "differ" is by ``overwrite_compare``: the size, and the
-  mtime where both sides have one (an object store's time is its upload's, so most
-  stores compare by size);
-- **refused, never ignored**: what this backend cannot do (:func:`unsupported`:
-  filters, mirroring, dry runs, following symlinked directories, owners, extended
-  attributes and ACLs, comparing more than size and mtime, helper processes, a
-  descriptor budget) is a :class:`~rcp_core.errors.UsageError` before anything is
-  written;
+  mtime where both sides keep settable ones (:attr:`Capability.MTIMES`: an object
+  store's time is its upload's, never the source's, so a pair with a store compares
+  by size, and ``UPDATE`` replaces what differs in size);
+- **refused, never ignored**: what this engine or the pair cannot do
+  (:func:`rcp_core.backends.capabilities.refusals`: filters, mirroring, dry runs,
+  following symlinked directories, ``--preserve`` of what a side does not keep,
+  comparing more than size and mtime, helper processes, a descriptor budget) is a
+  :class:`~rcp_core.errors.UsageError` before anything is written;
+- **cancel**: setting ``cancel`` stops the copy: no file is started after it, a file
+  being copied stops at its next chunk and is never published, and the run raises
+  :class:`~rcp_core.errors.CopyFailedError` (``stopped``);
 - **throttle**: ``ops_throttle`` entries per second at most;
 - **nothing half-written under its name**: a POSIX destination file is written to a
-  temporary beside it and renamed into place when complete; a store publishes an
-  object when its upload ends (the store's own ``put_file``/``open``);
+  temporary beside it and renamed into place when complete; a store's file is opened
+  with ``autocommit=False`` and committed only once every byte is written (discarded
+  otherwise), and a local file's upload (``put_file``) publishes the object when it
+  ends;
 - **metadata**: a POSIX destination gets the source's mtime and permission bits where
   the source has them (``preserve``), directories after their files;
 - **errors**: the run runtime's (:class:`rcp_core.runtime.Runtime`): transient ones,
@@ -68,12 +76,14 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from rcp_core.backends.capabilities import Backend, Capability, refuse, store_backend
+from rcp_core.backends.routing import Engine
 from rcp_core.errors import CopyFailedError, UnsafeNameError, UsageError
 from rcp_core.names import check_relative
 from rcp_core.plugins import plugin_manager
 from rcp_core.progress import Progress
 from rcp_core.runtime import Runtime
-from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy, PreserveAttr
+from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy
 from rcp_core.summary import Resources, Summary, Tally, ThreadTallies
 
 log = logging.getLogger("rcp_core")
@@ -82,31 +92,27 @@ DEFAULT_WORKERS = 16
 """Files in flight when the settings do not say (stores answer slowly, in parallel)."""
 CHUNK = 4 << 20
 """Bytes read and written at a time between two stores."""
-COMPARED = frozenset({CompareAttr.SIZE, CompareAttr.MTIME})
-"""What ``overwrite_compare`` may name here: what every fsspec listing can give."""
-KEPT = frozenset({PreserveAttr.MODE, PreserveAttr.TIMES})
-"""What ``preserve`` may name here: a POSIX destination gets them, a store has none."""
-
-
-def unsupported(settings: CopySettings) -> list[str]:
-    """The options in ``settings`` this backend does not honour, as flags."""
-    compare = ",".join(sorted(a.value for a in settings.overwrite_compare - COMPARED))
-    preserve = ",".join(sorted(a.value for a in settings.preserve.attrs - KEPT))
-    flags = {
-        "--delete": settings.delete,
-        "--delete-excluded": settings.delete_excluded,
-        "--include/--exclude": bool(settings.includes or settings.excludes),
-        "--filter-file": settings.filter_file is not None,
-        "--gitignore": settings.gitignore,
-        "--dereference": settings.dereference,
-        "--dry-run": settings.dry_run is not None,
-        f"--overwrite-compare {compare}": bool(compare),
-        f"--preserve {preserve}": bool(preserve),
-        "--max-processes": settings.max_processes is not None,
-        "--max-open-files": settings.max_open_files is not None,
-        "--link-dest": settings.link_dest is not None,
-    }
-    return [flag for flag, given in flags.items() if given]
+CANCEL_POLL = 0.1
+"""Seconds between looks at a cancel request."""
+OBJECT_STORES = frozenset(
+    {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oci"}
+)
+"""fsspec protocols of object stores: their directories are key prefixes, which
+need not exist before an object is written below them."""
+ON_POSIX = Backend(
+    "local",
+    frozenset(
+        {
+            Capability.DIRECTORIES,
+            Capability.MODES,
+            Capability.MTIMES,
+            Capability.ATOMIC_RENAME,
+        }
+    ),
+    1000,
+)
+"""A local directory as this engine writes it: it keeps mode and mtime (fsspec's
+float seconds), nothing else."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +132,15 @@ class Place:
     def posix(self) -> bool:
         """A directory of this host, where files can be written through a rename."""
         return isinstance(self.fs, LocalFileSystem)
+
+    @property
+    def backend(self) -> Backend:
+        """What this engine can keep here."""
+        if self.posix:
+            return ON_POSIX
+        protocol = self.fs.protocol
+        name = protocol if isinstance(protocol, str) else protocol[0]
+        return store_backend(f"{name}://", directories=name not in OBJECT_STORES)
 
     def join(self, rel: str) -> str:
         return posixpath.join(self.path, rel) if rel else self.path
@@ -159,24 +174,24 @@ def copy_tree(
     into: bool = False,
     on_progress: Callable[[Progress], None] | None = None,
     progress_interval: float = 1.0,
+    cancel: threading.Event | None = None,
 ) -> Summary:
     """Copy ``source`` to ``destination`` (into it under the source's name with
     ``into``); the summary.
 
     :raises UsageError: a missing source, an existing destination the policy does not
-        allow, a destination inside its source, or settings this backend does not
-        honour (:func:`unsupported`); nothing was written.
-    :raises CopyFailedError: some entries were not copied (the partial summary).
+        allow, a missing parent directory, a destination inside its source, or
+        settings the pair cannot honour; nothing was written.
+    :raises CopyFailedError: some entries were not copied, or ``cancel`` stopped the
+        copy (the partial summary).
     :raises Exception: what a worker raised that is no entry error (a store's or this
         code's defect): the copy stopped, and never ends as if it were complete.
     """
     settings = settings or CopySettings()
-    refused = unsupported(settings)
-    if refused:
-        raise UsageError(f"not supported to or from a URL: {', '.join(refused)}")
+    refuse(settings, Engine.STORE, source.backend, destination.backend)
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
     run = _Run(source, _target(source, destination, into, settings), settings)
-    ticker = _Ticker(run, on_progress, progress_interval, started)
+    ticker = _Ticker(run, on_progress, progress_interval, started, cancel)
     ticker.start()
     try:
         run.copy()
@@ -188,7 +203,7 @@ def copy_tree(
     summary = Summary(
         counts, Resources.since(started, usage), tuple(run.errors.report())
     )
-    if counts["errors"]:
+    if counts["errors"] or run.stop_reason == "cancelled":
         raise CopyFailedError(summary, list(summary.errors), run.stopping)
     return summary
 
@@ -203,7 +218,12 @@ def _target(
     if into:
         path = posixpath.join(path, posixpath.basename(source.path.rstrip("/")))
     target = Place(destination.fs, path)
-    if destination.posix and not os.path.isdir(os.path.dirname(path) or "/"):
+    parent = posixpath.dirname(path.rstrip("/"))
+    if (
+        destination.backend.has(Capability.DIRECTORIES)
+        and parent
+        and not destination.fs.isdir(parent)
+    ):
         raise UsageError(f"{path}: its parent directory does not exist")
     if settings.existing is ExistingPolicy.ERROR and target.fs.exists(path):
         raise UsageError(f"{path} exists (choose a policy that allows changing it)")
@@ -212,6 +232,10 @@ def _target(
     ):
         raise UsageError(f"{path} is inside its source {source.path}")
     return target
+
+
+class _Stopped(Exception):
+    """A file's copy abandoned because the run stopped."""
 
 
 class _Run(Runtime):
@@ -235,6 +259,10 @@ class _Run(Runtime):
         self.workers = settings.max_workers or DEFAULT_WORKERS
         self._room = threading.BoundedSemaphore(2 * self.workers)
         """Files submitted and not yet done: the workers' and as many waiting."""
+        self.timed = all(
+            place.backend.has(Capability.MTIMES) for place in (source, target)
+        )
+        """Whether mtimes tell files apart: both sides keep settable ones."""
 
     def tally(self) -> Tally:
         """This thread's counters (each thread writes only its own)."""
@@ -297,12 +325,14 @@ class _Run(Runtime):
     ) -> None:
         """Run ``action`` for ``item`` (transient errors retried); count a failure."""
         tally = self.tally()
+        if self.throttle is not None and not self.stopping:
+            self.throttle.take()  # may wait: the run may stop meanwhile
         if self.stopping:
             return
-        if self.throttle is not None:
-            self.throttle.take()
         try:
             self.attempt(lambda: action(item, existing.get(item.rel), tally))
+        except _Stopped:
+            return  # left as it was: the stop is the run's outcome, not this entry's
         except OSError as exc:
             self.record(tally, self.error(op, item.rel or ".", exc))
 
@@ -347,11 +377,8 @@ class _Run(Runtime):
             self.target.fs.cp_file(src, dst)
             tally.moved(int(item.info.get("size") or 0))
         else:
-            with (
-                self.source.fs.open(src, "rb") as reader,
-                self.target.fs.open(dst, "wb") as writer,
-            ):
-                _pump(reader, writer, tally)
+            with self.source.fs.open(src, "rb") as reader:
+                self._publish(reader, dst, tally)
         tally["copied.files"] += 1
         tally["copied.bytes"] += int(item.info.get("size") or 0)
 
@@ -365,7 +392,7 @@ class _Run(Runtime):
             info.get("size") == there.get("size")
         )
         mtimes = _mtime(info), _mtime(there)
-        if mtimes[0] is None or mtimes[1] is None:
+        if not self.timed or mtimes[0] is None or mtimes[1] is None:
             return same_size
         if policy is ExistingPolicy.UPDATE and mtimes[0] <= mtimes[1]:
             return True
@@ -380,12 +407,36 @@ class _Run(Runtime):
         temporary = os.path.join(directory, f".rcp-{secrets.token_hex(6)}-{name}")
         try:
             with self.source.fs.open(src, "rb") as reader, open(temporary, "xb") as out:
-                _pump(reader, out, tally)
+                self._pump(reader, out, tally)
             os.replace(temporary, dst)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
             raise
+
+    def _publish(self, reader: Any, dst: str, tally: Tally) -> None:
+        """All of ``reader`` into the store's file ``dst``, which appears only once
+        complete: written with ``autocommit=False``, committed at the end,
+        discarded if anything fails or the run stops."""
+        writer = self.target.fs.open(dst, "wb", autocommit=False)
+        try:
+            self._pump(reader, writer, tally)
+            writer.close()
+        except BaseException:
+            writer.discard()
+            raise
+        writer.commit()
+
+    def _pump(self, reader: Any, writer: Any, tally: Tally) -> None:
+        """All of ``reader`` into ``writer``, counted as it moves.
+
+        :raises _Stopped: the run stopped first (the caller drops what was written).
+        """
+        while data := reader.read(CHUNK):
+            if self.stopping:
+                raise _Stopped
+            writer.write(data)
+            tally.moved(len(data))
 
     def _set_meta(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
         """The source's permission bits and mtime, where it has them, on a POSIX
@@ -396,13 +447,6 @@ class _Run(Runtime):
             os.chmod(path, stat.S_IMODE(mode))
         if self.settings.preserve.times and mtime is not None:
             os.utime(path, (mtime, mtime))
-
-
-def _pump(reader: Any, writer: Any, tally: Tally) -> None:
-    """All of ``reader`` into ``writer``, counted as it moves."""
-    while data := reader.read(CHUNK):
-        writer.write(data)
-        tally.moved(len(data))
 
 
 def _listing(place: Place, tally: Tally) -> Iterator[Item]:
@@ -521,7 +565,8 @@ def _mtime(info: dict[str, Any]) -> float | None:
 
 
 class _Ticker:
-    """Hands ``on_progress`` a snapshot every ``interval`` seconds, and a final one."""
+    """Hands ``on_progress`` a snapshot every ``interval`` seconds, and a final one;
+    stops the run within :data:`CANCEL_POLL` seconds of ``cancel`` being set."""
 
     def __init__(
         self,
@@ -529,27 +574,35 @@ class _Ticker:
         on_progress: Callable[[Progress], None] | None,
         interval: float,
         started: float,
+        cancel: threading.Event | None,
     ) -> None:
         self.run, self.on_progress, self.interval = run, on_progress, interval
-        self.started = started
+        self.started, self.cancel = started, cancel
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, daemon=True)
 
     def start(self) -> None:
-        if self.on_progress is not None:
+        if self.on_progress is not None or self.cancel is not None:
             self._thread.start()
 
     def stop(self) -> None:
-        if self.on_progress is None:
+        if not self._thread.is_alive():
             return
         self._stop.set()
         self._thread.join()
-        self.on_progress(self._snapshot(final=True))
+        if self.on_progress is not None:
+            self.on_progress(self._snapshot(final=True))
 
     def _tick(self) -> None:
-        assert self.on_progress is not None
-        while not self._stop.wait(self.interval):
-            self.on_progress(self._snapshot())
+        shown = time.monotonic()
+        while not self._stop.wait(CANCEL_POLL if self.cancel else self.interval):
+            if self.cancel is not None and self.cancel.is_set():
+                self.run.stop("cancelled")
+            if self.on_progress is not None and (
+                time.monotonic() - shown >= self.interval
+            ):
+                shown = time.monotonic()
+                self.on_progress(self._snapshot())
 
     def _snapshot(self, final: bool = False) -> Progress:
         counts = self.run.counters.merged()

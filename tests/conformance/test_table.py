@@ -14,11 +14,12 @@ from support.capabilities import COLUMNS, FULL_TABLE, Feature, Support
 README = Path(__file__).resolve().parents[2] / "README.md"
 README_TABLE = "### Every flag on every kind of operand"
 README_COLUMNS: dict[str, tuple[str, ...]] = {
-    "local paths": ("local",),
-    "`host:/path`": ("host",),
-    "URL": ("file", "memory", "s3", "serve"),
+    "local paths": ("local", "file"),
+    "`host:/path`": ("host", "serve"),
+    "URL stores": ("memory", "s3"),
 }
-"""The README's columns and the backends each covers (``rcp://`` is a URL there)."""
+"""The README's columns and the backends each covers (by the engine that copies
+them)."""
 README_ROWS: dict[str, tuple[Feature, ...]] = {
     "-o": (Feature.OVERWRITE,),
     "-u": (Feature.UPDATE, Feature.IGNORE_EXISTING),

@@ -157,7 +157,7 @@ def test_what_remote_copies_cannot_do_yet_is_refused_up_front(
 
     code = main([*flags, "host.invalid:/x", str(tmp_path / "dst")])
     assert code == 2
-    assert f"not supported for remote copies yet: {refused}" in capsys.readouterr().err
+    assert f"not supported from host: to local: {refused}" in capsys.readouterr().err
     assert not (tmp_path / "dst").exists()
 
 

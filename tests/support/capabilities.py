@@ -72,19 +72,19 @@ class Feature(enum.Enum):
 BACKENDS = ("local", "host", "serve", "file", "memory", "s3")
 """The built-in backends, by :attr:`support.backends.Backend.name`."""
 COLUMNS: dict[str, tuple[str, ...]] = {
-    "local": ("local",),
+    "local": ("local", "file"),
     "`host:`": ("host",),
     "`rcpd serve`": ("serve",),
-    "URL stores": ("file", "memory", "s3"),
+    "URL stores": ("memory", "s3"),
 }
 """The README's columns, and the backends each stands for."""
 URL_KINDS = frozenset({"serve", "file", "memory", "s3"})
-"""Backends whose operands are URLs: ``rcp`` copies them through the store path."""
+"""Backends whose operands are URLs."""
 
 Y, N, R = Support.YES, Support.NO, Support.REFUSED
 POSIX = ("local", "host", "serve", "file")
 STORES = ("memory", "s3")
-ENGINE_ONLY = "the store path has none"
+ENGINE_ONLY = "the store engine has none"
 
 
 def _row(default: Cell, **cells: Cell) -> dict[str, Cell]:
@@ -102,7 +102,7 @@ TABLE: dict[Feature, dict[str, Cell]] = {
         Cell(Y), s3=Cell(N, "a prefix: it need not exist, writing makes it")
     ),
     Feature.SEVERAL_SOURCES: _row(
-        Cell(R, "one source to or from a URL"), local=Cell(Y), host=Cell(Y)
+        Cell(Y), **_on(STORES, Cell(R, "one source to or from a store"))
     ),
     Feature.OVERWRITE: _row(
         Cell(Y), **_on(STORES, Cell(Y, "identical: by size (no settable mtime)"))
@@ -114,24 +114,21 @@ TABLE: dict[Feature, dict[str, Cell]] = {
     Feature.REPLACE_KIND: _row(
         Cell(Y), **_on(STORES, Cell(N, "a key and a prefix may share a name"))
     ),
-    Feature.DELETE: _row(Cell(R, ENGINE_ONLY), local=Cell(Y), host=Cell(Y)),
-    Feature.FILTERS: _row(Cell(R, ENGINE_ONLY), local=Cell(Y), host=Cell(Y)),
-    Feature.GITIGNORE: _row(Cell(R, ENGINE_ONLY), local=Cell(Y), host=Cell(Y)),
-    Feature.DRY_RUN: _row(Cell(R, ENGINE_ONLY), local=Cell(Y), host=Cell(Y)),
+    Feature.DELETE: _row(Cell(Y), **_on(STORES, Cell(R, ENGINE_ONLY))),
+    Feature.FILTERS: _row(Cell(Y), **_on(STORES, Cell(R, ENGINE_ONLY))),
+    Feature.GITIGNORE: _row(Cell(Y), **_on(STORES, Cell(R, ENGINE_ONLY))),
+    Feature.DRY_RUN: _row(Cell(Y), **_on(STORES, Cell(R, ENGINE_ONLY))),
     Feature.VERIFY: _row(
         Cell(Y), **_on(STORES, Cell(Y, "sizes and contents (no modes, no mtimes)"))
     ),
     Feature.MODE: _row(Cell(Y), **_on(STORES, Cell(N, "none: `-p mode` refused"))),
     Feature.MTIME: _row(
         Cell(Y, "to the nanosecond"),
-        serve=Cell(Y, "to the microsecond (fsspec's float seconds)"),
-        file=Cell(Y, "to the microsecond (fsspec's float seconds)"),
         memory=Cell(N, "none: `-p times` refused"),
         s3=Cell(N, "the upload's, not settable: `-p times` refused"),
     ),
     Feature.SYMLINKS: _row(
         Cell(Y),
-        file=Cell(N, "a link to a file copied as the file, to a directory skipped"),
         **_on(
             STORES,
             Cell(N, "a link to a file copied as the file, to a directory skipped"),
@@ -139,15 +136,13 @@ TABLE: dict[Feature, dict[str, Cell]] = {
     ),
     Feature.HARDLINKS: _row(
         Cell(Y),
-        file=Cell(N, "each name copied as a file"),
         **_on(STORES, Cell(N, "each name copied as a file")),
     ),
     Feature.SPECIALS: _row(
         Cell(Y, "recreated"),
-        file=Cell(N, "an entry error; `--skip-specials` skips it"),
         **_on(STORES, Cell(N, "an entry error; `--skip-specials` skips it")),
     ),
-    Feature.XATTRS: _row(Cell(R, "`-p xattrs` refused"), local=Cell(Y), host=Cell(Y)),
+    Feature.XATTRS: _row(Cell(Y), **_on(STORES, Cell(R, "`-p xattrs` refused"))),
     Feature.UNSAFE_NAMES: _row(
         Cell(N, "names from the kernel"), **_on(STORES, Cell(Y, "`..`, `.`, `//`"))
     ),
@@ -156,7 +151,7 @@ TABLE: dict[Feature, dict[str, Cell]] = {
 }
 """What each backend supports through ``rcp`` (see the module docstring)."""
 
-TIME_PRECISION_NS: dict[str, int] = {"local": 1, "host": 1, "serve": 1000, "file": 1000}
+TIME_PRECISION_NS: dict[str, int] = {"local": 1, "host": 1, "serve": 1, "file": 1}
 """How close a kept mtime is, by backend (those whose MTIME cell is yes)."""
 
 
@@ -178,12 +173,13 @@ def pair_support(
 
 def refused_pair(source: str, destination: str) -> str | None:
     """Why ``rcp`` refuses to copy from ``source`` to ``destination`` at all, or
-    ``None``: a ``host:/path`` operand beside a URL (the store path cannot reach a
-    host over ssh, the remote path cannot open a URL)."""
-    if (source == "host" and destination in URLS) or (
-        destination == "host" and source in URLS
+    ``None``: a ``host:/path`` operand beside a store's or a service's URL (the store
+    engine cannot reach a host over ssh, the remote roles cannot open a URL)."""
+    beside = REMOTE_URLS
+    if (source == "host" and destination in beside) or (
+        destination == "host" and source in beside
     ):
-        return "a host:/path operand beside a URL"
+        return "a host:/path operand beside a store's or a service's URL"
     return None
 
 
@@ -270,6 +266,8 @@ PRECISION_NS = {
     **{site.name: site.precision_ns for site in SITES if site.precision_ns},
 }
 URLS = URL_KINDS | {site.name for site in SITES if site.url}
+REMOTE_URLS = (URLS - {"file"}) | {site.name for site in SITES if site.url}
+"""URLs that name no local file: ``rcp`` refuses them beside a ``host:/path``."""
 POSIX_TREES = frozenset(POSIX) | {site.name for site in SITES if site.posix}
 """Backends whose trees can hold symlinks, hard links, FIFOs and xattrs."""
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from support.capabilities import FULL_TABLE, URL_KINDS, Feature, Support
-
 Pairs = Callable[[str, str], bool]
 """Which (source, destination) pairs a defect breaks."""
 
@@ -36,6 +34,13 @@ def to(*names: str) -> Pairs:
 def from_(*names: str) -> Pairs:
     """Pairs whose source is one of ``names``."""
     return lambda source, destination: source in names
+
+
+def remote(source: str, destination: str) -> bool:
+    """Pairs the remote roles copy: a host beside local paths or a host, a service
+    beside local paths or a service."""
+    pair = {source, destination}
+    return "host" in pair or ("serve" in pair and pair <= {"local", "file", "serve"})
 
 
 def between(sources: tuple[str, ...], destinations: tuple[str, ...]) -> Pairs:
@@ -68,167 +73,52 @@ class Defect:
         )
 
 
-S3_TIME = (
-    "storecopy._keep compares S3's LastModified (the upload time) with the other "
-    "side's mtime, in whole seconds: -o rewrites identical objects and keeps "
-    "same-size different ones, -u keeps every object written after its source's "
-    "mtime (its docstring: 'most stores compare by size')"
-)
-
-
-SERVE_TIMES = (
-    "store path: to an rcp:// destination no mtime is set, nor a directory's mode "
-    "(storecopy._set_meta runs for a LocalFileSystem destination only; a file gets "
-    "its mode only through put_file from a local source), so times are lost and "
-    "--verify, which compares them where both sides keep times, fails every copy"
-)
-
-
-SERVE_KINDS = (
-    "store path between this host and rcp://: no symlink, hard link or FIFO is made "
-    "(a symlink arrives as its target's bytes, a hard link as two files, a FIFO is "
-    "an entry error), though the service's host keeps them all (its own copies, "
-    "service_copy, do)"
-)
-
-
-def _serve_keeping(source: str, destination: str) -> bool:
-    """rcp:// beside a backend that keeps symlinks, hard links and FIFOs too."""
-    return "serve" in (source, destination) and {source, destination} <= {
-        "local",
-        "serve",
-    }
-
-
-def _s3_timed(source: str, destination: str) -> bool:
-    timed = FULL_TABLE[Feature.MTIME]
-    return "s3" in (source, destination) and all(
-        name == "s3" or timed[name].support is Support.YES
-        for name in (source, destination)
-    )
-
-
-S3_TIMED: Pairs = _s3_timed
-"""S3 beside a backend with times (or S3 again): where its upload time is compared."""
-
 DEFECTS: tuple[Defect, ...] = (
     Defect(
         "test_an_existing_destination_is_refused_without_a_policy",
         "remote copy: an existing DST is refused only when the destination role "
         "creates it, as an entry error (exit 1, 'copy finished with 1 error(s)'), "
         "not up front (exit 2) as every other path does",
-        involving("host"),
+        remote,
     ),
     Defect(
         "test_a_missing_directory_or_parent_is_refused_where_there_are_directories",
         "remote push: a missing DST/ or parent of DST on the host is not refused: "
         "the destination rcpd cannot start and rcp waits --remote-timeout, then "
         "exit 1 'the destination did not connect'",
-        to("host"),
+        lambda source, destination: remote(source, destination)
+        and destination in ("host", "serve"),
     ),
     Defect(
         "test_a_missing_directory_or_parent_is_refused_where_there_are_directories",
         "remote pull into a missing local DST/ or parent: FileNotFoundError escapes "
         "rcp_core.remote.roles.run_destination (a traceback, exit 1), no refusal",
-        between(("host",), ("local",)),
-    ),
-    Defect(
-        "test_a_missing_directory_or_parent_is_refused_where_there_are_directories",
-        "store path: a missing DST/ or parent of DST is refused only on a "
-        "LocalFileSystem destination (storecopy._target); memory:// and rcp:// "
-        "make it and copy",
-        to("memory", "serve"),
-    ),
-    *(
-        Defect(
-            "test_an_existing_file_is_kept_or_replaced_as_the_policy_says",
-            S3_TIME,
-            pairs,
-            {"policy": policy, "case": case},
-        )
-        for policy, case, pairs in (
-            ("overwrite", "samesize", S3_TIMED),
-            ("update", "resized", between(("local", "serve", "file", "s3"), ("s3",))),
-            ("update", "samesize", between(("s3",), ("local", "serve", "file"))),
-        )
-    ),
-    *(
-        Defect(
-            "test_only_the_files_the_policy_replaces_are_written",
-            S3_TIME,
-            S3_TIMED,
-            {"policy": policy},
-        )
-        for policy in ("overwrite", "update")
-    ),
-    Defect(
-        "test_a_file_replaces_a_directory_and_the_reverse_under_overwrite",
-        "store path: under -o an entry of the other kind is not replaced: a file "
-        "onto a directory fails 'Is a directory', a directory onto a file 'File "
-        "exists' (storecopy._copy_file, _make_dir), exit 1; to rcp:// the service's "
-        "refusal of the path below the file escapes as a usage error, exit 2 after "
-        "writing, no summary",
-        involving("serve", "file"),
+        between(("host", "serve"), ("local", "file")),
     ),
     Defect(
         "test_dry_run_explain_says_what_it_would_do_and_why_and_does_nothing",
         "remote --dry-run explain gives no reason for a replacement or a new file "
         "('would replace file dst/x', 'would create file dst/y', where a local dry "
         "run says '(size differs)', '(new)')",
-        involving("host"),
-    ),
-    *(
-        Defect(check, SERVE_TIMES, between(("local", "serve", "file"), ("serve",)))
-        for check in (
-            "test_a_good_copy_is_verified_the_same",
-            "test_bytes_the_copy_left_different_fail_the_verification",
-        )
-    ),
-    Defect(
-        "test_bytes_the_copy_left_different_fail_the_verification", S3_TIME, S3_TIMED
-    ),
-    *(
-        Defect(check, SERVE_TIMES, between(("local", "serve", "file"), ("serve",)))
-        for check in (
-            "test_modes_are_kept",
-            "test_mtimes_are_kept_to_the_backends_precision",
-        )
-    ),
-    Defect(
-        "test_preserving_what_a_side_has_not_is_refused",
-        "store path: --preserve mode or times is accepted where a side keeps neither "
-        "(memory://, S3) and ignored: storecopy.unsupported refuses only owner, "
-        "xattrs and acls (the README's 'mode and times (to a local destination)')",
-    ),
-    Defect(
-        "test_symlinks_are_kept_or_followed_as_the_table_says",
-        "store path from an rcp:// source: a symlink is listed as 'other' "
-        "(servicefs._info, follow=False) and fails as a special ('a FIFO, socket or "
-        "device cannot be copied'), neither kept nor followed as from a local tree",
-        from_("serve"),
-    ),
-    *(
-        Defect(check, SERVE_KINDS, _serve_keeping)
-        for check in (
-            "test_symlinks_are_kept_or_followed_as_the_table_says",
-            "test_hard_links_are_kept_or_copied_as_files",
-            "test_fifos_are_made_again",
-        )
+        remote,
     ),
     Defect(
         "test_an_interrupted_copy_stops_promptly_and_leaves_only_whole_files",
-        "store path: an interrupt does not stop the copy: rcp exits only once every "
-        "file already handed to the workers (up to 2 x max-workers) is copied, "
-        "since storecopy._parallel's executor shuts down waiting for them and "
-        "stores.run takes no cancel (it is not run through in_worker)",
-        involving(*sorted(URL_KINDS)),
+        "rcp:// beside local paths (service_copy in rcp's main thread): SIGINT does "
+        "not stop the copy; rcp goes on to the end and exits 0 (service_copy cancels "
+        "the service's job only when its own role raises, and the interrupt does not "
+        "surface there): it needs the cancel event the other engines take "
+        "(in_worker) and the service job cancelled on it",
+        lambda source, destination: "serve" in (source, destination)
+        and {source, destination} <= {"local", "serve"},
     ),
     Defect(
-        "test_a_pair_rcp_does_not_copy_between_is_refused_naming_why",
-        "host:/path beside a URL is taken for a relative local path: stores.run "
-        "wins (names_a_store) and Place.of('user@host:port:/p') is a file of the "
-        "working directory, so rcp writes there, or fails 'the source does not "
-        "exist' / 'its parent directory does not exist'",
+        "test_symlinks_are_kept_or_followed_as_the_table_says",
+        "store engine from an rcp:// source (to a store): a symlink is listed as "
+        "'other' (RcpServiceFileSystem._info, follow=False) and fails as a special "
+        "('a FIFO, socket or device cannot be copied'), neither followed nor skipped "
+        "as from a local tree",
+        between(("serve",), ("memory", "s3")),
     ),
 )
 """Today's breaches of the contract (see the module docstring), one per defect."""

@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rcp_core.backends.capabilities import DECLARED, refuse
+from rcp_core.backends.routing import Engine, Storage
 from rcp_core.errors import ProtocolError, RemoteError, UsageError
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, dial
@@ -29,7 +31,6 @@ from rcp_core.remote.operands import RemotePath, parse_operand
 from rcp_core.remote.roles import (
     SOFTWARE,
     Progress,
-    refuse_unsupported,
     run_destination,
     run_source,
 )
@@ -176,13 +177,18 @@ def remote_copy(
         started).
     """
     settings = settings or CopySettings()
-    refuse_unsupported(settings)
     launch = launch or Launch()
     sources = [source] if isinstance(source, str) else list(source)
     src, src_paths = _sources(sources)
     dst = parse_operand(destination)
     if src is None and dst is None:
         raise UsageError("remote_copy needs a host:/path operand")
+    refuse(
+        settings,
+        Engine.REMOTE,
+        DECLARED[Storage.HOST if src else Storage.LOCAL],
+        DECLARED[Storage.HOST if dst else Storage.LOCAL],
+    )
     dst_path = dst.path if dst else os.path.abspath(destination)
     into = destination.endswith("/")
     named = plan_names(src_paths, dst_path, into, settings)

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError, UsageError
+from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, accept_next, dial
 from rcp_core.remote.dry import DryReceiver
@@ -50,28 +50,6 @@ PROGRESS = 1.0
 
 Progress = Callable[[dict[str, int]], None]
 """Takes a destination's counts so far."""
-
-
-def refuse_unsupported(settings: CopySettings) -> None:
-    """Refuse ``settings`` that the data roles do not honour.
-
-    Their parallelism is the number of data connections (``--max-connections``),
-    each served by one thread at either end: there is no worker pool, helper process
-    or descriptor budget for ``max_workers``, ``max_processes`` or
-    ``max_open_files`` to set; and a remote source is never followed out of its
-    tree (``dereference``).
-    """
-    flags = {
-        "--dereference": settings.dereference,
-        "--max-workers (a remote copy's parallelism is --max-connections)": (
-            settings.max_workers is not None
-        ),
-        "--max-processes": settings.max_processes is not None,
-        "--max-open-files": settings.max_open_files is not None,
-    }
-    refused = [flag for flag, given in flags.items() if given]
-    if refused:
-        raise UsageError(f"not supported for remote copies yet: {', '.join(refused)}")
 
 
 def run_source(

@@ -341,10 +341,10 @@ class Sender:
         try:
             with os.scandir(fd) as it:
                 for entry in it:
+                    if self.runtime.throttle is not None:
+                        self.runtime.throttle.take()  # returns early on a stop
                     if self.runtime.stopping:
                         break
-                    if self.runtime.throttle is not None:
-                        self.runtime.throttle.take()
                     path = joined(node.path, entry.name)
                     try:
                         is_dir = entry.is_dir(follow_symlinks=False)

@@ -19,6 +19,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from rcp_core.backends.capabilities import DECLARED, refuse
+from rcp_core.backends.routing import Engine, Storage
 from rcp_core.errors import PeerTimeoutError, RemoteError, UsageError
 from rcp_core.remote import tls
 from rcp_core.remote.client import FINISHED, ServiceClient
@@ -27,7 +29,6 @@ from rcp_core.remote.master import RoleResult, plan_names
 from rcp_core.remote.roles import (
     STALL,
     Progress,
-    refuse_unsupported,
     run_destination,
     run_source,
 )
@@ -62,7 +63,12 @@ def service_copy(
     settings = settings or CopySettings()
     if source_service is None and destination_service is None:
         raise UsageError("service_copy needs a source or destination service")
-    refuse_unsupported(settings)
+    refuse(
+        settings,
+        Engine.REMOTE,
+        DECLARED[Storage.SERVICE if source_service else Storage.LOCAL],
+        DECLARED[Storage.SERVICE if destination_service else Storage.LOCAL],
+    )
     into = destination.endswith("/")
     if destination_service is None:
         destination = os.path.abspath(destination)

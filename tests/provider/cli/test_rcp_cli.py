@@ -10,8 +10,14 @@ import subprocess
 import termios
 from pathlib import Path
 
+import fsspec
 import pytest
 
+from rcp_core import CopySettings, UsageError
+from rcp_core.backends.capabilities import NOT_HONOURED
+from rcp_core.backends.routing import Engine
+from rcp_provider.cli.rcp import main
+from rcp_provider.fsspec.storecopy import Place, copy_tree
 from support.nobody import RCP
 
 
@@ -129,29 +135,61 @@ def test_progress_bar_on_a_terminal(src: Path, tmp_path: Path) -> None:
     assert "\r" in text  # a bar redraws in place
 
 
-def test_a_url_operand_copies_through_fsspec(src: Path, tmp_path: Path) -> None:
-    """``file://`` is an fsspec store to the command: the generic backend copies it,
-    with the same summary; what that backend cannot do is refused, nothing written."""
-    out = tmp_path / "summary.json"
-    done = rcp(str(src), f"file://{tmp_path}/dst", "--summary-json", str(out))
-    assert done.returncode == 0, done.stderr
-    summary = json.loads(out.read_text())
-    assert summary["copied"]["files"] == sum(1 for p in src.rglob("*") if p.is_file())
-    assert (tmp_path / "dst" / "big").read_bytes() == (src / "big").read_bytes()
-    for args, message in (
-        (["--delete"], "not supported to or from a URL: --delete"),
-        (["--exclude", "*.txt"], "not supported to or from a URL: --include/--exclude"),
-    ):
-        refused = rcp(str(src), f"file://{tmp_path}/other", *args)
-        assert refused.returncode == 2
-        assert message in refused.stderr
+def test_a_local_url_is_copied_by_the_local_engine(src: Path, tmp_path: Path) -> None:
+    """``file:///p`` and ``rcp:///p`` name this host's files: the local engine copies
+    them, with every feature (here ``--delete``, which the store engine refuses)."""
+    for scheme in ("file://", "rcp://"):
+        dst = tmp_path / f"dst-{scheme[:-3]}"
+        dst.mkdir()
+        (dst / "extra").write_bytes(b"not in the source\n")
+        done = rcp("-o", "--delete", f"{src}/", f"{scheme}{dst}")
+        assert done.returncode == 0, done.stderr
+        assert not (dst / "extra").exists()
+        assert (dst / "big").read_bytes() == (src / "big").read_bytes()
     unknown = rcp(str(src), "nosuch://bucket/x")
     assert unknown.returncode == 2
     assert "Protocol not known" in unknown.stderr
-    assert not (tmp_path / "other").exists()
 
 
-# -- --verify: what the copy was asked to copy, on every kind of operand ---------------
+STORE_REFUSALS: dict[str, tuple[str, ...]] = {
+    "--delete": ("-o", "--delete"),
+    "--delete-excluded": ("-o", "--delete", "--delete-excluded"),
+    "--include/--exclude": ("--exclude", "*.txt"),
+    "--filter-file": ("--filter-file", "{src}/big"),
+    "--gitignore": ("--gitignore",),
+    "--dereference": ("-L",),
+    "--dry-run": ("--dry-run", "brief"),
+    "--overwrite-compare beyond size,mtime": ("-o", "--overwrite-compare", "size,mode"),
+    "--max-processes": ("--max-processes", "1"),
+    "--max-open-files": ("--max-open-files", "20"),
+    "--preserve mode,times": ("--preserve", "mode,times"),
+}
+"""Each refusal of a copy to ``memory://`` (the store engine's and the pair's), by
+the flag the message names, and arguments that ask for it."""
+
+
+def test_every_store_refusal_is_checked(src: Path) -> None:
+    """Each has a case above but ``--link-dest``, ``rlink``'s own (refused here
+    through the API)."""
+    assert set(NOT_HONOURED[Engine.STORE]) - set(STORE_REFUSALS) == {"--link-dest"}
+    settings = CopySettings(link_dest=str(src))
+    with pytest.raises(UsageError, match=r"to memory://: --link-dest$"):
+        copy_tree(Place.of(str(src)), Place.of("memory://linked"), settings)
+
+
+@pytest.mark.parametrize("flag", STORE_REFUSALS)
+def test_what_the_store_engine_cannot_do_is_refused(
+    src: Path, flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 2, one line naming the flag and the pair, nothing written."""
+    memory = fsspec.filesystem("memory")
+    args = [a.format(src=src) for a in STORE_REFUSALS[flag]]
+    assert main([*args, str(src), "memory://refused"]) == 2
+    line, end = capsys.readouterr().err.split("\n")
+    said, _, flags = line.partition(": not supported from local to memory://: ")
+    assert (said, end) == ("rcp: error", "")
+    assert flag in flags.split(", ")
+    assert not memory.exists("/refused")
 
 
 def verified_block(summary_json: Path) -> dict[str, object]:
@@ -239,11 +277,11 @@ def test_verify_leaves_alone_what_ignore_existing_kept(
 @pytest.mark.parametrize("target", ["memory", "file"])
 def test_verify_with_a_url_operand(src: Path, tmp_path: Path, target: str) -> None:
     """Before: the URL path returned before verifying, and said nothing. The store
-    copy follows a symlink and skips a FIFO (``--skip-specials``): both are what it
-    copied, no difference."""
+    copy follows a symlink and skips a FIFO (``--skip-specials``), the local engine
+    (``file://``) keeps the symlink: both are what it copied, no difference."""
     os.mkfifo(src / "fifo")
     (src / "link").symlink_to("big")
-    dst = "memory://verified/dst" if target == "memory" else f"file://{tmp_path}/dst"
+    dst = "memory://verified-dst" if target == "memory" else f"file://{tmp_path}/dst"
     out = tmp_path / "summary.json"
     done = rcp(
         "--skip-specials",
@@ -257,7 +295,7 @@ def test_verify_with_a_url_operand(src: Path, tmp_path: Path, target: str) -> No
     assert done.returncode == 0, done.stderr + done.stdout
     verified = verified_block(out)
     assert verified["same"] is True
-    assert verified["files_hashed"] == 52
+    assert verified["files_hashed"] == (52 if target == "memory" else 51)
     if target == "file":
         same_size_other_bytes(tmp_path / "dst" / "d" / "f3")
         again = rcp("-o", "--skip-specials", "--verify", "checksum", str(src), dst)

@@ -2,14 +2,17 @@
 refused: never accepted and ignored.
 
 :data:`TABLE` names, for each option (its argparse ``dest``) and each kind of
-operand -- local paths, a ``host:/path`` source (a real sshd on loopback, rcpd
-started over SSH) and a URL source (``file://``, the generic fsspec backend) --
-either an :class:`Effect`: the same copy run without and with the option, in fresh
+operand -- local paths (also what a ``file://`` URL names) and a ``host:/path``
+source (a real sshd on loopback, rcpd started over SSH) -- either an
+:class:`Effect`: the same copy run without and with the option, in fresh
 directories, must differ in what ``observe`` sees (a file's bytes or mode, the
 summary's counts, the exit status, the log, the time taken); or a :class:`Refused`:
 the option is a usage error (exit 2) naming it, before anything is written. A new
 option of ``rcp`` fails :func:`test_every_option_is_in_the_table` until it is in the
 table, so it cannot be accepted on some kind of operand without anyone deciding.
+URL stores, which only the ``rcp`` of this process reaches (``memory://``) or which
+need a store's server, are checked in process by the conformance suite
+(``tests/conformance``) and ``test_rcp_cli.py``'s refusals by the store engine.
 
 Entry errors that even root meets come from an immutable destination directory
 (``chattr +i``), transient ones from latencyfs's fault table (EAGAIN on an open),
@@ -42,8 +45,8 @@ from support.treespec import Dir, File, Spec, make_tree
 
 pytestmark = pytest.mark.privileged
 
-Kind = Literal["local", "host", "url"]
-KINDS: tuple[Kind, ...] = ("local", "host", "url")
+Kind = Literal["local", "host"]
+KINDS: tuple[Kind, ...] = ("local", "host")
 RCP = str(Path(sys.executable).with_name("rcp"))
 RCPD = str(Path(sys.executable).with_name("rcpd"))
 T0 = 1_700_000_000_000_000_000
@@ -90,8 +93,6 @@ class World:
     def source(self) -> str:
         if self.kind == "host":
             return f"root@127.0.0.1:{self.server.port}:{self.src}"
-        if self.kind == "url":
-            return f"file://{self.src}"
         return str(self.src)
 
     def expand(self, args: Sequence[str]) -> list[str]:
@@ -212,10 +213,6 @@ def _transient(world: World) -> None:
     faults = Faults.table(world.root, ["open /src/a.txt EAGAIN times=3"])
     world.stack.enter_context(mounted(backing, mnt, delay_ms=0.0, faults=faults))
     world.src = mnt / "src"
-
-
-def _fifo(world: World) -> None:
-    os.mkfifo(world.src / "pipe", 0o644)
 
 
 def _device(world: World) -> None:
@@ -349,12 +346,12 @@ def _all(check: Check) -> dict[Kind, tuple[Check, ...]]:
     return dict.fromkeys(KINDS, (check,))
 
 
-def _local_host(check: Check, url: Check) -> dict[Kind, tuple[Check, ...]]:
-    return {"local": (check,), "host": (check,), "url": (url,)}
+def _local_host(check: Check) -> dict[Kind, tuple[Check, ...]]:
+    return {"local": (check,), "host": (check,)}
 
 
 def _remote_only(check: Check, refused: Refused) -> dict[Kind, tuple[Check, ...]]:
-    return {"local": (refused,), "host": (check,), "url": (refused,)}
+    return {"local": (refused,), "host": (check,)}
 
 
 DIFFERENT = _with(b"other content\n", T0)
@@ -369,16 +366,11 @@ TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
         **_all(
             Effect(("-o",), ("-o", "--overwrite-compare", "size"), _a, SAME_SIZE_LATER)
         ),
-        "url": (
-            Effect(("-o",), ("-o", "--overwrite-compare", "size"), _a, SAME_SIZE_LATER),
-            Refused(("-o", "--overwrite-compare", "size,mode"), "--overwrite-compare"),
-        ),
     },
     "update": _all(Effect(("-o",), ("-u",), _a, NEWER)),
     "ignore_existing": _all(Effect(("-o",), ("--ignore-existing",), _a, DIFFERENT)),
     "delete": _local_host(
         Effect(("-o",), ("-o", "--delete"), _exists("extra.txt"), _extra),
-        Refused(("-o", "--delete"), "--delete"),
     ),
     "delete_excluded": _local_host(
         Effect(
@@ -387,45 +379,33 @@ TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
             _exists("keep.log"),
             _copied,
         ),
-        Refused(("-o", "--delete", "--delete-excluded"), "--delete-excluded"),
     ),
     "preserve": {
         "local": (Effect((), ("--preserve", "none"), _mode),),
         "host": (Effect((), ("--preserve", "none"), _mode),),
-        "url": (
-            Effect((), ("--preserve", "none"), _mode),
-            Refused(("--preserve", "all"), "--preserve"),
-        ),
     },
     "dereference": {
         "local": (Effect((), ("-L",), _is_dir, _dir_link),),
         "host": (Refused(("-L",), "--dereference"),),
-        "url": (Refused(("-L",), "--dereference"),),
     },
     "skip_specials": {
         "local": (Effect((), ("--skip-specials",), _skipped_specials, _device),),
         "host": (Effect((), ("--skip-specials",), _skipped_specials, _device),),
-        "url": (Effect((), ("--skip-specials",), _skipped_specials, _fifo),),
     },
     "include": _local_host(
         Effect((), ("--include", "sub/**"), _exists("keep.log")),
-        Refused(("--include", "sub/**"), "--include"),
     ),
     "exclude": _local_host(
         Effect((), ("--exclude", "keep.log"), _exists("keep.log")),
-        Refused(("--exclude", "keep.log"), "--exclude"),
     ),
     "filter_file": _local_host(
         Effect((), ("--filter-file", "{root}/rules"), _exists("keep.log"), _rules),
-        Refused(("--filter-file", "{root}/rules"), "--filter-file"),
     ),
     "gitignore": _local_host(
         Effect((), ("--gitignore",), _exists("x.ign")),
-        Refused(("--gitignore",), "--gitignore"),
     ),
     "dry_run": _local_host(
         Effect((), ("--dry-run", "brief"), _exists("a.txt")),
-        Refused(("--dry-run", "brief"), "--dry-run"),
     ),
     "fail_early": _all(Effect(("-o",), ("-o", "-e"), _errors, _stuck, _fewer)),
     "verify": _all(Effect((), ("--verify", "checksum"), _verified)),
@@ -434,13 +414,6 @@ TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
             Effect(("-vv",), ("-vv", "--max-workers", "3"), _logged(r"maximum=(\d+)")),
         ),
         "host": (Refused(("--max-workers", "3"), "--max-workers"),),
-        "url": (
-            Effect(
-                ("-vv",),
-                ("-vv", "--max-workers", "3"),
-                _logged(r"(\d+) in flight at most"),
-            ),
-        ),
     },
     "max_processes": {
         "local": (
@@ -451,7 +424,6 @@ TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
             ),
         ),
         "host": (Refused(("--max-processes", "1"), "--max-processes"),),
-        "url": (Refused(("--max-processes", "1"), "--max-processes"),),
     },
     "max_open_files": {
         "local": (
@@ -462,7 +434,6 @@ TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
             ),
         ),
         "host": (Refused(("--max-open-files", "20"), "--max-open-files"),),
-        "url": (Refused(("--max-open-files", "20"), "--max-open-files"),),
     },
     "ops_throttle": _all(Effect((), THROTTLED, _seconds, _many, _slower(2.0))),
     "retries": _all(Effect((), ("--retries", "0"), _code, _transient)),

@@ -1,0 +1,9 @@
+"""Kinds of storage and the engines that copy between them. Modules:
+
+================  ==================================================================
+``routing``       which storage an operand names; which engine copies a pair, or why
+                  none does
+``capabilities``  what each storage keeps, what each engine honours, and the one
+                  refusal of what a pair cannot do
+================  ==================================================================
+"""
