@@ -7,7 +7,8 @@ import time
 
 
 class TokenBucket:
-    """Hands out ``rate`` tokens per second, with a burst of at most one second's worth.
+    """Hands out ``rate`` tokens per second, with a burst of at most one second's worth
+    (one token at least: a rate below one per second still hands one out).
 
     :meth:`take` blocks the calling worker until a token is free; the wait for one token
     is at most ``1 / rate`` seconds once the bucket is drained. Once ``interrupt`` is
@@ -18,7 +19,8 @@ class TokenBucket:
     def __init__(self, rate: float, interrupt: threading.Event | None = None) -> None:
         self.rate = rate
         self._interrupt = interrupt or threading.Event()
-        self._tokens = rate
+        self._burst = max(rate, 1.0)
+        self._tokens = self._burst
         self._last = time.monotonic()
         self._lock = threading.Lock()
 
@@ -27,7 +29,7 @@ class TokenBucket:
             with self._lock:
                 now = time.monotonic()
                 self._tokens = min(
-                    self.rate, self._tokens + (now - self._last) * self.rate
+                    self._burst, self._tokens + (now - self._last) * self.rate
                 )
                 self._last = now
                 if self._tokens >= 1:

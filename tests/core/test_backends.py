@@ -128,7 +128,8 @@ def test_an_engine_refuses_what_it_does_not_honour_naming_the_pair() -> None:
 
 def test_a_throttle_wait_ends_when_the_run_stops() -> None:
     """Before: a stopped run's workers each waited for a token in turn, so a
-    throttled copy took seconds to stop."""
+    throttled copy took seconds to stop. (And a rate below one per second never
+    handed out a token: its burst was below one.)"""
     stopped = threading.Event()
     bucket = TokenBucket(0.5, interrupt=stopped)
     bucket.take()  # the burst's one token
