@@ -8,6 +8,8 @@
   destination parent, and two sources with the same name are refused.
 
 Every refusal is a :class:`~rcp_core.errors.UsageError` raised before anything is written.
+A copy from another host checks its destination by the same rules
+(:func:`check_destination`), on the destination's host.
 Paths are mapped with ``os.path`` arithmetic on whole components, never string replace.
 """
 
@@ -82,11 +84,7 @@ def plan_jobs(operands: Sequence[str], settings: CopySettings) -> list[Job]:
         )
     if len(sources) > 1 and settings.delete:
         raise UsageError("--delete works with a single source only")
-    dst_abs = os.path.abspath(destination)
-    if into and not os.path.isdir(dst_abs):
-        raise UsageError(f"destination directory {destination!r} does not exist")
-    if not into and not os.path.isdir(os.path.dirname(dst_abs)):
-        raise UsageError(f"destination parent of {destination!r} does not exist")
+    dst_abs = destination_root(destination, into)
 
     jobs: list[Job] = []
     for operand in sources:
@@ -102,15 +100,60 @@ def plan_jobs(operands: Sequence[str], settings: CopySettings) -> list[Job]:
             raise UsageError(f"source {operand!r} and destination are the same")
         if stat.S_ISDIR(st.st_mode) and _inside(target, os.path.realpath(source_path)):
             raise UsageError(f"destination is inside the source {operand!r}")
-        exists = os.path.lexists(os.path.join(dst_parent, dst_name))
-        if exists and settings.existing is ExistingPolicy.ERROR:
-            raise UsageError(
-                f"destination {os.path.join(dst_parent, dst_name)!r} exists "
-                "(use --overwrite, --update or --ignore-existing)"
-            )
+        exists = refuse_existing(os.path.join(dst_parent, dst_name), settings.existing)
         jobs.append(Job(src_parent, src_name, dst_parent, dst_name, exists, follow))
 
     names = [job.dst_name for job in jobs]
     if len(set(names)) != len(names):
         raise UsageError("two sources have the same name; they would collide")
     return jobs
+
+
+def destination_root(destination: str, into: bool) -> str:
+    """The absolute path of ``destination``, a path on this host; a missing ``DST/``
+    (``into``) or a missing parent of ``DST`` is refused.
+
+    :raises UsageError: naming ``destination`` as given.
+    """
+    dst_abs = os.path.abspath(destination)
+    if into and not os.path.isdir(dst_abs):
+        raise UsageError(f"destination directory {destination!r} does not exist")
+    if not into and not os.path.isdir(os.path.dirname(dst_abs)):
+        raise UsageError(f"destination parent of {destination!r} does not exist")
+    return dst_abs
+
+
+def refuse_existing(path: str, existing: ExistingPolicy) -> bool:
+    """Whether the copy's destination ``path`` exists; without a policy that allows
+    changing it (``existing`` is ``error``), refused.
+
+    :raises UsageError: ``path`` exists and ``existing`` is ``error``.
+    """
+    exists = os.path.lexists(path)
+    if exists and existing is ExistingPolicy.ERROR:
+        raise UsageError(
+            f"destination {path!r} exists "
+            "(use --overwrite, --update or --ignore-existing)"
+        )
+    return exists
+
+
+def check_destination(
+    destination: str, into: bool, names: Sequence[str], existing: ExistingPolicy
+) -> None:
+    """The operand rules where the copy lands, for a copy whose sources are on
+    another host (a remote copy's destination, checked on its own host before
+    anything starts): as :func:`plan_jobs`, a missing ``DST/`` or parent of ``DST``
+    is refused, and so is an existing copy without a policy.
+
+    :param into: ``destination`` ends in ``/``: it receives the sources under
+        ``names``; else it is the copy's own name.
+    :param names: the names the sources get under ``DST/`` (with ``into``).
+    :raises UsageError: before anything was written.
+    """
+    dst_abs = destination_root(destination, into)
+    if into:
+        for name in names:
+            refuse_existing(os.path.join(dst_abs, name), existing)
+    else:
+        refuse_existing(dst_abs, existing)

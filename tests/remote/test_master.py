@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks import sshd
+from rcp_core import CopySettings, ExistingPolicy
 from rcp_core.errors import RemoteError, UsageError
+from rcp_core.remote import tls
 from rcp_core.remote.master import remote_copy
 from rcp_core.remote.ssh import Launch
 from support.treecmp import TreeCompare
@@ -341,3 +343,134 @@ def test_a_dry_run_to_a_remote_host_prints_its_lines_here(
     assert code == 0, out
     assert "would create file 'dst/d/b'" in out
     assert not (tmp_path / "dst").exists()
+
+
+@pytest.mark.parametrize("direction", ["push", "pull", "remote-to-remote"])
+@pytest.mark.parametrize(
+    ("case", "why"),
+    [
+        ("missing/", "destination directory '[^']*missing/' does not exist"),
+        ("missing/dst", "destination parent of '[^']*missing/dst' does not exist"),
+        ("there", "destination '[^']*there' exists"),
+        ("into/", "destination '[^']*into/src' exists"),
+    ],
+)
+def test_a_destination_the_operand_rules_refuse_is_refused_promptly(
+    tmp_path: Path, server: sshd.Sshd, direction: str, case: str, why: str
+) -> None:
+    """As a local copy: a missing ``DST/`` or parent, an existing copy without a
+    policy -- a usage error before anything is written, checked where the
+    destination is (a destination daemon before it announces itself, naming its
+    host), long before ``timeout``."""
+    src = make_tree(tmp_path / "src", {"f": b"x"})
+    make_tree(tmp_path / "out", {"there/old": b"old", "into/src/old": b"old"})
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "out").rglob("*"))
+    dst = f"{tmp_path / 'out'}/{case}"
+    source = str(src) if direction == "push" else _at(server, src)
+    destination = (
+        dst
+        if direction == "pull"
+        else _at(server, Path(dst)) + ("/" if case.endswith("/") else "")
+    )
+    host = "" if direction == "pull" else "127.0.0.1: "
+    started = time.monotonic()
+    with pytest.raises(UsageError, match=f"^{host}{why}"):
+        remote_copy(source, destination, launch=_launch(server), timeout=30)
+    assert time.monotonic() - started < 10
+    after = sorted(p.relative_to(tmp_path) for p in (tmp_path / "out").rglob("*"))
+    assert after == before
+
+
+def test_with_a_policy_an_existing_destination_is_copied_into(
+    tmp_path: Path, server: sshd.Sshd, tree_compare: TreeCompare
+) -> None:
+    """The check a destination daemon makes before it starts lets a policy pass."""
+    src = make_tree(tmp_path / "src", {"f": b"new"})
+    make_tree(tmp_path / "dst", {"f": b"old"})
+    _, written = remote_copy(
+        str(src),
+        _at(server, tmp_path / "dst"),
+        CopySettings(existing=ExistingPolicy.OVERWRITE),
+        launch=_launch(server),
+    )
+    assert written.ok, written.errors
+    assert tree_compare(src, tmp_path / "dst") == []
+
+
+def _destination_daemon(setup: dict[str, object]) -> tuple[dict[str, object], int]:
+    """``rcpd --role destination`` run here: its announcement for ``setup``, and its
+    exit status once its stdin closes."""
+    proc = subprocess.Popen(
+        [RCPD, "--role", "destination", "--timeout", "5"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    identity = tls.Identity.ephemeral("test-master")
+    out, err = proc.communicate(
+        json.dumps({"master_cert": identity.cert_pem, **setup}) + "\n", timeout=20
+    )
+    lines = out.splitlines()
+    assert lines, err
+    return json.loads(lines[0]), proc.returncode
+
+
+def test_a_destination_daemon_refuses_in_its_announcement(tmp_path: Path) -> None:
+    destination = {
+        "dst": str(tmp_path / "missing") + "/",
+        "into": True,
+        "names": ["src"],
+        "existing": "error",
+    }
+    announce, status = _destination_daemon({"destination": destination})
+    assert announce["refused"] == (
+        f"destination directory '{tmp_path / 'missing'}/' does not exist"
+    )
+    assert "port" not in announce
+    assert status == 2
+
+
+def test_a_master_that_names_no_destination_is_served_as_before(
+    tmp_path: Path,
+) -> None:
+    """A master older than 1.11 sends no ``destination``: the daemon announces its
+    port (then, stdin closed, it leaves)."""
+    announce, _ = _destination_daemon({})
+    assert isinstance(announce["port"], int)
+    assert "refused" not in announce
+
+
+@pytest.mark.parametrize(
+    ("destination", "why"),
+    [
+        (
+            {"dst": "/tmp", "into": True, "names": [".."], "existing": "error"},
+            "bad entry name '..'",
+        ),
+        (
+            {"dst": "/tmp", "into": True, "names": ["a"], "existing": "sometimes"},
+            "unknown existing policy 'sometimes'",
+        ),
+        (
+            {"dst": "/tmp", "into": "yes", "names": [], "existing": "error"},
+            "destination needs dst, into and names",
+        ),
+        (["/tmp"], "destination is not an object"),
+    ],
+)
+def test_a_malformed_destination_in_the_setup_is_a_protocol_error(
+    destination: object, why: str
+) -> None:
+    """Nothing is announced, nothing looked up beyond the names: exit 1."""
+    proc = subprocess.run(
+        [RCPD, "--role", "destination", "--timeout", "5"],
+        input=json.dumps({"master_cert": "x", "destination": destination}) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout == ""
+    assert why in proc.stderr, proc.stderr

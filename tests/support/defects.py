@@ -36,11 +36,11 @@ def from_(*names: str) -> Pairs:
     return lambda source, destination: source in names
 
 
-def remote(source: str, destination: str) -> bool:
-    """Pairs the remote roles copy: a host beside local paths or a host, a service
-    beside local paths or a service."""
+def served(source: str, destination: str) -> bool:
+    """Pairs the remote roles copy with a service: beside local paths or a
+    service."""
     pair = {source, destination}
-    return "host" in pair or ("serve" in pair and pair <= {"local", "file", "serve"})
+    return "serve" in pair and pair <= {"local", "file", "serve"}
 
 
 def between(sources: tuple[str, ...], destinations: tuple[str, ...]) -> Pairs:
@@ -76,31 +76,32 @@ class Defect:
 DEFECTS: tuple[Defect, ...] = (
     Defect(
         "test_an_existing_destination_is_refused_without_a_policy",
-        "remote copy: an existing DST is refused only when the destination role "
+        "service copy (service_copy): an existing DST is refused only when the "
+        "destination role "
         "creates it, as an entry error (exit 1, 'copy finished with 1 error(s)'), "
         "not up front (exit 2) as every other path does",
-        remote,
+        served,
     ),
     Defect(
         "test_a_missing_directory_or_parent_is_refused_where_there_are_directories",
-        "remote push: a missing DST/ or parent of DST on the host is not refused: "
-        "the destination rcpd cannot start and rcp waits --remote-timeout, then "
-        "exit 1 'the destination did not connect'",
-        lambda source, destination: remote(source, destination)
-        and destination in ("host", "serve"),
+        "service push: a missing DST/ or parent of DST on the service is not "
+        "refused up front (the service's receive job fails)",
+        lambda source, destination: served(source, destination)
+        and destination == "serve",
     ),
     Defect(
         "test_a_missing_directory_or_parent_is_refused_where_there_are_directories",
-        "remote pull into a missing local DST/ or parent: FileNotFoundError escapes "
-        "rcp_core.remote.roles.run_destination (a traceback, exit 1), no refusal",
-        between(("host", "serve"), ("local", "file")),
+        "service pull into a missing local DST/ or parent: FileNotFoundError "
+        "escapes rcp_core.remote.roles.run_destination (a traceback, exit 1), no "
+        "refusal",
+        between(("serve",), ("local", "file")),
     ),
     Defect(
         "test_dry_run_explain_says_what_it_would_do_and_why_and_does_nothing",
         "remote --dry-run explain gives no reason for a replacement or a new file "
         "('would replace file dst/x', 'would create file dst/y', where a local dry "
         "run says '(size differs)', '(new)')",
-        remote,
+        served,
     ),
     Defect(
         "test_an_interrupted_copy_stops_promptly_and_leaves_only_whole_files",

@@ -3,8 +3,12 @@
 The conversation, in order (``docs/remote_protocol.md``):
 
 1. stdin, one JSON line from the master: its certificate, and whether to encrypt;
+   for a destination, where the copy will land (``destination``), which it checks by
+   the operand rules (:func:`rcp_core.paths.check_destination`) before anything else;
 2. stdout, one JSON line back: the protocol version, the port this daemon listens
-   on, its certificate, and the address the SSH client reached it at;
+   on, its certificate, and the address the SSH client reached it at; or, when the
+   destination is refused, only the version and ``refused`` (the reason), and it
+   exits 2;
 3. the master connects (mutual TLS: only the master's certificate is accepted) and
    sends the ``job``; the daemon runs its role on the same listener (a destination
    reports ``progress`` on that connection every second);
@@ -29,7 +33,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rcp_core.errors import PeerTimeoutError, ProtocolError, RcpError, RemoteError
+from rcp_core.errors import (
+    PeerTimeoutError,
+    ProtocolError,
+    RcpError,
+    RemoteError,
+    UsageError,
+)
+from rcp_core.paths import check_destination
 from rcp_core.remote import tls
 from rcp_core.remote.connection import accept_next
 from rcp_core.remote.hello import PROTOCOL, Role
@@ -37,6 +48,7 @@ from rcp_core.remote.job import settings_from_wire
 from rcp_core.remote.receive import check_name
 from rcp_core.remote.roles import SOFTWARE, Progress, run_destination, run_source
 from rcp_core.remote.wire import FrameKind
+from rcp_core.settings import ExistingPolicy
 
 log = logging.getLogger("rcp_core")
 
@@ -86,6 +98,11 @@ def serve(role: Role, bind: str, timeout: float) -> int:
     setup = json.loads(read_line(sys.stdin, timeout, "the master"))
     if not isinstance(setup, dict) or not isinstance(setup.get("master_cert"), str):
         raise ProtocolError("setup line without the master's certificate")
+    try:
+        _check(role, setup.get("destination"))
+    except UsageError as exc:
+        print(json.dumps({"rcpd": list(PROTOCOL), "refused": str(exc)}), flush=True)
+        return 2
     encrypt = setup.get("encrypt", True) is not False
     client_ip, our_ip = ssh_addresses()
     listener = socket.create_server((bind, 0), family=_family(bind))
@@ -129,6 +146,34 @@ def serve(role: Role, bind: str, timeout: float) -> int:
     )
     master.close()
     return 0 if not errors else 1
+
+
+def _check(role: Role, destination: Any) -> None:
+    """A destination's operand rules, checked before it announces itself: the
+    setup's ``destination`` says where the copy lands (``dst``, ``into``) under which
+    ``names``, and the ``existing`` policy (a master older than 1.11 says nothing,
+    and an existing entry is then an entry error of the copy).
+
+    :raises UsageError: the destination is refused; nothing was written.
+    :raises ProtocolError: ``destination`` is malformed.
+    """
+    if role is not Role.DESTINATION or destination is None:
+        return
+    if not isinstance(destination, dict):
+        raise ProtocolError("setup: destination is not an object")
+    dst, into = destination.get("dst"), destination.get("into")
+    names, existing = destination.get("names"), destination.get("existing")
+    if (
+        not isinstance(dst, str)
+        or not isinstance(into, bool)
+        or not isinstance(names, list)
+    ):
+        raise ProtocolError("setup: destination needs dst, into and names")
+    try:
+        policy = ExistingPolicy(existing)
+    except ValueError as exc:
+        raise ProtocolError(f"setup: unknown existing policy {existing!r}") from exc
+    check_destination(dst, into, [check_name(name) for name in names], policy)
 
 
 def _run(

@@ -23,6 +23,7 @@ from typing import Any
 from rcp_core.backends.capabilities import DECLARED, refuse
 from rcp_core.backends.routing import Engine, Storage
 from rcp_core.errors import ProtocolError, RemoteError, UsageError
+from rcp_core.paths import check_destination
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, dial
 from rcp_core.remote.hello import DRY_RUN, FILTERS, STOP, Role
@@ -57,23 +58,38 @@ class _Remote:
     """An ``rcpd`` role started over SSH, and the master's control connection to it."""
 
     def __init__(
-        self, where: RemotePath, role: Role, launch: Launch, timeout: float
+        self,
+        where: RemotePath,
+        role: Role,
+        launch: Launch,
+        timeout: float,
+        setup: dict[str, Any] | None = None,
     ) -> None:
         """Start ``ssh`` (it logs in while the master goes on; :meth:`connect` then
-        talks to the daemon)."""
+        talks to the daemon).
+
+        :param setup: more of the setup line (a destination's ``destination``).
+        """
         self.where, self.role, self.timeout = where, role, timeout
+        self.setup = setup or {}
         self.name = f"rcpd ({role.value}) on {where.host}"
         args = ["--role", role.value, "--timeout", f"{timeout:g}"]
         self.daemon = SshDaemon(launch, where, args, self.name, timeout)
 
     def connect(self, me: tls.Identity, encrypt: bool) -> None:
         """Send the setup line, read the daemon's announcement, open the control
-        connection; on failure the daemon is stopped."""
+        connection; on failure the daemon is stopped.
+
+        :raises UsageError: the daemon refused its destination (nothing was written).
+        """
         where, timeout = self.where, self.timeout
         try:
             announce = self.daemon.exchange(
-                {"master_cert": me.cert_pem, "encrypt": encrypt}
+                {"master_cert": me.cert_pem, "encrypt": encrypt, **self.setup}
             )
+            refused = announce.get("refused")
+            if refused is not None:
+                raise UsageError(f"{where.host}: {refused}")
             if not isinstance(announce.get("port"), int):
                 raise ProtocolError(f"{where.host}: rcpd's announcement is malformed")
             self.cert: str = announce["cert"]
@@ -172,9 +188,11 @@ def remote_copy(
         far (from a thread of this call).
 
     :returns: the source's and the destination's results.
-    :raises UsageError: no operand is remote, the operands do not fit together, or
-        ``settings`` ask for what a remote copy does not do yet (nothing was
-        started).
+    :raises UsageError: no operand is remote, the operands do not fit together,
+        ``settings`` ask for what a remote copy does not do yet, or the destination
+        breaks the operand rules (:func:`rcp_core.paths.check_destination`: checked
+        here, or by a destination daemon before it announces itself); nothing was
+        written.
     """
     settings = settings or CopySettings()
     launch = launch or Launch()
@@ -192,13 +210,26 @@ def remote_copy(
     dst_path = dst.path if dst else os.path.abspath(destination)
     into = destination.endswith("/")
     named = plan_names(src_paths, dst_path, into, settings)
+    names = [name for _, name in named]
+    if dst is None:  # here: checked now; on a host, by its daemon before it starts
+        check_destination(destination, into, names, settings.existing)
     remotes: list[_Remote] = []
     try:
         # Both SSH logins run at once, and while this process makes its identity.
         src_remote = _Remote(src, Role.SOURCE, launch, timeout) if src else None
         if src_remote:
             remotes.append(src_remote)
-        dst_remote = _Remote(dst, Role.DESTINATION, launch, timeout) if dst else None
+        dst_remote = (
+            _Remote(
+                dst,
+                Role.DESTINATION,
+                launch,
+                timeout,
+                {"destination": _destination(dst.path, into, names, settings)},
+            )
+            if dst
+            else None
+        )
         if dst_remote:
             remotes.append(dst_remote)
         me = tls.Identity.ephemeral("rcp-master")
@@ -329,6 +360,19 @@ def _sources(sources: list[str]) -> tuple[RemotePath | None, list[str]]:
     if first is None:
         return None, [os.path.abspath(s) for s in sources]
     return first, [p.path for p in parsed if p is not None]
+
+
+def _destination(
+    path: str, into: bool, names: list[str], settings: CopySettings
+) -> dict[str, Any]:
+    """What a destination daemon checks before it starts
+    (:func:`rcp_core.paths.check_destination`)."""
+    return {
+        "dst": path,
+        "into": into,
+        "names": names,
+        "existing": settings.existing.value,
+    }
 
 
 def _name(path: str) -> str:
