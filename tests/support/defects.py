@@ -86,8 +86,9 @@ DEFECTS: tuple[Defect, ...] = (
         "test_a_missing_directory_or_parent_is_refused_where_there_are_directories",
         "service push: a missing DST/ or parent of DST on the service is not "
         "refused up front (the service's receive job fails)",
-        lambda source, destination: served(source, destination)
-        and destination == "serve",
+        lambda source, destination: (
+            served(source, destination) and destination == "serve"
+        ),
     ),
     Defect(
         "test_a_missing_directory_or_parent_is_refused_where_there_are_directories",
@@ -110,8 +111,10 @@ DEFECTS: tuple[Defect, ...] = (
         "the service's job only when its own role raises, and the interrupt does not "
         "surface there): it needs the cancel event the other engines take "
         "(in_worker) and the service job cancelled on it",
-        lambda source, destination: "serve" in (source, destination)
-        and {source, destination} <= {"local", "serve"},
+        lambda source, destination: (
+            "serve" in (source, destination)
+            and {source, destination} <= {"local", "serve"}
+        ),
     ),
     Defect(
         "test_symlinks_are_kept_or_followed_as_the_table_says",

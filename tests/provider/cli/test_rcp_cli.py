@@ -192,6 +192,51 @@ def test_what_the_store_engine_cannot_do_is_refused(
     assert not memory.exists("/refused")
 
 
+@pytest.mark.parametrize(
+    ("source", "destination"),
+    [
+        ("alice@localhost:2222:/data/src", "memory://rcp-test/dst"),
+        ("localhost:/data/src", "s3://bucket/dst"),
+        ("alice@[::1]:/data/src", "memory://rcp-test/dst"),
+        ("rcp://localhost/data/src", "alice@localhost:/data/dst"),
+    ],
+)
+def test_a_host_operand_beside_a_url_is_refused_up_front(
+    src: Path, tmp_path: Path, source: str, destination: str
+) -> None:
+    """Exit 2, one line naming both kinds of operand, before anything starts: no
+    SSH (even for ``--verify``), nothing written where the host operand, read as a
+    relative path, would lead (it exists here)."""
+    host = destination if source.startswith("rcp:") else source
+    (tmp_path / "work" / os.path.dirname(host)).mkdir(parents=True)
+    (tmp_path / "work" / host).mkdir()
+    started = tmp_path / "ssh-started"
+    result = rcp(
+        "--verify",
+        "checksum",
+        "--ssh",
+        f"sh -c 'touch {started}'",
+        source,
+        destination,
+        cwd=tmp_path / "work",
+    )
+    assert result.returncode == 2, result
+    lines = result.stderr.splitlines()
+    other = "rcpd serve" if host == destination else "URL store"
+    assert lines == [
+        f"rcp: error: rcp does not copy between a host:/path operand and a {other} "
+        "operand (the store engine cannot start rcpd over SSH, the remote roles "
+        "cannot open a URL): copy through a local path, or name the host's service "
+        "as rcp://host"
+    ]
+    assert not started.exists()
+    written = [p for p in (tmp_path / "work").rglob("*") if not p.is_dir()]
+    assert written == []
+
+
+# -- --verify: what the copy was asked to copy, on every kind of operand ---------------
+
+
 def verified_block(summary_json: Path) -> dict[str, object]:
     block = json.loads(summary_json.read_text())["verified"]
     assert set(block) == {
