@@ -22,7 +22,7 @@ from rcp_core.methods import DataCopier
 from rcp_core.paths import Job
 from rcp_core.plugins import site_implemented
 from rcp_core.runtime import Runtime
-from rcp_core.settings import CopySettings, DryRun
+from rcp_core.settings import CopySettings
 from rcp_core.storage import StorageInfo
 from rcp_core.summary import Tally
 from rcp_core.tree import DirNode
@@ -100,12 +100,6 @@ class Context(Runtime):
         entries only above ``brief``. Costs one comparison outside dry runs."""
         if self.dry_run is None:
             return
-        path = node.display(rel)
-        quiet = action in ("skip", "unchanged", "keep")
-        if quiet and self.dry_run is DryRun.BRIEF:
-            return
-        verb = action if quiet else f"would {action}"
-        if self.dry_run is DryRun.EXPLAIN and reason:
-            log.info("%s %s %r (%s)", verb, kind, path, reason)
-        else:
-            log.info("%s %s %r", verb, kind, path)
+        line = self.dry_run.line(action, kind, node.display(rel), reason)
+        if line is not None:
+            log.info("%s", line)

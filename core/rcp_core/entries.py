@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from rcp_core.context import Context
 from rcp_core.errors import PluginError, SourceChangedError, SourceCutShortError
-from rcp_core.existing import Action, attrs_equal, decide, same_content
+from rcp_core.existing import NEW, Action, attrs_equal, decide, same_content
 from rcp_core.links import Leader
 from rcp_core.methods import METHODS
 from rcp_core.remove import remove_entry
@@ -98,7 +98,7 @@ def _plan(
     """What to do with the destination: ``None`` = create, else an :class:`Action`."""
     old = existing(node, dst_name)
     if old is None:
-        return None, None, "new"
+        return None, None, NEW
     settings = ctx.settings
     action, reason = decide(settings.existing, settings.overwrite_compare, src_st, old)
     if (

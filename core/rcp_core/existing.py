@@ -22,6 +22,9 @@ import stat
 from rcp_core.settings import CompareAttr, ExistingPolicy
 
 COMPARE_CHUNK = 1 << 20
+NEW = "new"
+"""The reason for creating an entry the destination does not have (dry runs say it,
+local and remote alike)."""
 
 
 class Action(enum.Enum):

@@ -63,6 +63,21 @@ class DryRun(enum.Enum):
     EXPLAIN = "explain"
     """Like ``all``, with the reason (rule, comparison) for each line."""
 
+    def line(self, action: str, kind: str, path: str, reason: str = "") -> str | None:
+        """What a dry run at this level says of one decision: ``would ACTION KIND
+        'PATH'`` for a change, ``skip``, ``unchanged`` and ``keep`` as they are
+        (``None`` at ``brief``: it says nothing of them), and ``(reason)`` after it
+        at ``explain``. The one phrasing of every dry run, a local copy's
+        (:meth:`rcp_core.context.Context.dry`) and a remote destination's
+        (:class:`rcp_core.remote.dry.DryReceiver`)."""
+        quiet = action in ("skip", "unchanged", "keep")
+        if quiet and self is DryRun.BRIEF:
+            return None
+        verb = action if quiet else f"would {action}"
+        if self is DryRun.EXPLAIN and reason:
+            return f"{verb} {kind} {path!r} ({reason})"
+        return f"{verb} {kind} {path!r}"
+
 
 class PreserveAttr(enum.Enum):
     """Metadata beyond file data that a copy can keep."""

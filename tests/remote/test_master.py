@@ -341,7 +341,7 @@ def test_a_dry_run_to_a_remote_host_prints_its_lines_here(
     )
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "would create file 'dst/d/b'" in out
+    assert "would copy file 'dst/d/b'" in out
     assert not (tmp_path / "dst").exists()
 
 

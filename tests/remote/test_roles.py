@@ -679,8 +679,8 @@ def test_a_dry_run_says_what_a_copy_would_do_and_changes_nothing(
     assert sent["copied.bytes"] == 0  # no file data crossed
     lines = [r.getMessage() for r in caplog.records]
     assert "would create dir 'new'" in lines
-    assert "would create file 'new/big'" in lines
-    assert "would create file 'new/src/deep/c.py'" in lines
+    assert "would copy file 'new/big'" in lines
+    assert "would copy file 'new/src/deep/c.py'" in lines
     _, real, _ = remote_copy(src, tmp_path / "new")
     for key in ("copied.files", "copied.dirs", "copied.bytes", "copied.symlinks"):
         assert would[key] == real[key], key
@@ -712,7 +712,7 @@ def test_a_dry_mirror_lists_replacements_and_removals_and_touches_nothing(
     assert errors == []
     lines = {r.getMessage() for r in caplog.records}
     assert {
-        "would create file 'dst/new'",
+        "would copy file 'dst/new'",
         "would replace file 'dst/changed'",
         "unchanged file 'dst/same'",
         "would remove entry 'dst/gone'",
@@ -752,3 +752,54 @@ def test_ignore_existing_keeps_an_existing_directorys_metadata_as_a_local_copy(
         new = os.stat(dst / "new")
         assert stat.S_IMODE(new.st_mode) == 0o705, how
         assert new.st_mtime_ns == 1_600_000_100 * 10**9, how
+
+
+@pytest.mark.parametrize(
+    "existing",
+    [ExistingPolicy.OVERWRITE, ExistingPolicy.UPDATE, ExistingPolicy.IGNORE_EXISTING],
+)
+def test_a_dry_run_explains_each_decision_as_a_local_one_does(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, existing: ExistingPolicy
+) -> None:
+    """``--dry-run explain`` between hosts says the local copy's lines, word for
+    word, reasons included (the copy's name is the same here, so are the paths)."""
+    src = make_tree(
+        tmp_path / "from" / "set",
+        {
+            "same": File(b"same", mtime_ns=T1),
+            "resized": File(b"longer now", mtime_ns=T1),
+            "older": File(b"older", mtime_ns=T1 - 10),
+            "new": b"new",
+            "sub/deeper/new": b"deep",
+            "link": Symlink("same"),
+            "newlink": Symlink("new"),
+            "fifo": Fifo(),
+        },
+    )
+    partial: Spec = {
+        "same": File(b"same", mtime_ns=T1),
+        "resized": File(b"short", mtime_ns=T1),
+        "older": File(b"OLDER", mtime_ns=T1),
+        "link": Symlink("elsewhere"),
+        "sub": Dir(),
+    }
+    settings = CopySettings(existing=existing, dry_run=DryRun.EXPLAIN)
+
+    def lines(dst: Path, copy: Any) -> list[str]:
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="rcp_core"):
+            copy(dst)
+        return sorted(r.getMessage() for r in caplog.records)
+
+    local = lines(
+        make_tree(tmp_path / "local" / "set", partial),
+        lambda dst: rcp_core.copy(str(src), str(dst), settings),
+    )
+    remote = lines(
+        make_tree(tmp_path / "remote" / "set", partial),
+        lambda dst: remote_copy(src, dst, settings),
+    )
+    assert remote == local
+    assert "would copy file 'set/new' (new)" in local
+    if existing is ExistingPolicy.OVERWRITE:
+        assert "would replace file 'set/resized' (size differs)" in local

@@ -2,11 +2,12 @@
 
 :class:`DryReceiver` takes the same messages as a
 :class:`~rcp_core.remote.receive.Receiver` and decides every entry with the same
-rules, reading the destination tree (existing entries, manifests), but writes, links
-and removes nothing: each decision becomes one line for ``say`` (in the local dry
-run's words: ``would create file 'set/a'``; unchanged and kept entries only above
-``brief``), and the counts are what the copy would count. The source sends no file
-data in a dry run.
+rules, reading the destination tree, but writes, links and removes nothing: each
+decision becomes one line for ``say``, in the local dry run's words and with its
+reasons (:meth:`rcp_core.settings.DryRun.line`: ``would copy file 'set/a' (new)``;
+unchanged and kept entries only above ``brief``), and the counts are what the copy
+would count. The source sends no file data in a dry run, so there is none for a
+manifest to spare: the destination sends none, and decides every file itself.
 
 A directory that does not exist is *virtual* here: it has no descriptor (``fd``
 is -1) and everything below it would be new, so nothing below it is looked up.
@@ -25,7 +26,7 @@ from rcp_core.existing import Action, decide
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.receive import Link, ReceivedDir, Receiver, kind_of
 from rcp_core.remote.rolerun import RoleRun
-from rcp_core.settings import CopySettings, DryRun, ExistingPolicy
+from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.tree import DIR_FLAGS
 
 VIRTUAL = -1
@@ -53,14 +54,9 @@ class DryReceiver(Receiver):
         self.say = say
 
     def _tell(self, action: str, kind: str, rel: str, reason: str = "") -> None:
-        quiet = action in ("skip", "unchanged", "keep")
-        if quiet and self.level is DryRun.BRIEF:
-            return
-        verb = action if quiet else f"would {action}"
-        if self.level is DryRun.EXPLAIN and reason:
-            self.say(f"{verb} {kind} {rel!r} ({reason})")
-        else:
-            self.say(f"{verb} {kind} {rel!r}")
+        line = self.level.line(action, kind, rel, reason)
+        if line is not None:
+            self.say(line)
 
     # -- directories ---------------------------------------------------------------
 
@@ -100,29 +96,36 @@ class DryReceiver(Receiver):
         for entry, _, _ in self._extraneous(node):
             self._tell("remove", "entry", node.child_rel(entry.name), "not in source")
 
+    @property
+    def wants_manifests(self) -> bool:
+        """Never: a dry run carries no file data for a manifest to spare, so every
+        file is decided here, with the reasons a local dry run gives."""
+        return False
+
     # -- entries -------------------------------------------------------------------
 
     def _decided(
         self, node: ReceivedDir, name: str, st: os.stat_result, link: str | None = None
     ) -> bool:
-        """Say what would happen to ``name``; ``True`` when it would be written."""
+        """Say what would happen to ``name``, and why, as a local dry run does: a
+        file or symlink is copied (a symlink's reason: its target), a special
+        created; ``True`` when it would be written."""
         rel, kind = node.child_rel(name), kind_of(st).rstrip("s")
-        action, old = self._decide(node, name, st, link)
-        if action is None or old is None:
-            self._tell("create", kind, rel)
-            return True
+        action, old, reason = self._decide(node, name, st, link)
         if action in (Action.UNCHANGED, Action.KEEP):
             outcome = "unchanged" if action is Action.UNCHANGED else "skipped"
             self.tally[f"{outcome}.{kind_of(st)}"] += 1
-            self._tell("unchanged" if outcome == "unchanged" else "keep", kind, rel)
+            self._tell(
+                "unchanged" if outcome == "unchanged" else "keep", kind, rel, reason
+            )
             return False
-        self._tell("replace", kind, rel)
+        if stat.S_ISREG(st.st_mode):
+            self._tell("replace" if old else "copy", kind, rel, reason)
+        elif stat.S_ISLNK(st.st_mode):
+            self._tell("replace" if old else "copy", kind, rel, f"-> {link}")
+        else:
+            self._tell("replace" if old else "create", kind, rel)
         return True
-
-    def _matched(self, node: ReceivedDir, name: str, kind: str) -> None:
-        super()._matched(node, name, kind)
-        action = "unchanged" if kind == "unchanged" else "keep"
-        self._tell(action, "file", node.child_rel(name), "the manifest matched")
 
     def _write_file(
         self,
@@ -157,7 +160,7 @@ class DryReceiver(Receiver):
             self.settings.existing is ExistingPolicy.IGNORE_EXISTING
         ):
             self.tally["skipped.hardlinks"] += 1
-            self._tell("keep", "hard link", rel)
+            self._tell("keep", "hard link", rel, "destination exists")
             return
         self.tally["copied.hardlinks"] += 1
         self._tell("link", "hard link", rel, f"to {link.path}")

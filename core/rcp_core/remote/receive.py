@@ -54,7 +54,7 @@ from typing import Any
 
 from rcp_core.entries import create_file, rename_over
 from rcp_core.errors import ProtocolError, UnsafeNameError
-from rcp_core.existing import Action, decide
+from rcp_core.existing import NEW, Action, decide
 from rcp_core.filters import Filter, Verdict
 from rcp_core.links import located
 from rcp_core.metadata import Metadata
@@ -666,7 +666,7 @@ class Receiver:
 
         :param link: a symlink's target (an existing symlink to it is unchanged).
         """
-        action, old = self._decide(node, name, st, link)
+        action, old, _ = self._decide(node, name, st, link)
         if action is None or old is None:
             return name
         if action in (Action.UNCHANGED, Action.KEEP):
@@ -680,18 +680,18 @@ class Receiver:
 
     def _decide(
         self, node: ReceivedDir, name: str, st: os.stat_result, link: str | None = None
-    ) -> tuple[Action | None, os.stat_result | None]:
-        """What to do about ``name`` (``None``: nothing is there, create it), and the
-        entry that is there; reads only.
+    ) -> tuple[Action | None, os.stat_result | None, str]:
+        """What to do about ``name`` (``None``: nothing is there, create it), the
+        entry that is there, and why (for a dry run); reads only.
 
         :raises FileExistsError: it exists and the policy is the default (error).
         """
         old = self._existing(node, name)
         if old is None:
-            return None, None
+            return None, None, NEW
         if self.settings.existing is ExistingPolicy.ERROR:
             raise FileExistsError(errno.EEXIST, "destination exists")
-        action, _ = decide(
+        action, reason = decide(
             self.settings.existing, self.settings.overwrite_compare, st, old
         )
         if (
@@ -703,8 +703,8 @@ class Receiver:
         ):
             # Same target and metadata. A link whose metadata differ (a killed run
             # made it but never set them) is replaced, so the rerun's copy is exact.
-            action = Action.UNCHANGED
-        return action, old
+            action, reason = Action.UNCHANGED, "same target"
+        return action, old, reason
 
     def create(self, node: ReceivedDir, name: str, size: int) -> int:
         """A new file ``name`` in ``node``, open for writing (see
