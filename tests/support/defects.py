@@ -98,13 +98,6 @@ DEFECTS: tuple[Defect, ...] = (
         between(("serve",), ("local", "file")),
     ),
     Defect(
-        "test_dry_run_explain_says_what_it_would_do_and_why_and_does_nothing",
-        "remote --dry-run explain gives no reason for a replacement or a new file "
-        "('would replace file dst/x', 'would create file dst/y', where a local dry "
-        "run says '(size differs)', '(new)')",
-        served,
-    ),
-    Defect(
         "test_an_interrupted_copy_stops_promptly_and_leaves_only_whole_files",
         "rcp:// beside local paths (service_copy in rcp's main thread): SIGINT does "
         "not stop the copy; rcp goes on to the end and exits 0 (service_copy cancels "
