@@ -109,37 +109,46 @@ def plan_jobs(operands: Sequence[str], settings: CopySettings) -> list[Job]:
     return jobs
 
 
-def destination_root(destination: str, into: bool) -> str:
+def destination_root(destination: str, into: bool, shown: str | None = None) -> str:
     """The absolute path of ``destination``, a path on this host; a missing ``DST/``
     (``into``) or a missing parent of ``DST`` is refused.
 
-    :raises UsageError: naming ``destination`` as given.
+    :param shown: how messages name ``destination`` (default: as given).
+    :raises UsageError: naming it.
     """
     dst_abs = os.path.abspath(destination)
+    shown = shown or destination
     if into and not os.path.isdir(dst_abs):
-        raise UsageError(f"destination directory {destination!r} does not exist")
+        raise UsageError(f"destination directory {shown!r} does not exist")
     if not into and not os.path.isdir(os.path.dirname(dst_abs)):
-        raise UsageError(f"destination parent of {destination!r} does not exist")
+        raise UsageError(f"destination parent of {shown!r} does not exist")
     return dst_abs
 
 
-def refuse_existing(path: str, existing: ExistingPolicy) -> bool:
+def refuse_existing(
+    path: str, existing: ExistingPolicy, shown: str | None = None
+) -> bool:
     """Whether the copy's destination ``path`` exists; without a policy that allows
     changing it (``existing`` is ``error``), refused.
 
+    :param shown: how the message names ``path`` (default: as given).
     :raises UsageError: ``path`` exists and ``existing`` is ``error``.
     """
     exists = os.path.lexists(path)
     if exists and existing is ExistingPolicy.ERROR:
         raise UsageError(
-            f"destination {path!r} exists "
+            f"destination {shown or path!r} exists "
             "(use --overwrite, --update or --ignore-existing)"
         )
     return exists
 
 
 def check_destination(
-    destination: str, into: bool, names: Sequence[str], existing: ExistingPolicy
+    destination: str,
+    into: bool,
+    names: Sequence[str],
+    existing: ExistingPolicy,
+    shown: str | None = None,
 ) -> None:
     """The operand rules where the copy lands, for a copy whose sources are on
     another host (a remote copy's destination, checked on its own host before
@@ -149,11 +158,15 @@ def check_destination(
     :param into: ``destination`` ends in ``/``: it receives the sources under
         ``names``; else it is the copy's own name.
     :param names: the names the sources get under ``DST/`` (with ``into``).
+    :param shown: how messages name ``destination`` (a service names the client's
+        path, not the descriptor path it checks through).
     :raises UsageError: before anything was written.
     """
-    dst_abs = destination_root(destination, into)
+    shown = shown or destination
+    dst_abs = destination_root(destination, into, shown)
     if into:
         for name in names:
-            refuse_existing(os.path.join(dst_abs, name), existing)
+            path = os.path.join(dst_abs, name)
+            refuse_existing(path, existing, os.path.join(shown, name))
     else:
-        refuse_existing(dst_abs, existing)
+        refuse_existing(dst_abs, existing, shown)

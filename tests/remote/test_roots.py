@@ -35,7 +35,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Roots, Path, Path]]:
         ("data/./tree", "'.'"),
         ("data/escape/secret", "symlink or not a directory"),
         ("data/tree/sub/f/x", "symlink or not a directory"),
-        ("data/missing/x", "No such file"),
+        ("data/missing/x", "'missing' does not exist"),
         ("database/x", "outside this service's roots"),  # a prefix is not a root
     ],
 )

@@ -211,3 +211,38 @@ def test_a_receive_job_refuses_a_source_with_another_fingerprint(
     assert done["state"] == "failed"
     assert "fingerprint" in done["error"] or "pinned" in done["error"], done["error"]
     assert not (two.backup / "x").exists()
+
+
+def test_a_receive_is_refused_by_the_operand_rules_before_it_starts(
+    two: Served,
+) -> None:
+    """A missing ``DST/``, and an existing copy without a policy, are refused when
+    the service gets the request: no job, nothing written. Names that are not one
+    safe component break the protocol (the service drops the connection)."""
+    from rcp_core.errors import RemoteError
+    from rcp_core.remote.client import ServiceClient
+
+    (two.backup / "has").mkdir()
+    (two.backup / "has" / "x").write_bytes(b"mine")
+
+    def receive(client: ServiceClient, destination: Path, names: object) -> None:
+        client.receive(
+            f"{destination}/",
+            CopySettings(),
+            into=True,
+            source=("127.0.0.1", 9),
+            pin="0" * 64,
+            connections=1,
+            names=names,  # type: ignore[arg-type]  # what a hostile client sends
+        )
+
+    with two.client() as client:
+        with pytest.raises(UsageError, match="'missing' does not exist"):
+            receive(client, two.backup / "missing", ["x"])
+        with pytest.raises(UsageError, match=f"'{two.backup}/has/x' exists"):
+            receive(client, two.backup / "has", ["x"])
+        assert client.jobs() == []
+    for bad in (["../x"], ["a/b"], [""], [7]):
+        with two.client() as client, pytest.raises(RemoteError, match="gave up"):
+            receive(client, two.backup / "has", bad)
+    assert (two.backup / "has" / "x").read_bytes() == b"mine"

@@ -75,29 +75,6 @@ class Defect:
 
 DEFECTS: tuple[Defect, ...] = (
     Defect(
-        "test_an_existing_destination_is_refused_without_a_policy",
-        "service copy (service_copy): an existing DST is refused only when the "
-        "destination role "
-        "creates it, as an entry error (exit 1, 'copy finished with 1 error(s)'), "
-        "not up front (exit 2) as every other path does",
-        served,
-    ),
-    Defect(
-        "test_a_missing_directory_or_parent_is_refused_where_there_are_directories",
-        "service push: a missing DST/ or parent of DST on the service is not "
-        "refused up front (the service's receive job fails)",
-        lambda source, destination: (
-            served(source, destination) and destination == "serve"
-        ),
-    ),
-    Defect(
-        "test_a_missing_directory_or_parent_is_refused_where_there_are_directories",
-        "service pull into a missing local DST/ or parent: FileNotFoundError "
-        "escapes rcp_core.remote.roles.run_destination (a traceback, exit 1), no "
-        "refusal",
-        between(("serve",), ("local", "file")),
-    ),
-    Defect(
         "test_an_interrupted_copy_stops_promptly_and_leaves_only_whole_files",
         "rcp:// beside local paths (service_copy in rcp's main thread): SIGINT does "
         "not stop the copy; rcp goes on to the end and exits 0 (service_copy cancels "

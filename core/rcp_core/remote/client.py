@@ -159,14 +159,22 @@ class ServiceClient:
         source: tuple[str, int],
         pin: str | None,
         connections: int,
+        names: Sequence[str] = (),
     ) -> dict[str, Any]:
         """Have the service connect to the source at ``source`` (pinned to ``pin``)
-        and write ``destination`` on its host; the job."""
+        and write ``destination`` on its host; the job.
+
+        :param names: the names the sources get under ``destination`` (with
+            ``into``), for the service to check the operand rules before it starts.
+        :raises UsageError: the service refused (a path outside its roots, a missing
+            ``DST/`` or parent, an existing copy without a policy).
+        """
         return self._request(
             "receive",
             key=secrets.token_hex(16),
             destination=destination,
             into=into,
+            names=list(names),
             settings=settings_to_wire(settings),
             source={"host": source[0], "port": source[1], "pin": pin},
             connections=connections,

@@ -181,6 +181,8 @@ class Roots:
                     raise PathRefusedError(
                         f"{path}: {part!r} is a symlink or not a directory"
                     ) from exc
+                if exc.errno == errno.ENOENT:
+                    raise PathRefusedError(f"{path}: {part!r} does not exist") from exc
                 raise PathRefusedError(f"{path}: {exc.strerror}") from exc
             os.close(fd)
             fd = child

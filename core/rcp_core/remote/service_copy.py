@@ -22,6 +22,7 @@ from typing import Any
 from rcp_core.backends.capabilities import DECLARED, refuse
 from rcp_core.backends.routing import Engine, Storage
 from rcp_core.errors import PeerTimeoutError, RemoteError, UsageError
+from rcp_core.paths import check_destination
 from rcp_core.remote import tls
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.hello import Role
@@ -130,6 +131,7 @@ def _push(
             source=(here, listener.getsockname()[1]),
             pin=me.fingerprint if me else None,
             connections=connections,
+            names=[name for _, name in named],
         )
         ctx = tls.server_context(me, service_cert) if me and service_cert else None
         try:
@@ -156,6 +158,7 @@ def _pull(
     on_progress: Progress | None,
 ) -> tuple[RoleResult, RoleResult]:
     """The service sends; this host receives (it connects to the service)."""
+    check_destination(destination, into, [name for _, name in named], settings.existing)
     me = tls.Identity.ephemeral("rcp-destination") if service.fingerprint else None
     job, port = service.send(
         named,
@@ -203,6 +206,7 @@ def _between(
             source=(source.address[0], port),
             pin=source.fingerprint,
             connections=connections,
+            names=[name for _, name in named],
         )
     except BaseException:
         source.cancel(job["job"])

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from rcp_core.errors import PathRefusedError, ProtocolError, RcpError
+from rcp_core.paths import check_destination
 from rcp_core.progress import Progress
 from rcp_core.remote import tls
 from rcp_core.remote.job import settings_from_wire
@@ -80,11 +81,22 @@ def receive_request(
         raise ProtocolError("receive: the source's host and port are required")
     if encrypt and not isinstance(pin, str):
         raise ProtocolError("receive: the source's fingerprint is missing")
-    _destination(roots, destination, into).close()
+    settings = _settings(request)
+    confined = _destination(roots, destination, into)
+    try:
+        check_destination(
+            confined.path,
+            into,
+            _names(request),
+            settings.existing,
+            shown=destination.rstrip("/") or "/",
+        )
+    finally:
+        confined.close()
     return ReceiveRequest(
         destination,
         into,
-        _settings(request),
+        settings,
         (host, port),
         pin if encrypt else None,
         _connections(request),
@@ -165,6 +177,19 @@ def run_receive(
     finally:
         confined.close()
     return _summary(counts, errors, started, usage)
+
+
+def _names(request: dict[str, Any]) -> list[str]:
+    """The names a ``receive`` request's sources get under its destination (none
+    from a client older than the field: the receiving role's entry errors are the
+    backstop then), each one safe path component.
+
+    :raises ProtocolError: not a list of such names.
+    """
+    names = request.get("names", [])
+    if not isinstance(names, list):
+        raise ProtocolError("receive: names must be a list")
+    return [check_name(name) for name in names]
 
 
 def _destination(roots: Roots, path: str, into: bool) -> Confined:
