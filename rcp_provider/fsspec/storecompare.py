@@ -58,8 +58,7 @@ from rcp_core.settings import CompareAttr
 from rcp_core.summary import Tally
 from rcp_core.verify import EVERYTHING, Left, Scope
 from rcp_provider.fsspec.service import RcpServiceFileSystem
-from rcp_provider.fsspec.storecopy import Place, tree_infos
-from rcp_provider.fsspec.storecopy import _listing as copied_items
+from rcp_provider.fsspec.storecopy import Place, source_items, tree_infos
 
 SEGMENT = MAX_DIGEST
 """Bytes per digest: what one ``digest`` request of a service may hash."""
@@ -258,12 +257,15 @@ not safe (:attr:`rcp_provider.fsspec.storecopy.Tree.unsafe`)."""
 
 
 def _copied(place: Place) -> _Listing:
-    """The tree at ``place`` as the generic store copy lists it (its own listing)."""
-    if not place.posix:
-        return _listed(place)
-    items = copied_items(place, Tally())
-    listed = {item.rel: _from_info(item.info) for item in items if not item.is_special}
-    return listed, {}
+    """The tree at ``place`` as the store copy lists it (its own listing)."""
+    items = list(source_items(place, Tally()))
+    listed = {
+        item.rel: _from_info(item.info)
+        for item in items
+        if item.unsafe is None and not item.is_special
+    }
+    unsafe = {item.rel: item.unsafe for item in items if item.unsafe is not None}
+    return listed, unsafe
 
 
 def listing(place: Place) -> dict[str, Listed]:

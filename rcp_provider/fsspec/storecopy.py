@@ -269,7 +269,7 @@ class _Run(Runtime):
         return self.counters.mine()
 
     def copy(self) -> None:
-        items = list(_listing(self.source, self.tally()))
+        items = list(source_items(self.source, self.tally()))
         existing = _existing(self.target)
         for item in items:
             if item.unsafe is not None:
@@ -449,16 +449,24 @@ class _Run(Runtime):
             os.utime(path, (mtime, mtime))
 
 
-def _listing(place: Place, tally: Tally) -> Iterator[Item]:
-    """Every entry below ``place`` (``place`` itself as ``""``), parents before
-    children; a store's names that are not safe come first, as ``unsafe`` items. A
-    POSIX tree (its names from this host's kernel) is walked without following
-    symlinked directories."""
+def source_items(place: Place, tally: Tally) -> Iterator[Item]:
+    """Every entry below ``place`` as this engine copies it (``place`` itself as
+    ``""``), parents before children; a store's names that are not safe come first,
+    as ``unsafe`` items. A symlink, on a POSIX tree or a store that has them (an
+    ``rcp://`` service), is its target's file when it leads to one, else skipped and
+    counted (a directory is never entered through one, a dangling link or one out
+    of a service's roots has nothing to copy)."""
     if not place.posix:
         tree = tree_infos(place)
         for rel, error in sorted(tree.unsafe.items()):
             yield Item(rel, {}, error)
         for rel, entry in sorted(tree.infos.items()):
+            if entry.get("islink"):
+                followed = _followed(place, entry)
+                if followed is None:
+                    tally["skipped.symlinks"] += 1
+                    continue
+                entry = followed
             yield Item(rel, entry)
         return
     info = place.fs.info(place.path)
@@ -484,6 +492,18 @@ def _listing(place: Place, tally: Tally) -> Iterator[Item]:
             if kind == "file" and not stat.S_ISREG(st.st_mode):
                 kind = "other"
             yield Item(rel, _posix_info(path, st, kind))
+
+
+def _followed(place: Place, link: dict[str, Any]) -> dict[str, Any] | None:
+    """The info of the file a store's symlink leads to (under the link's name), or
+    ``None`` when it leads to no file."""
+    try:
+        target = place.fs.info(link["name"])
+    except (OSError, UsageError):  # dangling, or out of the service's roots
+        return None
+    if target.get("type") != "file":
+        return None
+    return {**target, "name": link["name"]}
 
 
 def _posix_info(path: str, st: os.stat_result, kind: str) -> dict[str, Any]:

@@ -86,14 +86,6 @@ DEFECTS: tuple[Defect, ...] = (
             and {source, destination} <= {"local", "serve"}
         ),
     ),
-    Defect(
-        "test_symlinks_are_kept_or_followed_as_the_table_says",
-        "store engine from an rcp:// source (to a store): a symlink is listed as "
-        "'other' (RcpServiceFileSystem._info, follow=False) and fails as a special "
-        "('a FIFO, socket or device cannot be copied'), neither followed nor skipped "
-        "as from a local tree",
-        between(("serve",), ("memory", "s3")),
-    ),
 )
 """Today's breaches of the contract (see the module docstring), one per defect."""
 
