@@ -59,7 +59,7 @@ from rcp_core.plugins import plugin_manager
 from rcp_core.pool import WorkPool
 from rcp_core.remove import count_removed
 from rcp_core.runtime import Runtime
-from rcp_core.settings import CopySettings
+from rcp_core.settings import RETRIES, RETRY_DELAY, CopySettings
 from rcp_core.summary import Resources, Summary, Tally, merge
 from rcp_core.tree import DIR_FLAGS, Lifecycle, Node
 from rcp_core.tuning import Concurrency, Controller
@@ -97,8 +97,8 @@ class RemoveSettings:
     missing_ok: bool = False
     cross_devices: bool = False
     max_workers: int | None = None
-    retries: int = 3
-    retry_delay: float = 0.05
+    retries: int = RETRIES
+    retry_delay: float = RETRY_DELAY
 
     def __post_init__(self) -> None:
         if self.max_workers is not None and self.max_workers < 1:

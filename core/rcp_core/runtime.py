@@ -292,6 +292,11 @@ class Runtime:
         """Count and record an entry error; stop if it is fatal or under fail-early."""
         tally["errors"] += 1
         self.errors.add(error)
+        self.stop_for(error)
+
+    def stop_for(self, error: EntryError) -> None:
+        """Stop if ``error`` calls for it: a fatal one, or any under fail-early (a run
+        that keeps its own record of errors, as a comparison does, asks this)."""
         if isinstance(error, FatalError) or self.fail_early:
             self.stop(str(error))
 

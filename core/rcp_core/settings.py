@@ -18,6 +18,12 @@ from dataclasses import dataclass, field
 
 from rcp_core.errors import UsageError
 
+RETRIES = 3
+"""Tries again, by default, of an operation failing with a transient error: a copy's,
+a removal's and a comparison's (:class:`~rcp_core.runtime.Runtime`)."""
+RETRY_DELAY = 0.05
+"""The default backoff before the first of those tries, in seconds."""
+
 
 class ExistingPolicy(enum.Enum):
     """What to do with a destination entry that already exists."""
@@ -207,8 +213,8 @@ class CopySettings:
     max_processes: int | None = None
     max_open_files: int | None = None
     ops_throttle: float = 0.0
-    retries: int = 3
-    retry_delay: float = 0.05
+    retries: int = RETRIES
+    retry_delay: float = RETRY_DELAY
     link_dest: str | None = None
     link_compare: frozenset[CompareAttr] = frozenset(
         {CompareAttr.SIZE, CompareAttr.MTIME, CompareAttr.MODE}
