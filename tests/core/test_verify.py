@@ -23,8 +23,8 @@ import pytest
 import rcp_core
 from rcp_core import CompareAttr, UsageError
 from rcp_core.comparison import MAX_KEPT
+from rcp_core.hashing import SEGMENT
 from rcp_core.verify import (
-    SEGMENT,
     Comparison,
     Difference,
     DiffKind,
