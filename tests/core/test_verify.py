@@ -8,7 +8,9 @@ Root ignores permission bits, so the unreadable-entry test runs the comparison a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import json
 import os
 import posixpath
@@ -17,11 +19,13 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import rcp_core
-from rcp_core import CompareAttr, UsageError
+from benchmarks.latencyfs import Faults, mounted
+from rcp_core import CompareAttr, Kind, UsageError, hookimpl
 from rcp_core.comparison import MAX_KEPT
 from rcp_core.hashing import SEGMENT
 from rcp_core.verify import (
@@ -633,3 +637,197 @@ def test_skipped_specials_and_unmirrored_extras_are_no_differences(
         ("mine", DiffKind.EXTRA),
         ("mine.log", DiffKind.EXTRA),
     ]
+
+
+# -- errors tried again, as the copy tries them -----------------------------------------
+#
+# The faults are real: latencyfs serves both trees and fails the requests its fault
+# table names, once each (``times=1``), logging every one it injects. A ``short``
+# rule on a file has it opened with direct_io, so that a failed read reaches the
+# reader (through the page cache the kernel would read the page again itself) and
+# each read comes up short (the reader loops on it).
+
+
+class Site:
+    """A site plugin calling EIO ``kind`` (EIO is transient on some Lustre sites),
+    and remembering the storage it was told."""
+
+    def __init__(self, kind: Kind) -> None:
+        self.kind = kind
+        self.told: list[tuple[Any, Any]] = []
+
+    @hookimpl
+    def rcp_classify_error(
+        self, error: OSError, source: Any, destination: Any
+    ) -> Kind | None:
+        if error.errno != errno.EIO:
+            return None
+        self.told.append((source, destination))
+        return self.kind
+
+
+@contextlib.contextmanager
+def served(
+    base: Path, src: Spec, dst: Spec | None, rules: list[str]
+) -> Iterator[tuple[Path, Faults]]:
+    """``src`` and ``dst`` (as :func:`trees` builds them) on a latencyfs mount that
+    injects ``rules``: the mount, and its log of faults."""
+    trees(base / "backing", src, dst)
+    (base / "mnt").mkdir()
+    faults = Faults.table(base, rules)
+    with mounted(base / "backing", base / "mnt", delay_ms=0, faults=faults) as mnt:
+        yield mnt, faults
+
+
+def injected(faults: Faults, action: str) -> list[tuple[str, str]]:
+    """(operation, path) of each fault injected with ``action``."""
+    return [(op, path) for op, act, path in faults.injected() if act == action]
+
+
+TRIED = {"d/f": b"f" * 5000, "d/g": b"g" * 300, "d/l": Symlink("f"), "e": Dir()}
+
+
+@pytest.mark.privileged
+def test_a_read_a_site_calls_transient_is_tried_again(tmp_path: Path) -> None:
+    """A site's ``rcp_classify_error`` says EIO is transient: a read failing once
+    with it is tried again, and the trees are the same. The hook is told both
+    roots' storage."""
+    rules = ["read /src/d/f EIO times=1", "read /src/d/f short"]
+    site = Site(Kind.TRANSIENT)
+    with served(tmp_path, TRIED, None, rules) as (mnt, faults):
+        result = compare(
+            mnt / "src",
+            mnt / "dst",
+            checksum=True,
+            plugins=[site],
+            retry_delay=0.001,
+        )
+        assert injected(faults, "EIO") == [("read", "/src/d/f")]
+    assert result.same, result.differences
+    assert result.files_hashed == 2
+    assert site.told
+    for source, destination in site.told:
+        assert source.fstype.startswith("fuse")
+        assert destination.fstype.startswith("fuse")
+
+
+@pytest.mark.privileged
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "opendir /dst/d ETIMEDOUT times=1",  # a directory opened
+        "readdir /src/d ETIMEDOUT times=1",  # the source listing
+        "readdir /dst/d ETIMEDOUT times=1",  # the pass over the destination
+        "getattr /dst/d/g ETIMEDOUT times=1",  # an lstat
+        "readlink /src/d/l ETIMEDOUT times=1",
+        "open /dst/d/f ETIMEDOUT times=1",  # a file opened to be hashed
+    ],
+)
+def test_a_transient_error_is_tried_again_wherever_it_comes(
+    tmp_path: Path, rule: str
+) -> None:
+    """ETIMEDOUT is transient by the built-in table: whatever read meets it once,
+    the comparison tries again, and the trees are the same; ``retries=0`` tries
+    once, and the failure is an ``error`` difference."""
+    with served(tmp_path, TRIED, None, [rule]) as (mnt, faults):
+        result = compare(mnt / "src", mnt / "dst", checksum=True, retry_delay=0.001)
+        op, path, _ = rule.split(" ", 2)
+        assert injected(faults, "ETIMEDOUT") == [(op, path)]
+    assert result.same, result.differences
+    assert result.files_hashed == 2
+    with served(tmp_path / "once", TRIED, None, [rule]) as (mnt, _):
+        once = compare(mnt / "src", mnt / "dst", checksum=True, retries=0)
+    assert once.counts[DiffKind.ERROR] == 1
+    assert "Connection timed out" in once.differences[0].detail
+
+
+@pytest.mark.privileged
+def test_what_still_fails_is_an_error_and_the_rest_is_compared(
+    tmp_path: Path,
+) -> None:
+    """An EIO the site calls transient that never clears is tried ``retries + 1``
+    times, then is an ``error`` difference; the rest is compared, and a corrupted
+    file elsewhere still found."""
+    dst = {**TRIED, "d/g": b"G" * 300}
+    rules = ["read /src/d/f EIO", "read /src/d/f short"]
+    with served(tmp_path, TRIED, dst, rules) as (mnt, faults):
+        result = compare(
+            mnt / "src",
+            mnt / "dst",
+            checksum=True,
+            plugins=[Site(Kind.TRANSIENT)],
+            retries=2,
+            retry_delay=0.001,
+        )
+        assert injected(faults, "EIO") == [("read", "/src/d/f")] * 3
+    assert result.differences == (
+        Difference("d/f", DiffKind.ERROR, "read source: Input/output error"),
+        Difference("d/g", DiffKind.CONTENT, "content differs"),
+    )
+    assert not result.cancelled
+    assert result.entries == len(timed(TRIED))
+
+
+@pytest.mark.privileged
+def test_an_error_the_site_calls_fatal_stops_the_comparison(tmp_path: Path) -> None:
+    """A fatal error is an ``error`` difference and stops the comparison (the rest
+    would fail the same way): it is cancelled, not the same."""
+    spec = {**TRIED, **{f"many/f{i}": b"x" for i in range(300)}}
+    with served(tmp_path, spec, None, ["opendir /src/d EIO"]) as (mnt, faults):
+        result = compare(
+            mnt / "src", mnt / "dst", max_workers=1, plugins=[Site(Kind.FATAL)]
+        )
+        assert injected(faults, "EIO") == [("opendir", "/src/d")]
+    assert result.cancelled
+    assert not result.same
+    assert result.differences == (
+        Difference("d", DiffKind.ERROR, "open source: Input/output error"),
+    )
+
+
+def test_a_destination_listing_failing_midway_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass over a destination directory hands out batches and reports as it
+    streams; when it fails midway, its next try passes over what it did: nothing
+    is compared or reported twice, nothing lost.
+
+    The one mock of these tests: latencyfs fails a directory's listing only at its
+    start (libfuse reads it whole at the first request)."""
+    names = {f"f{i:03}": b"%d" % i for i in range(300)}
+    src, dst = trees(tmp_path, {**names, "only-src": b"s"}, {**names, "only-dst": b"d"})
+    real = os.scandir
+    calls: list[int] = []
+
+    class Failing:
+        """The destination root's listing, failing after 150 entries, once."""
+
+        def __init__(self, fd: int) -> None:
+            self.it = real(fd)
+
+        def __enter__(self) -> Failing:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.it.close()
+
+        def __iter__(self) -> Iterator[os.DirEntry[str]]:
+            for n, entry in enumerate(self.it):
+                if n == 150 and len(calls) == 1:
+                    raise OSError(errno.ETIMEDOUT, os.strerror(errno.ETIMEDOUT))
+                yield entry
+
+    def scandir(path: Any) -> Any:
+        if isinstance(path, int) and os.readlink(f"/proc/self/fd/{path}") == str(dst):
+            calls.append(path)
+            return Failing(path)
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    result = compare(src, dst, retry_delay=0.001)
+    assert len(calls) == 2
+    assert found(result) == [
+        ("only-dst", DiffKind.EXTRA),
+        ("only-src", DiffKind.MISSING),
+    ]
+    assert result.entries == 1 + len(names) + 2
