@@ -93,6 +93,8 @@ class Verification:
                     scopes=self.scopes,
                     max_workers=self.settings.max_workers,
                     cancel=cancel,
+                    retries=self.settings.retries,
+                    retry_delay=self.settings.retry_delay,
                 ),
                 "rcp-verify",
             )
