@@ -14,37 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 Pairs = Callable[[str, str], bool]
-"""Which (source, destination) pairs a defect breaks."""
+"""Which (source, destination) pairs a defect breaks, by the backends' names."""
 
 
 def anywhere(source: str, destination: str) -> bool:
     return True
-
-
-def involving(*names: str) -> Pairs:
-    """Pairs with one of ``names`` on either side."""
-    return lambda source, destination: bool({source, destination} & set(names))
-
-
-def to(*names: str) -> Pairs:
-    """Pairs whose destination is one of ``names``."""
-    return lambda source, destination: destination in names
-
-
-def from_(*names: str) -> Pairs:
-    """Pairs whose source is one of ``names``."""
-    return lambda source, destination: source in names
-
-
-def served(source: str, destination: str) -> bool:
-    """Pairs the remote roles copy with a service: beside local paths or a
-    service."""
-    pair = {source, destination}
-    return "serve" in pair and pair <= {"local", "file", "serve"}
-
-
-def between(sources: tuple[str, ...], destinations: tuple[str, ...]) -> Pairs:
-    return lambda source, destination: source in sources and destination in destinations
 
 
 @dataclass(frozen=True)
@@ -73,20 +47,7 @@ class Defect:
         )
 
 
-DEFECTS: tuple[Defect, ...] = (
-    Defect(
-        "test_an_interrupted_copy_stops_promptly_and_leaves_only_whole_files",
-        "rcp:// beside local paths (service_copy in rcp's main thread): SIGINT does "
-        "not stop the copy; rcp goes on to the end and exits 0 (service_copy cancels "
-        "the service's job only when its own role raises, and the interrupt does not "
-        "surface there): it needs the cancel event the other engines take "
-        "(in_worker) and the service job cancelled on it",
-        lambda source, destination: (
-            "serve" in (source, destination)
-            and {source, destination} <= {"local", "serve"}
-        ),
-    ),
-)
+DEFECTS: tuple[Defect, ...] = ()
 """Today's breaches of the contract (see the module docstring), one per defect."""
 
 
