@@ -1,157 +1,59 @@
-"""What each kind of storage supports through ``rcp`` today: one table, feature x backend.
+"""What each kind of storage supports through ``rcp``: one table, feature x backend.
 
 :data:`TABLE` is the one place the conformance suite (``tests/conformance``) learns
-what to expect of a backend; it is meant to be replaced by the capabilities the engine
-declares, once it declares them. Each cell is a :class:`Cell`:
-
-- ``yes``: honoured, as the note says;
-- ``refused``: asking for it is a usage error (exit 2, one line naming the flag,
-  nothing touched) -- refused up front, never skipped;
-- ``no``: the storage has no such thing, and what happens instead is the note (a
-  symlink copied as its target, a hard link as two files, ...); where a flag asks for
-  the thing (``--preserve mode``), the flag must be refused.
+what to expect of a backend. Its cells are the engine's own
+(:func:`rcp_core.backends.features.cell`), derived from what each storage declares
+and what its engine honours: the suite checks the declarations against real copies.
+Each backend of the suite is one kind of storage (:data:`STORAGE_OF`); ``file://`` is
+this host's files, as ``local`` is.
 
 A pair of backends supports a feature as the weaker of its two cells
 (:func:`pair_support`: refused before no before yes). Where today's code breaks what
-the table says is :mod:`support.defects`, the worklist beside it.
-
-:func:`markdown` renders the table for the README (rows: features; columns: local,
-``host:``, ``rcpd serve``, URL stores); ``python -m support.capabilities`` (from
-``tests/``) prints it. A site adds a column of its own with :class:`SiteBackend`.
+the table says is :mod:`support.defects`, the worklist beside it. A site adds a
+column of its own with :class:`SiteBackend`.
 """
 
 from __future__ import annotations
 
-import enum
 import importlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-
-class Support(enum.Enum):
-    YES = "yes"
-    NO = "no"
-    REFUSED = "refused"
-
-
-@dataclass(frozen=True)
-class Cell:
-    support: Support
-    note: str = ""
-
-
-class Feature(enum.Enum):
-    """A behaviour the suite checks; the value is its row label."""
-
-    OPERANDS = "`SRC DST` creates DST, `SRC DST/` copies into DST"
-    EXISTING = "an existing DST is refused without -o/-u/--ignore-existing"
-    DIRECTORIES = "a missing `DST/` or parent of DST is refused"
-    SEVERAL_SOURCES = "several sources (`SRC... DST/`)"
-    OVERWRITE = "`-o`: identical files left, others replaced"
-    UPDATE = "`-u`: only files older than the source replaced"
-    IGNORE_EXISTING = "`--ignore-existing`"
-    REPLACE_KIND = "`-o`: a file replaces a directory and the reverse"
-    DELETE = "`--delete`"
-    FILTERS = "`--include`, `--exclude`"
-    GITIGNORE = "`--gitignore`"
-    DRY_RUN = "`--dry-run explain`"
-    VERIFY = "`--verify checksum`"
-    MODE = "mode (`-p mode`)"
-    MTIME = "mtime (`-p times`)"
-    SYMLINKS = "symlinks"
-    HARDLINKS = "hard links"
-    SPECIALS = "FIFOs (`--skip-specials`)"
-    XATTRS = "xattrs (`-p xattrs`)"
-    UNSAFE_NAMES = "unsafe names from a listing: entry errors"
-    ENTRY_ERRORS = "an entry error: the rest copied, exit 1, counted"
-    CANCEL = "an interrupt stops the copy (exit 130)"
-
+from rcp_core.backends.capabilities import DECLARED, Backend, Capability, store_backend
+from rcp_core.backends.features import Cell, Feature, Support, cell
+from rcp_core.backends.routing import Storage
 
 BACKENDS = ("local", "host", "serve", "file", "memory", "s3")
 """The built-in backends, by :attr:`support.backends.Backend.name`."""
-COLUMNS: dict[str, tuple[str, ...]] = {
-    "local": ("local", "file"),
-    "`host:`": ("host",),
-    "`rcpd serve`": ("serve",),
-    "URL stores": ("memory", "s3"),
-}
-"""The README's columns, and the backends each stands for."""
 URL_KINDS = frozenset({"serve", "file", "memory", "s3"})
 """Backends whose operands are URLs."""
 
-Y, N, R = Support.YES, Support.NO, Support.REFUSED
-POSIX = ("local", "host", "serve", "file")
-STORES = ("memory", "s3")
-ENGINE_ONLY = "the store engine has none"
-
-
-def _row(default: Cell, **cells: Cell) -> dict[str, Cell]:
-    return {name: cells.get(name, default) for name in BACKENDS}
-
-
-def _on(names: tuple[str, ...], cell: Cell) -> dict[str, Cell]:
-    return dict.fromkeys(names, cell)
-
+STORAGE_OF: dict[str, tuple[Storage, Backend]] = {
+    "local": (Storage.LOCAL, DECLARED[Storage.LOCAL]),
+    "file": (Storage.LOCAL, DECLARED[Storage.LOCAL]),
+    "host": (Storage.HOST, DECLARED[Storage.HOST]),
+    "serve": (Storage.SERVICE, DECLARED[Storage.SERVICE]),
+    "memory": (Storage.STORE, store_backend("memory://", directories=True)),
+    "s3": (Storage.STORE, store_backend("s3://", directories=False)),
+}
+"""Each built-in backend of the suite as the engine sees it."""
 
 TABLE: dict[Feature, dict[str, Cell]] = {
-    Feature.OPERANDS: _row(Cell(Y)),
-    Feature.EXISTING: _row(Cell(Y)),
-    Feature.DIRECTORIES: _row(
-        Cell(Y), s3=Cell(N, "a prefix: it need not exist, writing makes it")
-    ),
-    Feature.SEVERAL_SOURCES: _row(
-        Cell(Y), **_on(STORES, Cell(R, "one source to or from a store"))
-    ),
-    Feature.OVERWRITE: _row(
-        Cell(Y), **_on(STORES, Cell(Y, "identical: by size (no settable mtime)"))
-    ),
-    Feature.UPDATE: _row(
-        Cell(Y), **_on(STORES, Cell(Y, "by size (no settable mtime)"))
-    ),
-    Feature.IGNORE_EXISTING: _row(Cell(Y)),
-    Feature.REPLACE_KIND: _row(
-        Cell(Y), **_on(STORES, Cell(N, "a key and a prefix may share a name"))
-    ),
-    Feature.DELETE: _row(Cell(Y), **_on(STORES, Cell(R, ENGINE_ONLY))),
-    Feature.FILTERS: _row(Cell(Y), **_on(STORES, Cell(R, ENGINE_ONLY))),
-    Feature.GITIGNORE: _row(Cell(Y), **_on(STORES, Cell(R, ENGINE_ONLY))),
-    Feature.DRY_RUN: _row(Cell(Y), **_on(STORES, Cell(R, ENGINE_ONLY))),
-    Feature.VERIFY: _row(
-        Cell(Y), **_on(STORES, Cell(Y, "sizes and contents (no modes, no mtimes)"))
-    ),
-    Feature.MODE: _row(Cell(Y), **_on(STORES, Cell(N, "none: `-p mode` refused"))),
-    Feature.MTIME: _row(
-        Cell(Y, "to the nanosecond"),
-        memory=Cell(N, "none: `-p times` refused"),
-        s3=Cell(N, "the upload's, not settable: `-p times` refused"),
-    ),
-    Feature.SYMLINKS: _row(
-        Cell(Y),
-        **_on(
-            STORES,
-            Cell(N, "a link to a file copied as the file, to a directory skipped"),
-        ),
-    ),
-    Feature.HARDLINKS: _row(
-        Cell(Y),
-        **_on(STORES, Cell(N, "each name copied as a file")),
-    ),
-    Feature.SPECIALS: _row(
-        Cell(Y, "recreated"),
-        **_on(STORES, Cell(N, "an entry error; `--skip-specials` skips it")),
-    ),
-    Feature.XATTRS: _row(Cell(Y), **_on(STORES, Cell(R, "`-p xattrs` refused"))),
-    Feature.UNSAFE_NAMES: _row(
-        Cell(N, "names from the kernel"), **_on(STORES, Cell(Y, "`..`, `.`, `//`"))
-    ),
-    Feature.ENTRY_ERRORS: _row(Cell(Y)),
-    Feature.CANCEL: _row(Cell(Y)),
+    feature: {
+        name: cell(feature, storage, backend)
+        for name, (storage, backend) in STORAGE_OF.items()
+    }
+    for feature in Feature
 }
-"""What each backend supports through ``rcp`` (see the module docstring)."""
+"""What each backend supports through ``rcp``: the engine's cells."""
 
-TIME_PRECISION_NS: dict[str, int] = {"local": 1, "host": 1, "serve": 1, "file": 1}
+TIME_PRECISION_NS: dict[str, int] = {
+    name: backend.time_precision_ns
+    for name, (_, backend) in STORAGE_OF.items()
+    if backend.has(Capability.MTIMES) and backend.time_precision_ns
+}
 """How close a kept mtime is, by backend (those whose MTIME cell is yes)."""
 
 
@@ -181,34 +83,6 @@ def refused_pair(source: str, destination: str) -> str | None:
     ):
         return "a host:/path operand beside a store's or a service's URL"
     return None
-
-
-def markdown(
-    table: Mapping[Feature, Mapping[str, Cell]] | None = None,
-    columns: Mapping[str, tuple[str, ...]] | None = None,
-) -> str:
-    """The table as Markdown: a row per feature, a column per kind of operand; a
-    column standing for several backends that differ says which is which."""
-    table = table or TABLE
-    columns = columns or COLUMNS
-    lines = [
-        "| feature | " + " | ".join(columns) + " |",
-        "|---" * (len(columns) + 1) + "|",
-    ]
-    for feature, row in table.items():
-        cells = [_column_cell(row, names) for names in columns.values()]
-        lines.append(f"| {feature.value} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _column_cell(row: Mapping[str, Cell], names: tuple[str, ...]) -> str:
-    def text(cell: Cell) -> str:
-        return f"{cell.support.value}: {cell.note}" if cell.note else cell.support.value
-
-    texts = [text(row[name]) for name in names]
-    if len(set(texts)) == 1:
-        return texts[0]
-    return "; ".join(f"{name}: {t}" for name, t in zip(names, texts, strict=True))
 
 
 @dataclass(frozen=True)
@@ -268,7 +142,11 @@ PRECISION_NS = {
 URLS = URL_KINDS | {site.name for site in SITES if site.url}
 REMOTE_URLS = (URLS - {"file"}) | {site.name for site in SITES if site.url}
 """URLs that name no local file: ``rcp`` refuses them beside a ``host:/path``."""
-POSIX_TREES = frozenset(POSIX) | {site.name for site in SITES if site.posix}
+POSIX_TREES = frozenset(
+    name
+    for name, (_, backend) in STORAGE_OF.items()
+    if backend.has(Capability.SYMLINKS)
+) | {site.name for site in SITES if site.posix}
 """Backends whose trees can hold symlinks, hard links, FIFOs and xattrs."""
 
 
@@ -290,7 +168,3 @@ def refused_pairs() -> list[tuple[str, str]]:
         for destination in ALL_BACKENDS
         if refused_pair(source, destination) is not None
     ]
-
-
-if __name__ == "__main__":
-    print(markdown(), end="")

@@ -5,5 +5,6 @@
                   none does
 ``capabilities``  what each storage keeps, what each engine honours, and the one
                   refusal of what a pair cannot do
+``features``      the feature table (the README's), derived from the declarations
 ================  ==================================================================
 """
