@@ -58,7 +58,7 @@ from rcp_core.settings import CompareAttr
 from rcp_core.summary import Tally
 from rcp_core.verify import EVERYTHING, Left, Scope
 from rcp_provider.fsspec.service import RcpServiceFileSystem
-from rcp_provider.fsspec.storecopy import Place, source_items, tree_infos
+from rcp_provider.fsspec.storecopy import Place, source_items, stat_of, tree_infos
 
 SEGMENT = MAX_DIGEST
 """Bytes per digest: what one ``digest`` request of a service may hash."""
@@ -327,23 +327,12 @@ def _from_info(info: dict[str, Any]) -> Listed:
     """An entry from an fsspec info: its type, size, and mode and mtime when the
     store gives them."""
     known = {CompareAttr.SIZE}
-    kind = stat.S_IFDIR if info.get("type") == "directory" else stat.S_IFREG
-    mode = info.get("mode")
-    if isinstance(mode, int):
+    if isinstance(info.get("mode"), int):
         known.add(CompareAttr.MODE)
-        kind = stat.S_IFMT(mode) or kind
     mtime = info.get("mtime")
-    mtime_ns = 0
     if isinstance(mtime, (int, float)) and not isinstance(mtime, bool):
         known.add(CompareAttr.MTIME)
-        mtime_ns = round(mtime * 1e9)
-    perms = stat.S_IMODE(mode) if isinstance(mode, int) else 0o644
-    size = int(info.get("size") or 0)
-    seconds = mtime_ns // 10**9
-    st = os.stat_result(
-        (kind | perms, 0, 0, 1, 0, 0, size, seconds, seconds, seconds),
-        {"st_mtime_ns": mtime_ns, "st_atime_ns": mtime_ns, "st_ctime_ns": mtime_ns},
-    )
+    st = stat_of(info)
     target = info.get("destination") if info.get("islink") else None
     return Listed(st, target, frozenset(known), exact=False)
 

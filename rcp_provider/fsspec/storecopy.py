@@ -14,20 +14,24 @@ slower, generic, with the engine's rules where they apply:
 - **bounded parallelism**: the source is listed first, directories are made (parents
   first), then at most ``max_workers`` files (default 16) are copied at once, each by
   one thread; the rest wait in a bounded queue;
-- **existing files**: ``ERROR`` refuses an existing destination, ``IGNORE_EXISTING``
-  keeps every existing file, ``OVERWRITE`` replaces those that differ and ``UPDATE``
-  those older than the source; "differ" is by ``overwrite_compare``: the size, and the
+- **existing files**: by the local copy's rules (:func:`rcp_core.existing.decide`):
+  ``ERROR`` refuses an existing destination, ``IGNORE_EXISTING`` keeps every existing
+  file, ``OVERWRITE`` replaces those that differ and ``UPDATE`` those older than the
+  source; "differ" is by ``overwrite_compare``: the size, and the
   mtime where both sides keep settable ones (:attr:`Capability.MTIMES`: an object
   store's time is its upload's, never the source's, so a pair with a store compares
   by size, and ``UPDATE`` replaces what differs in size);
 - **refused, never ignored**: what this engine or the pair cannot do
-  (:func:`rcp_core.backends.capabilities.refusals`: filters, mirroring, dry runs,
-  following symlinked directories, ``--preserve`` of what a side does not keep,
+  (:func:`rcp_core.backends.capabilities.refusals`: filters, mirroring, following
+  symlinked directories, ``--preserve`` of what a side does not keep,
   comparing more than size and mtime, helper processes, a descriptor budget) is a
   :class:`~rcp_core.errors.UsageError` before anything is written;
 - **cancel**: setting ``cancel`` stops the copy: no file is started after it, a file
   being copied stops at its next chunk and is never published, and the run raises
   :class:`~rcp_core.errors.CopyFailedError` (``stopped``);
+- **dry runs**: with ``dry_run``, nothing is written; each decision is said in the
+  local copy's words (:meth:`rcp_core.settings.DryRun.line`: ``would copy``,
+  ``would replace``, ``unchanged``, ``keep``, with the reason at ``explain``);
 - **throttle**: ``ops_throttle`` entries per second at most;
 - **nothing half-written under its name**: a POSIX destination file is written to a
   temporary beside it and renamed into place when complete; a store's file is opened
@@ -79,6 +83,7 @@ from fsspec.implementations.local import LocalFileSystem
 from rcp_core.backends.capabilities import Backend, Capability, refuse, store_backend
 from rcp_core.backends.routing import Engine
 from rcp_core.errors import CopyFailedError, UnsafeNameError, UsageError
+from rcp_core.existing import NEW, Action, decide
 from rcp_core.names import check_relative
 from rcp_core.plugins import plugin_manager
 from rcp_core.progress import Progress
@@ -284,7 +289,7 @@ class _Run(Runtime):
         files = [item for item in items if not item.is_dir and not item.is_special]
         self._parallel(files, existing)
         for item in sorted(dirs, key=lambda item: -item.rel.count("/")):
-            if self.target.posix:
+            if self.target.posix and self.settings.dry_run is None:
                 self._attempt("set metadata", item, self._set_meta, existing)
 
     def _parallel(self, files: list[Item], existing: dict[str, dict[str, Any]]) -> None:
@@ -338,7 +343,9 @@ class _Run(Runtime):
 
     def _special(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
         """A FIFO, socket or device: skipped with ``skip_specials``, else an error."""
-        if not self.settings.skip_specials:
+        if self.settings.skip_specials:
+            self._dry("skip", "special", item, "--skip-specials")
+        else:
             raise OSError(
                 errno.EOPNOTSUPP,
                 "a FIFO, socket or device cannot be copied to or from a URL "
@@ -357,14 +364,28 @@ class _Run(Runtime):
         if there is not None and there.get("type") == "directory":
             tally["unchanged.dirs"] += 1
             return
-        self.target.fs.makedirs(self.target.join(item.rel), exist_ok=True)
         tally["copied.dirs"] += 1
+        if not self._dry("create", "dir", item, NEW):
+            self.target.fs.makedirs(self.target.join(item.rel), exist_ok=True)
 
     def _copy_file(
         self, item: Item, there: dict[str, Any] | None, tally: Tally
     ) -> None:
-        if there is not None and self._keep(item.info, there):
+        action, reason = (
+            (Action.REPLACE, NEW) if there is None else (self._decision(item, there))
+        )
+        if action is Action.UNCHANGED:
             tally["unchanged.files"] += 1
+            self._dry("unchanged", "file", item, reason)
+            return
+        if action is Action.KEEP:
+            tally["skipped.files"] += 1
+            self._dry("keep", "file", item, reason)
+            return
+        size = int(item.info.get("size") or 0)
+        if self._dry("copy" if there is None else "replace", "file", item, reason):
+            tally["copied.files"] += 1
+            tally["copied.bytes"] += size
             return
         src, dst = self.source.join(item.rel), self.target.join(item.rel)
         if self.target.posix:
@@ -382,24 +403,29 @@ class _Run(Runtime):
         tally["copied.files"] += 1
         tally["copied.bytes"] += int(item.info.get("size") or 0)
 
-    def _keep(self, info: dict[str, Any], there: dict[str, Any]) -> bool:
-        """Whether the existing destination file stays, by the policy."""
-        policy = self.settings.existing
-        if policy is ExistingPolicy.IGNORE_EXISTING:
-            return True
-        compare = self.settings.overwrite_compare
-        same_size = CompareAttr.SIZE not in compare or (
-            info.get("size") == there.get("size")
+    def _decision(self, item: Item, there: dict[str, Any]) -> tuple[Action, str]:
+        """What the policy does with the existing ``there``: the local copy's rules
+        (:func:`rcp_core.existing.decide`) on both sides' infos. Where a side has no
+        settable mtime (:attr:`timed` false) times tell nothing: ``mtime`` is not
+        compared and ``update`` replaces what differs, as ``overwrite`` does."""
+        policy, compare = self.settings.existing, self.settings.overwrite_compare
+        if not self.timed:
+            compare = compare - {CompareAttr.MTIME}
+            if policy is ExistingPolicy.UPDATE:
+                policy = ExistingPolicy.OVERWRITE
+        return decide(policy, compare, stat_of(item.info), stat_of(there))
+
+    def _dry(self, action: str, kind: str, item: Item, reason: str) -> bool:
+        """Say one dry-run line (:meth:`DryRun.line`, the one phrasing); whether
+        this is a dry run (then nothing is written)."""
+        if self.settings.dry_run is None:
+            return False
+        line = self.settings.dry_run.line(
+            action, kind, self.target.join(item.rel), reason
         )
-        mtimes = _mtime(info), _mtime(there)
-        if not self.timed or mtimes[0] is None or mtimes[1] is None:
-            return same_size
-        if policy is ExistingPolicy.UPDATE and mtimes[0] <= mtimes[1]:
-            return True
-        same_mtime = CompareAttr.MTIME not in compare or (
-            int(mtimes[0]) == int(mtimes[1])
-        )
-        return same_size and same_mtime
+        if line is not None:
+            log.info("%s", line)
+        return True
 
     def _to_posix(self, src: str, dst: str, tally: Tally) -> None:
         """Write ``dst`` through a temporary beside it, renamed into place."""
@@ -446,7 +472,8 @@ class _Run(Runtime):
         if self.settings.preserve.mode and isinstance(mode, int):
             os.chmod(path, stat.S_IMODE(mode))
         if self.settings.preserve.times and mtime is not None:
-            os.utime(path, (mtime, mtime))
+            mtime_ns = round(mtime * 1e9)  # as stat_of reads it back
+            os.utime(path, ns=(mtime_ns, mtime_ns))
 
 
 def source_items(place: Place, tally: Tally) -> Iterator[Item]:
@@ -571,6 +598,28 @@ def relative(path: str, root: str) -> str | None:
     if path.rstrip("/") == root:
         return ""
     return path[len(root) + 1 :] if path.startswith(root + "/") else None
+
+
+def stat_of(info: dict[str, Any]) -> os.stat_result:
+    """An fsspec info as a stat result, for the local copy's rules: its type (a
+    ``mode``'s where the filesystem gives one), size, permission bits (``0o644``
+    without a mode) and mtime to the nanosecond from fsspec's float seconds (0
+    without one: a store's upload time is not the data's)."""
+    kind = stat.S_IFDIR if info.get("type") == "directory" else stat.S_IFREG
+    mode = info.get("mode")
+    if isinstance(mode, int):
+        kind = stat.S_IFMT(mode) or kind
+    mtime = info.get("mtime")
+    mtime_ns = 0
+    if isinstance(mtime, (int, float)) and not isinstance(mtime, bool):
+        mtime_ns = round(mtime * 1e9)
+    perms = stat.S_IMODE(mode) if isinstance(mode, int) else 0o644
+    size = int(info.get("size") or 0)
+    seconds = mtime_ns // 10**9
+    return os.stat_result(
+        (kind | perms, 0, 0, 1, 0, 0, size, seconds, seconds, seconds),
+        {"st_mtime_ns": mtime_ns, "st_atime_ns": mtime_ns, "st_ctime_ns": mtime_ns},
+    )
 
 
 def _mtime(info: dict[str, Any]) -> float | None:

@@ -138,8 +138,3 @@ def test_dry_run_explain_says_what_it_would_do_and_why_and_does_nothing(
     assert said("a.txt", "unchanged"), run
     assert said("sub/b.txt", "would replace"), run
     assert said("sub/deeper/c.txt", "would (copy|create)"), run
-
-
-@pytest.mark.parametrize("pair", cases(Feature.DRY_RUN, Support.REFUSED), indirect=True)
-def test_dry_run_is_refused_where_not_honoured(pair: Pair) -> None:
-    refused(pair, ("-o", "--dry-run", "explain"), "--dry-run")

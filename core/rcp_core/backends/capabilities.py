@@ -108,7 +108,6 @@ NOT_HONOURED: dict[Engine, dict[str, Given]] = {
         "--filter-file": lambda s: s.filter_file is not None,
         "--gitignore": lambda s: s.gitignore,
         "--dereference": lambda s: s.dereference,
-        "--dry-run": lambda s: s.dry_run is not None,
         "--overwrite-compare beyond size,mtime": (
             lambda s: bool(s.overwrite_compare - _STORE_COMPARES)
         ),

@@ -158,7 +158,6 @@ STORE_REFUSALS: dict[str, tuple[str, ...]] = {
     "--filter-file": ("--filter-file", "{src}/big"),
     "--gitignore": ("--gitignore",),
     "--dereference": ("-L",),
-    "--dry-run": ("--dry-run", "brief"),
     "--overwrite-compare beyond size,mtime": ("-o", "--overwrite-compare", "size,mode"),
     "--max-processes": ("--max-processes", "1"),
     "--max-open-files": ("--max-open-files", "20"),
