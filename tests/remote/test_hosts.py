@@ -4,10 +4,13 @@ or pull."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -118,20 +121,21 @@ def test_a_killed_source_daemon_fails_the_copy_and_leaves_no_partial_file(
             assert time.monotonic() < deadline, "the copy did not start"
             time.sleep(0.05)
         killed = time.monotonic()
-        pkill = subprocess.run(["pkill", "-KILL", "-f", "rcpd --role source"])
+        # The daemon on the source's host only: another run's rcpd is not ours to kill.
+        daemons = hosts.processes("rcpd --role source", hosts.source)
+        for pid in daemons:
+            with contextlib.suppress(ProcessLookupError):  # a wrapper gone with it
+                os.kill(pid, signal.SIGKILL)
         _, err = proc.communicate(timeout=60)
         elapsed = time.monotonic() - killed
     finally:
         hosts.source.limit("10gbit")
-    assert pkill.returncode == 0, "no source daemon was running"
+    assert daemons, "no source daemon was running"
     assert proc.returncode == 1, err
     assert "closed control before the copy ended" in err, err
     assert elapsed < 30, elapsed
     assert not (dst / "big").exists()
-    left = subprocess.run(
-        ["pgrep", "-f", "rcpd --role"], capture_output=True, text=True
-    )
-    assert left.stdout == "", "a daemon outlived the copy"
+    assert hosts.processes("rcpd --role") == [], "a daemon outlived the copy"
 
 
 def test_a_remote_destination_reports_progress_while_it_copies(
@@ -190,7 +194,29 @@ def test_a_pulled_cable_fails_the_copy_within_its_bound(
     assert "no data from the peer for 5.0 s" in err, err
     assert elapsed < 30, elapsed
     assert not (tmp_path / "dst" / "big").exists()
-    left = subprocess.run(
-        ["pgrep", "-f", "rcpd --role source"], capture_output=True, text=True
-    )
-    assert left.stdout == "", "an rcpd outlived its master"
+    assert hosts.processes("rcpd --role source") == [], "an rcpd outlived its master"
+
+
+def test_the_leftover_check_sees_this_lans_daemons_only(hosts: Lan) -> None:
+    """What the no-daemon-left checks above rest on: a process whose command line
+    reads like a daemon's is found on the host whose namespace it runs in, and one
+    outside this LAN (another test run's) is not."""
+    stand_in = [sys.executable, "-c", "import time; time.sleep(60)"]
+    stand_in += ["rcpd", "--role", "source"]
+    ours = subprocess.Popen(hosts.source.enter(stand_in))
+    theirs = subprocess.Popen(stand_in)
+    try:
+        deadline = time.monotonic() + 10
+        for proc in (ours, theirs):  # both started: pgrep -f would see each
+            cmdline = Path(f"/proc/{proc.pid}/cmdline")
+            while b"rcpd\0--role\0source" not in cmdline.read_bytes():
+                assert time.monotonic() < deadline, "the stand-in did not start"
+                time.sleep(0.05)
+        assert hosts.processes("rcpd --role") == [ours.pid]
+        assert hosts.processes("rcpd --role source", hosts.source) == [ours.pid]
+        assert hosts.processes("rcpd --role", hosts.master, hosts.destination) == []
+    finally:
+        for proc in (ours, theirs):
+            proc.kill()
+            proc.wait()
+    assert hosts.processes("rcpd --role") == []

@@ -10,6 +10,7 @@ which a test can count, cap with ``tbf``, or pull.
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -69,6 +70,36 @@ class Lan:
             check=False,
         )
 
+    def processes(self, needle: str, *on: netns.Host) -> list[int]:
+        """The processes on these hosts (all three by default) whose command line
+        contains ``needle``: ``pgrep -f`` confined to the namespaces this LAN made.
+
+        A process belongs to a host by its network namespace (``/proc/PID/ns/net``), so
+        the daemons that an sshd here started are found wherever they were reparented,
+        and an ``rcpd`` of another test run on this machine (in another namespace, or
+        in none) never is. The ``ssh`` client that started a daemon names it on its
+        command line too, and is found on the master's host.
+        """
+        wanted = {_namespace(host) for host in on or self.hosts}
+        found: list[int] = []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                ns = os.stat(f"/proc/{entry.name}/ns/net")
+                with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                    argv = f.read()
+            except OSError:  # gone since the listing, or not ours to read
+                continue
+            line = argv.rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")
+            if (ns.st_dev, ns.st_ino) in wanted and needle in line:
+                found.append(int(entry.name))
+        return found
+
+    @property
+    def hosts(self) -> tuple[netns.Host, netns.Host, netns.Host]:
+        return (self.master, self.source, self.destination)
+
     def start_rcp(self, *args: str) -> subprocess.Popen[str]:
         """``rcp`` started on the master's host, its output piped."""
         return subprocess.Popen(
@@ -77,6 +108,12 @@ class Lan:
             stderr=subprocess.PIPE,
             text=True,
         )
+
+
+def _namespace(host: netns.Host) -> tuple[int, int]:
+    """The identity of ``host``'s network namespace, as ``/proc/PID/ns/net`` gives it."""
+    st = os.stat(f"/run/netns/{host.netns}")
+    return (st.st_dev, st.st_ino)
 
 
 @contextlib.contextmanager
