@@ -107,11 +107,6 @@ class Route:
     engine: Engine
 
     @property
-    def source_storage(self) -> Storage:
-        """The sources' storage (:func:`route` makes them all one kind)."""
-        return self.sources[0].storage
-
-    @property
     def storages(self) -> frozenset[Storage]:
         """The kinds of storage the operands name."""
         return frozenset(o.storage for o in (*self.sources, self.destination))
