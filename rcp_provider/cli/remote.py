@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from rcp_core.remote.client import ServiceClient
     from rcp_core.remote.master import RoleResult
     from rcp_core.remote.ssh import Launch
-    from rcp_provider.fsspec.storecopy import Place
+    from rcp_provider.fsspec.storetree import Place
 
 log = logging.getLogger("rcp_core")
 
@@ -138,7 +138,7 @@ def place(
     from rcp_core.remote.ssh import ssh_service
     from rcp_provider.cli.stores import place as store_place
     from rcp_provider.fsspec.service import RcpServiceFileSystem
-    from rcp_provider.fsspec.storecopy import Place
+    from rcp_provider.fsspec.storetree import Place
 
     where = parse_operand(operand)
     if where is None:

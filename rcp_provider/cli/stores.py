@@ -20,7 +20,7 @@ from rcp_core.progress import Progress
 from rcp_provider.cli.common import in_worker
 
 if TYPE_CHECKING:
-    from rcp_provider.fsspec.storecopy import Place
+    from rcp_provider.fsspec.storetree import Place
 
 
 def run(
@@ -57,7 +57,7 @@ def place(operand: str, **storage_options: Any) -> Place:
 
     :raises UsageError: fsspec does not know its protocol, or its package is missing.
     """
-    from rcp_provider.fsspec.storecopy import Place
+    from rcp_provider.fsspec.storetree import Place
 
     try:
         return Place.of(operand, **storage_options)

@@ -43,7 +43,7 @@ from rcp_provider.cli.rcmp import Lines
 if TYPE_CHECKING:
     import os
 
-    from rcp_provider.fsspec.storecopy import Place
+    from rcp_provider.fsspec.storetree import Place
 
 KEPT = 100
 """Differences the summary's ``verified`` block lists (its counts cover all)."""

@@ -58,7 +58,7 @@ from rcp_core.settings import CompareAttr
 from rcp_core.summary import Tally
 from rcp_core.verify import EVERYTHING, Left, Scope
 from rcp_provider.fsspec.service import RcpServiceFileSystem
-from rcp_provider.fsspec.storecopy import Place, source_items, stat_of, tree_infos
+from rcp_provider.fsspec.storetree import Place, source_items, stat_of, tree_infos
 
 SEGMENT = MAX_DIGEST
 """Bytes per digest: what one ``digest`` request of a service may hash."""
@@ -253,7 +253,7 @@ def _extra(
 
 _Listing = tuple[dict[str, Listed], dict[str, UnsafeNameError]]
 """A tree's entries by safe relative path, and the names its store listed that are
-not safe (:attr:`rcp_provider.fsspec.storecopy.Tree.unsafe`)."""
+not safe (:attr:`rcp_provider.fsspec.storetree.Tree.unsafe`)."""
 
 
 def _copied(place: Place) -> _Listing:

@@ -25,7 +25,8 @@ from rcp_core.comparison import DiffKind
 from rcp_core.errors import CopyFailedError
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_provider.fsspec.storecompare import compare_places
-from rcp_provider.fsspec.storecopy import Place, copy_tree
+from rcp_provider.fsspec.storecopy import copy_tree
+from rcp_provider.fsspec.storetree import Place
 from support.s3 import S3
 
 RCP = Path(sys.executable).with_name("rcp")

@@ -11,7 +11,8 @@ from fsspec.implementations.local import LocalFileSystem
 
 from rcp_core.comparison import DiffKind
 from rcp_provider.fsspec.storecompare import compare_places
-from rcp_provider.fsspec.storecopy import Place, copy_tree
+from rcp_provider.fsspec.storecopy import copy_tree
+from rcp_provider.fsspec.storetree import Place
 from support.treespec import Dir, File, Spec, Symlink, make_tree
 
 T0 = 1_600_000_000 * 10**9

@@ -19,7 +19,8 @@ from fsspec.implementations.memory import MemoryFileSystem
 from rcp_core.errors import CopyFailedError, UsageError
 from rcp_core.progress import Progress
 from rcp_core.settings import CopySettings, ExistingPolicy
-from rcp_provider.fsspec.storecopy import Place, copy_tree
+from rcp_provider.fsspec.storecopy import copy_tree
+from rcp_provider.fsspec.storetree import Place
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
 

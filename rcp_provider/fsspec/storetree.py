@@ -1,0 +1,256 @@
+"""A tree on an fsspec filesystem as the store engine sees it.
+
+- :class:`Place`: a path on a filesystem, and what the engine can keep there
+  (:attr:`Place.backend`, the declaration :mod:`rcp_core.backends.capabilities`
+  refuses by);
+- :func:`source_items`: a source tree's entries as the engine copies them (unsafe
+  names reported, symlinks followed to files or skipped);
+- :func:`tree_infos`: a tree as its filesystem lists it (names checked by
+  :mod:`rcp_core.names`, a key ending in ``/`` its directory);
+- :func:`stat_of`, :func:`mtime_of`: an fsspec info as the local copy's rules read
+  it.
+
+The store copy (:mod:`rcp_provider.fsspec.storecopy`) and the store comparison
+(:mod:`rcp_provider.fsspec.storecompare`) list through this module, so what one
+copies is what the other compares.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import posixpath
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+from rcp_core.backends.capabilities import Backend, Capability, store_backend
+from rcp_core.errors import UnsafeNameError, UsageError
+from rcp_core.names import check_relative
+from rcp_core.summary import Tally
+
+OBJECT_STORES = frozenset(
+    {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oci"}
+)
+"""fsspec protocols of object stores: their directories are key prefixes, which
+need not exist before an object is written below them."""
+ON_POSIX = Backend(
+    "local",
+    frozenset(
+        {
+            Capability.DIRECTORIES,
+            Capability.MODES,
+            Capability.MTIMES,
+            Capability.ATOMIC_RENAME,
+        }
+    ),
+    1000,
+)
+"""A local directory as this engine writes it: it keeps mode and mtime (fsspec's
+float seconds), nothing else."""
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A path on an fsspec filesystem (its protocol stripped)."""
+
+    fs: Any
+    path: str
+
+    @classmethod
+    def of(cls, url: str, **storage_options: Any) -> Place:
+        """The place a URL (``memory://x``, ``s3://bucket/key``, a local path) names."""
+        fs, path = fsspec.url_to_fs(url, **storage_options)
+        return cls(fs, path)
+
+    @property
+    def posix(self) -> bool:
+        """A directory of this host, where files can be written through a rename."""
+        return isinstance(self.fs, LocalFileSystem)
+
+    @property
+    def backend(self) -> Backend:
+        """What this engine can keep here."""
+        if self.posix:
+            return ON_POSIX
+        protocol = self.fs.protocol
+        name = protocol if isinstance(protocol, str) else protocol[0]
+        return store_backend(f"{name}://", directories=name not in OBJECT_STORES)
+
+    def join(self, rel: str) -> str:
+        return posixpath.join(self.path, rel) if rel else self.path
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One entry of the source tree: its path relative to the root, and fsspec's info
+    (``type``, ``size``, maybe ``mtime`` and ``mode``); or, with ``unsafe``, a name a
+    store listed that is not safe (its info empty), which is only reported."""
+
+    rel: str
+    info: dict[str, Any]
+    unsafe: UnsafeNameError | None = None
+
+    @property
+    def is_dir(self) -> bool:
+        return bool(self.info.get("type") == "directory")
+
+    @property
+    def is_special(self) -> bool:
+        """A FIFO, socket or device of a POSIX source (no store has one)."""
+        return bool(self.info.get("type") == "other")
+
+
+def source_items(place: Place, tally: Tally) -> Iterator[Item]:
+    """Every entry below ``place`` as this engine copies it (``place`` itself as
+    ``""``), parents before children; a store's names that are not safe come first,
+    as ``unsafe`` items. A symlink, on a POSIX tree or a store that has them (an
+    ``rcp://`` service), is its target's file when it leads to one, else skipped and
+    counted (a directory is never entered through one, a dangling link or one out
+    of a service's roots has nothing to copy)."""
+    if not place.posix:
+        tree = tree_infos(place)
+        for rel, error in sorted(tree.unsafe.items()):
+            yield Item(rel, {}, error)
+        for rel, entry in sorted(tree.infos.items()):
+            if entry.get("islink"):
+                followed = _followed(place, entry)
+                if followed is None:
+                    tally["skipped.symlinks"] += 1
+                    continue
+                entry = followed
+            yield Item(rel, entry)
+        return
+    info = place.fs.info(place.path)
+    yield Item("", info)
+    if info.get("type") != "directory":
+        return
+    for top, dirs, files in os.walk(place.path):  # never into a symlinked directory
+        rel_top = os.path.relpath(top, place.path)
+        for name in sorted(dirs + files):
+            path = os.path.join(top, name)
+            rel = name if rel_top == "." else os.path.join(rel_top, name)
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                try:
+                    st = os.stat(path)
+                except FileNotFoundError:
+                    tally["skipped.symlinks"] += 1  # dangling: nothing to copy
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    tally["skipped.symlinks"] += 1
+                    continue
+            kind = "directory" if stat.S_ISDIR(st.st_mode) else "file"
+            if kind == "file" and not stat.S_ISREG(st.st_mode):
+                kind = "other"
+            yield Item(rel, _posix_info(path, st, kind))
+
+
+def _followed(place: Place, link: dict[str, Any]) -> dict[str, Any] | None:
+    """The info of the file a store's symlink leads to (under the link's name), or
+    ``None`` when it leads to no file."""
+    try:
+        target = place.fs.info(link["name"])
+    except (OSError, UsageError):  # dangling, or out of the service's roots
+        return None
+    if target.get("type") != "file":
+        return None
+    return {**target, "name": link["name"]}
+
+
+def _posix_info(path: str, st: os.stat_result, kind: str) -> dict[str, Any]:
+    return {
+        "name": path,
+        "type": kind,
+        "size": st.st_size,
+        "mode": st.st_mode,
+        "mtime": st.st_mtime,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """A tree as its filesystem lists it.
+
+    :param infos: fsspec's infos by safe relative path (:func:`check_relative`), the
+        root itself as ``""``.
+    :param unsafe: the names listed that are not safe, as listed (relative to the
+        root), and why; none of them is in ``infos``, nor is anything below them
+        (a name below an unsafe one is unsafe itself).
+    """
+
+    infos: dict[str, dict[str, Any]]
+    unsafe: dict[str, UnsafeNameError]
+
+
+def tree_infos(place: Place) -> Tree:
+    """The tree at ``place``, listed by fsspec's ``find``. A listed name ending in
+    ``/`` (an object store's directory marker) is the directory without it.
+
+    :raises FileNotFoundError: nothing is there.
+    """
+    info = place.fs.info(place.path)
+    tree = Tree({"": info}, {})
+    if info.get("type") == "directory":
+        listing = place.fs.find(place.path, withdirs=True, detail=True)
+        for path, entry in listing.items():
+            rel = relative(path, str(info["name"]))
+            if not rel:
+                continue
+            if rel.endswith("/"):
+                rel, entry = rel[:-1], {**entry, "type": "directory"}
+            try:
+                check_relative(rel)
+            except UnsafeNameError as exc:
+                tree.unsafe[rel] = exc
+                continue
+            tree.infos.setdefault(rel, entry)
+    return tree
+
+
+def relative(path: str, root: str) -> str | None:
+    """``path`` relative to ``root``, as the filesystem names both (a store's root may
+    be ``""``); ``None`` outside it."""
+    root = root.rstrip("/")
+    if not root:
+        return path.lstrip("/")
+    if path.rstrip("/") == root:
+        return ""
+    return path[len(root) + 1 :] if path.startswith(root + "/") else None
+
+
+def stat_of(info: dict[str, Any]) -> os.stat_result:
+    """An fsspec info as a stat result, for the local copy's rules: its type (a
+    ``mode``'s where the filesystem gives one), size, permission bits (``0o644``
+    without a mode) and mtime to the nanosecond from fsspec's float seconds (0
+    without one: a store's upload time is not the data's)."""
+    kind = stat.S_IFDIR if info.get("type") == "directory" else stat.S_IFREG
+    mode = info.get("mode")
+    if isinstance(mode, int):
+        kind = stat.S_IFMT(mode) or kind
+    mtime = info.get("mtime")
+    mtime_ns = 0
+    if isinstance(mtime, (int, float)) and not isinstance(mtime, bool):
+        mtime_ns = round(mtime * 1e9)
+    perms = stat.S_IMODE(mode) if isinstance(mode, int) else 0o644
+    size = int(info.get("size") or 0)
+    seconds = mtime_ns // 10**9
+    return os.stat_result(
+        (kind | perms, 0, 0, 1, 0, 0, size, seconds, seconds, seconds),
+        {"st_mtime_ns": mtime_ns, "st_atime_ns": mtime_ns, "st_ctime_ns": mtime_ns},
+    )
+
+
+def mtime_of(info: dict[str, Any]) -> float | None:
+    """An entry's modification time in seconds, if its filesystem gives one."""
+    for key in ("mtime", "LastModified", "last_modified", "updated"):
+        value = info.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, datetime.datetime):
+            return value.timestamp()
+    return None
