@@ -108,9 +108,8 @@ def refuse_unused(
         and getattr(args, dest) != parser.get_default(dest)
     ]
     if given:
-        where = "host:/path" + (" or rcp://host/path" if honoured else "")
         raise UsageError(
-            f"{', '.join(given)}: only for operands on another host ({where})"
+            f"{', '.join(given)}: only for operands on another host (host:/path)"
         )
 
 

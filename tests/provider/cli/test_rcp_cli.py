@@ -348,3 +348,17 @@ def test_verify_with_a_url_operand(src: Path, tmp_path: Path, target: str) -> No
         [line] = again.stdout.splitlines()
         assert json.loads(line)["path"] == "d/f3"
         assert json.loads(line)["kind"] == "content"
+
+
+def test_an_ssh_option_beside_a_service_is_refused(
+    src: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--max-connections`` and ``--remote-timeout`` shape a copy with an ``rcpd
+    serve`` service too; ``--no-encryption``, ``--ssh`` and ``--rcpd-path`` do not
+    (a service's encryption is its URL's storage options): refused before anything
+    is reached."""
+    for flag in (["--no-encryption"], ["--ssh", "ssh -p 2"], ["--rcpd-path", "x"]):
+        assert main([*flag, str(src), "rcp://service.invalid/x"]) == 2
+        assert capsys.readouterr().err == (
+            f"rcp: error: {flag[0]}: only for operands on another host (host:/path)\n"
+        )
