@@ -156,10 +156,6 @@ def place(
     return Place(fs, where.path)
 
 
-def is_remote(paths: Sequence[str]) -> bool:
-    return any(parse_operand(p) is not None for p in paths)
-
-
 def run(
     args: argparse.Namespace,
     route: Route,

@@ -140,7 +140,7 @@ PRECISION_NS = {
     **{site.name: site.precision_ns for site in SITES if site.precision_ns},
 }
 URLS = URL_KINDS | {site.name for site in SITES if site.url}
-REMOTE_URLS = (URLS - {"file"}) | {site.name for site in SITES if site.url}
+REMOTE_URLS = URLS - {"file"}
 """URLs that name no local file: ``rcp`` refuses them beside a ``host:/path``."""
 POSIX_TREES = frozenset(
     name
