@@ -207,9 +207,10 @@ def test_the_leftover_check_sees_this_lans_daemons_only(hosts: Lan) -> None:
     theirs = subprocess.Popen(stand_in)
     try:
         deadline = time.monotonic() + 10
-        for proc in (ours, theirs):  # both started: pgrep -f would see each
+        for proc in (ours, theirs):  # both exec'd (nsenter's own command line
+            # names the stand-in's before it enters the namespace): pgrep -f sees each
             cmdline = Path(f"/proc/{proc.pid}/cmdline")
-            while b"rcpd\0--role\0source" not in cmdline.read_bytes():
+            while not cmdline.read_bytes().startswith(sys.executable.encode()):
                 assert time.monotonic() < deadline, "the stand-in did not start"
                 time.sleep(0.05)
         assert hosts.processes("rcpd --role") == [ours.pid]
