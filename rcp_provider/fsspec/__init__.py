@@ -7,8 +7,11 @@
                        serve`` service
 ``plan``               fsspec's transfer plan: the pairs a copy, put or get transfers
 ``storage_options``    the ``rcp`` filesystem's storage options, coerced from strings
-``storecopy``          trees to and from any fsspec store: the store engine
-``storetree``           a tree on an fsspec filesystem as the store engine lists it
+``storecopy``          trees to and from any fsspec store: the store engine's
+                       operations on one entry, and its run
+``storewalk``          the store engine's walk: one directory at a time, post-order
+                       finish, filters, ``--delete`` pruning
+``storetree``          a tree on an fsspec filesystem as the store engine lists it
 ``storecompare``       two trees compared wherever fsspec reaches them (``rcmp``)
 =====================  ==============================================================
 

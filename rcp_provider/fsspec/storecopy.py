@@ -11,9 +11,11 @@ slower, generic, with the engine's rules where they apply:
   a filesystem with directories (not an object store's prefix) and a destination
   inside its source are :class:`~rcp_core.errors.UsageError` before anything is
   written;
-- **bounded parallelism**: the source is listed first, directories are made (parents
-  first), then at most ``max_workers`` files (default 16) are copied at once, each by
-  one thread; the rest wait in a bounded queue;
+- **one directory at a time** (:mod:`rcp_provider.fsspec.storewalk`): each directory
+  is listed one level when its turn comes, so memory follows the directories in
+  flight, never the tree; a directory's destination is made before its entries, its
+  metadata set after them; at most ``max_workers`` (default 16) entries are worked
+  on at once, each by one thread;
 - **existing files**: by the local copy's rules (:func:`rcp_core.existing.decide`):
   ``ERROR`` refuses an existing destination, ``IGNORE_EXISTING`` keeps every existing
   file, ``OVERWRITE`` replaces those that differ and ``UPDATE`` those older than the
@@ -21,17 +23,22 @@ slower, generic, with the engine's rules where they apply:
   mtime where both sides keep settable ones (:attr:`Capability.MTIMES`: an object
   store's time is its upload's, never the source's, so a pair with a store compares
   by size, and ``UPDATE`` replaces what differs in size);
+- **filters and mirroring** as the local copy's: ``includes``, ``excludes``, a
+  ``filter_file`` and ``gitignore`` choose the entries; ``delete`` removes what the
+  source does not have, ``delete_excluded`` also what the filters exclude (the
+  walk's invariants);
 - **refused, never ignored**: what this engine or the pair cannot do
-  (:func:`rcp_core.backends.capabilities.refusals`: filters, mirroring, following
-  symlinked directories, ``--preserve`` of what a side does not keep,
-  comparing more than size and mtime, helper processes, a descriptor budget) is a
+  (:func:`rcp_core.backends.capabilities.refusals`: following symlinked
+  directories, ``--preserve`` of what a side does not keep, comparing more than
+  size and mtime, helper processes, a descriptor budget, ``link_dest``) is a
   :class:`~rcp_core.errors.UsageError` before anything is written;
 - **cancel**: setting ``cancel`` stops the copy: no file is started after it, a file
   being copied stops at its next chunk and is never published, and the run raises
   :class:`~rcp_core.errors.CopyFailedError` (``stopped``);
 - **dry runs**: with ``dry_run``, nothing is written; each decision is said in the
   local copy's words (:meth:`rcp_core.settings.DryRun.line`: ``would copy``,
-  ``would replace``, ``unchanged``, ``keep``, with the reason at ``explain``);
+  ``would replace``, ``unchanged``, ``keep``, ``would remove``, with the reason at
+  ``explain``);
 - **throttle**: ``ops_throttle`` entries per second at most;
 - **nothing half-written under its name**: a POSIX destination file is written to a
   temporary beside it and renamed into place when complete; a store's file is opened
@@ -56,12 +63,12 @@ slower, generic, with the engine's rules where they apply:
   is copied; a key ending in ``/`` (a store's directory marker) is its directory.
 
 What a tree is made of here (places, listings, infos read as stat results) is
-:mod:`rcp_provider.fsspec.storetree`. This module is over 400 lines because the
-engine's per-entry operations, its run and its progress live together until the
-per-directory walk replaces the whole-tree listing (issue 24's next step).
+:mod:`rcp_provider.fsspec.storetree`; how it is walked,
+:mod:`rcp_provider.fsspec.storewalk`; this module holds the operations on one entry.
 
 The result is the engine's :class:`~rcp_core.summary.Summary`; ``on_progress`` gets
-:class:`~rcp_core.progress.Progress` snapshots from a ticker thread.
+:class:`~rcp_core.progress.Progress` snapshots from the engine's monitor thread
+(:class:`rcp_core.monitor.Monitor`), which also watches ``cancel``.
 """
 
 from __future__ import annotations
@@ -77,35 +84,29 @@ import stat
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from rcp_core.backends.capabilities import Capability, refuse
 from rcp_core.backends.routing import Engine
 from rcp_core.errors import CopyFailedError, UsageError
 from rcp_core.existing import NEW, Action, decide
+from rcp_core.monitor import Monitor
 from rcp_core.plugins import plugin_manager
 from rcp_core.progress import Progress
 from rcp_core.runtime import Runtime
 from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy
-from rcp_core.summary import Resources, Summary, Tally, ThreadTallies
-from rcp_provider.fsspec.storetree import (
-    Item,
-    Place,
-    mtime_of,
-    source_items,
-    stat_of,
-    tree_infos,
-)
+from rcp_core.summary import Resources, Summary, Tally, merge
+from rcp_provider.fsspec.storetree import Item, Place, mtime_of, stat_of
+from rcp_provider.fsspec.storewalk import Made, StoreWalk
 
 log = logging.getLogger("rcp_core")
 
 DEFAULT_WORKERS = 16
-"""Files in flight when the settings do not say (stores answer slowly, in parallel)."""
+"""Entries in flight when the settings do not say (stores answer slowly, in parallel)."""
 CHUNK = 4 << 20
 """Bytes read and written at a time between two stores."""
-CANCEL_POLL = 0.1
-"""Seconds between looks at a cancel request."""
+
+T = TypeVar("T")
 
 
 def copy_tree(
@@ -132,21 +133,29 @@ def copy_tree(
     settings = settings or CopySettings()
     refuse(settings, Engine.STORE, source.backend, destination.backend)
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
-    run = _Run(source, _target(source, destination, into, settings), settings)
-    ticker = _Ticker(run, on_progress, progress_interval, started, cancel)
-    ticker.start()
-    try:
-        run.copy()
-    finally:
-        ticker.stop()
-    if run.crash is not None:
-        raise run.crash
-    counts = run.counters.merged()
-    summary = Summary(
-        counts, Resources.since(started, usage), tuple(run.errors.report())
+    target = _target(source, destination, into, settings)
+    info = source.fs.info(source.path)
+    copy = StoreCopy(source, target, settings)
+    walk = StoreWalk(copy)
+    monitor = Monitor(
+        walk.pool,
+        None,
+        [on_progress] if on_progress is not None else [],
+        progress_interval,
+        cancel or threading.Event(),
+        lambda: copy.stop("cancelled"),
     )
-    if counts["errors"] or run.stop_reason == "cancelled":
-        raise CopyFailedError(summary, list(summary.errors), run.stopping)
+    monitor.start()
+    try:
+        walk.run(info, _there(target))
+    finally:
+        monitor.stop()
+    counts = merge(walk.pool.tallies)
+    summary = Summary(
+        counts, Resources.since(started, usage), tuple(copy.errors.report())
+    )
+    if counts["errors"] or copy.stop_reason == "cancelled":
+        raise CopyFailedError(summary, list(summary.errors), copy.stopping)
     return summary
 
 
@@ -161,11 +170,7 @@ def _target(
         path = posixpath.join(path, posixpath.basename(source.path.rstrip("/")))
     target = Place(destination.fs, path)
     parent = posixpath.dirname(path.rstrip("/"))
-    if (
-        destination.backend.has(Capability.DIRECTORIES)
-        and parent
-        and not destination.fs.isdir(parent)
-    ):
+    if target.has_directories and parent and not destination.fs.isdir(parent):
         raise UsageError(f"{path}: its parent directory does not exist")
     if settings.existing is ExistingPolicy.ERROR and target.fs.exists(path):
         raise UsageError(f"{path} exists (choose a policy that allows changing it)")
@@ -176,13 +181,22 @@ def _target(
     return target
 
 
+def _there(target: Place) -> dict[str, Any] | None:
+    """What is at the target (its fsspec info), or ``None``."""
+    try:
+        info: dict[str, Any] = target.fs.info(target.path)
+    except FileNotFoundError:
+        return None
+    return info
+
+
 class _Stopped(Exception):
     """A file's copy abandoned because the run stopped."""
 
 
-class _Run(Runtime):
-    """One copy's state: its runtime (errors, retries, stop, throttle, classified by
-    this host's site plugins) and its tallies (one per thread)."""
+class StoreCopy(Runtime):
+    """One copy's operations on single entries, and its runtime (errors, retries,
+    stop, throttle, classified by this host's site plugins)."""
 
     def __init__(self, source: Place, target: Place, settings: CopySettings) -> None:
         super().__init__(
@@ -193,154 +207,109 @@ class _Run(Runtime):
             ops_throttle=settings.ops_throttle,
         )
         self.source, self.target, self.settings = source, target, settings
-        self.counters = ThreadTallies()
-        self.pending = 0
-        self.crash: BaseException | None = None
-        """The first exception a worker raised that is no entry error."""
-        self._lock = threading.Lock()
         self.workers = settings.max_workers or DEFAULT_WORKERS
-        self._room = threading.BoundedSemaphore(2 * self.workers)
-        """Files submitted and not yet done: the workers' and as many waiting."""
         self.timed = all(
             place.backend.has(Capability.MTIMES) for place in (source, target)
         )
         """Whether mtimes tell files apart: both sides keep settable ones."""
 
-    def tally(self) -> Tally:
-        """This thread's counters (each thread writes only its own)."""
-        return self.counters.mine()
-
-    def copy(self) -> None:
-        items = list(source_items(self.source, self.tally()))
-        existing = _existing(self.target)
-        for item in items:
-            if item.unsafe is not None:
-                self._attempt("list", item, self._unsafe, existing)
-        items = [item for item in items if item.unsafe is None]
-        dirs = [item for item in items if item.is_dir]
-        for item in sorted(dirs, key=lambda item: item.rel.count("/")):
-            self._attempt("create directory", item, self._make_dir, existing)
-        for item in items:
-            if item.is_special:
-                self._attempt("copy", item, self._special, existing)
-        files = [item for item in items if not item.is_dir and not item.is_special]
-        self._parallel(files, existing)
-        for item in sorted(dirs, key=lambda item: -item.rel.count("/")):
-            if self.target.posix and self.settings.dry_run is None:
-                self._attempt("set metadata", item, self._set_meta, existing)
-
-    def _parallel(self, files: list[Item], existing: dict[str, dict[str, Any]]) -> None:
-        """Copy ``files``, ``max_workers`` at once; at most twice that many wait."""
-        log.debug(
-            "store copy: %d files, %d in flight at most", len(files), self.workers
-        )
-        with ThreadPoolExecutor(self.workers, thread_name_prefix="rcp-store") as pool:
-            for item in files:
-                if self.stopping:
-                    break
-                self._room.acquire()
-                with self._lock:
-                    self.pending += 1
-                future = pool.submit(
-                    self._attempt, "copy", item, self._copy_file, existing
-                )
-                future.add_done_callback(self._done)
-
-    def _done(self, future: Future[None]) -> None:
-        """A file's copy ended; one that raised what is no entry error (a bug, a
-        store's) stops the run, which raises it (:attr:`crash`)."""
-        crash = future.exception()
-        with self._lock:
-            self.pending -= 1
-            if crash is not None and self.crash is None:
-                self.crash = crash
-        if crash is not None:
-            self.stop(f"internal error: {crash!r}")
-        self._room.release()
-
-    def _attempt(
-        self,
-        op: str,
-        item: Item,
-        action: Callable[[Item, dict[str, Any] | None, Tally], None],
-        existing: dict[str, dict[str, Any]],
-    ) -> None:
-        """Run ``action`` for ``item`` (transient errors retried); count a failure."""
-        tally = self.tally()
+    def entry(self, tally: Tally, op: str, rel: str, step: Callable[[], T]) -> T | None:
+        """``step``'s result (transient errors retried), after a throttle token;
+        ``None`` when it failed (recorded as ``op`` on ``rel``) or the run stopped."""
         if self.throttle is not None and not self.stopping:
             self.throttle.take()  # may wait: the run may stop meanwhile
         if self.stopping:
-            return
+            return None
         try:
-            self.attempt(lambda: action(item, existing.get(item.rel), tally))
+            return self.attempt(step)
         except _Stopped:
-            return  # left as it was: the stop is the run's outcome, not this entry's
+            return (
+                None  # left as it was: the stop is the run's outcome, not this entry's
+            )
         except OSError as exc:
-            self.record(tally, self.error(op, item.rel or ".", exc))
+            self.record(tally, self.error(op, rel or ".", exc))
+            return None
 
-    def _special(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
-        """A FIFO, socket or device: skipped with ``skip_specials``, else an error."""
-        if self.settings.skip_specials:
-            self._dry("skip", "special", item, "--skip-specials")
+    def make_dir(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> Made:
+        """Find or make the destination of the source directory ``item``. An entry
+        of another kind there is kept if the policy keeps it, else replaced: on a
+        POSIX destination it is removed first (a symlink there is never written
+        through), on a store the directory is made beside it as the store allows
+        (an object store's key and prefix may share a name)."""
+        if there is not None and there.get("type") == "directory":
+            return Made.FOUND
+        reason = NEW
+        if there is not None:
+            action, reason = self.decision(item, there)
+            if action is Action.KEEP:
+                tally["skipped.dirs"] += 1
+                self.dry("keep", "dir", item.rel, reason)
+                return Made.KEPT
+        if not self.dry("create", "dir", item.rel, reason):
+            path = self.target.join(item.rel)
+            if there is not None and self.target.posix:
+                os.unlink(path)  # replaced, never written through (a symlink)
+            self.target.fs.makedirs(path, exist_ok=True)
+        return Made.CREATED
+
+    def copy_entry(
+        self, item: Item, there: dict[str, Any] | None, tally: Tally
+    ) -> bool:
+        """Copy the source's non-directory ``item`` as the policy says; ``True``
+        (it is done)."""
+        if item.is_special:
+            self._special(item, tally)
         else:
+            self._copy_file(item, there, tally)
+        return True
+
+    def _special(self, item: Item, tally: Tally) -> None:
+        """A FIFO, socket or device: skipped with ``skip_specials``, else an error."""
+        if not self.settings.skip_specials:
             raise OSError(
                 errno.EOPNOTSUPP,
                 "a FIFO, socket or device cannot be copied to or from a URL "
                 "(--skip-specials skips it)",
             )
+        self.dry("skip", "special", item.rel, "--skip-specials")
         tally["skipped.specials"] += 1
-
-    def _unsafe(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
-        """A name that is not safe: an ``EINVAL`` entry error, and nothing is read or
-        written."""
-        assert item.unsafe is not None
-        reason = f"unsafe name: {item.unsafe.reason}"
-        raise OSError(errno.EINVAL, reason) from item.unsafe
-
-    def _make_dir(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
-        if there is not None and there.get("type") == "directory":
-            tally["unchanged.dirs"] += 1
-            return
-        tally["copied.dirs"] += 1
-        if not self._dry("create", "dir", item, NEW):
-            self.target.fs.makedirs(self.target.join(item.rel), exist_ok=True)
 
     def _copy_file(
         self, item: Item, there: dict[str, Any] | None, tally: Tally
     ) -> None:
         action, reason = (
-            (Action.REPLACE, NEW) if there is None else (self._decision(item, there))
+            (Action.REPLACE, NEW) if there is None else (self.decision(item, there))
         )
         if action is Action.UNCHANGED:
             tally["unchanged.files"] += 1
-            self._dry("unchanged", "file", item, reason)
+            self.dry("unchanged", "file", item.rel, reason)
             return
         if action is Action.KEEP:
             tally["skipped.files"] += 1
-            self._dry("keep", "file", item, reason)
+            self.dry("keep", "file", item.rel, reason)
             return
         size = int(item.info.get("size") or 0)
-        if self._dry("copy" if there is None else "replace", "file", item, reason):
+        if self.dry("copy" if there is None else "replace", "file", item.rel, reason):
             tally["copied.files"] += 1
             tally["copied.bytes"] += size
             return
         src, dst = self.source.join(item.rel), self.target.join(item.rel)
         if self.target.posix:
             self._to_posix(src, dst, tally)
-            self._set_meta(item, there, tally)
+            self.set_meta(item)
         elif self.source.posix:
             self.target.fs.put_file(src, dst)
-            tally.moved(int(item.info.get("size") or 0))
+            tally.moved(size)
         elif self.source.fs is self.target.fs:
             self.target.fs.cp_file(src, dst)
-            tally.moved(int(item.info.get("size") or 0))
+            tally.moved(size)
         else:
             with self.source.fs.open(src, "rb") as reader:
                 self._publish(reader, dst, tally)
         tally["copied.files"] += 1
-        tally["copied.bytes"] += int(item.info.get("size") or 0)
+        tally["copied.bytes"] += size
 
-    def _decision(self, item: Item, there: dict[str, Any]) -> tuple[Action, str]:
+    def decision(self, item: Item, there: dict[str, Any]) -> tuple[Action, str]:
         """What the policy does with the existing ``there``: the local copy's rules
         (:func:`rcp_core.existing.decide`) on both sides' infos. Where a side has no
         settable mtime (:attr:`timed` false) times tell nothing: ``mtime`` is not
@@ -352,14 +321,12 @@ class _Run(Runtime):
                 policy = ExistingPolicy.OVERWRITE
         return decide(policy, compare, stat_of(item.info), stat_of(there))
 
-    def _dry(self, action: str, kind: str, item: Item, reason: str) -> bool:
+    def dry(self, action: str, kind: str, rel: str, reason: str) -> bool:
         """Say one dry-run line (:meth:`DryRun.line`, the one phrasing); whether
         this is a dry run (then nothing is written)."""
         if self.settings.dry_run is None:
             return False
-        line = self.settings.dry_run.line(
-            action, kind, self.target.join(item.rel), reason
-        )
+        line = self.settings.dry_run.line(action, kind, self.target.join(rel), reason)
         if line is not None:
             log.info("%s", line)
         return True
@@ -401,7 +368,7 @@ class _Run(Runtime):
             writer.write(data)
             tally.moved(len(data))
 
-    def _set_meta(self, item: Item, there: dict[str, Any] | None, tally: Tally) -> None:
+    def set_meta(self, item: Item) -> None:
         """The source's permission bits and mtime, where it has them, on a POSIX
         destination."""
         path = self.target.join(item.rel)
@@ -411,55 +378,3 @@ class _Run(Runtime):
         if self.settings.preserve.times and mtime is not None:
             mtime_ns = round(mtime * 1e9)  # as stat_of reads it back
             os.utime(path, ns=(mtime_ns, mtime_ns))
-
-
-def _existing(target: Place) -> dict[str, dict[str, Any]]:
-    """What is already at the destination, by relative path ({} if nothing). A name
-    there that is not safe is left out: no source entry (all safe) can match it."""
-    return tree_infos(target).infos if target.fs.exists(target.path) else {}
-
-
-class _Ticker:
-    """Hands ``on_progress`` a snapshot every ``interval`` seconds, and a final one;
-    stops the run within :data:`CANCEL_POLL` seconds of ``cancel`` being set."""
-
-    def __init__(
-        self,
-        run: _Run,
-        on_progress: Callable[[Progress], None] | None,
-        interval: float,
-        started: float,
-        cancel: threading.Event | None,
-    ) -> None:
-        self.run, self.on_progress, self.interval = run, on_progress, interval
-        self.started, self.cancel = started, cancel
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._tick, daemon=True)
-
-    def start(self) -> None:
-        if self.on_progress is not None or self.cancel is not None:
-            self._thread.start()
-
-    def stop(self) -> None:
-        if not self._thread.is_alive():
-            return
-        self._stop.set()
-        self._thread.join()
-        if self.on_progress is not None:
-            self.on_progress(self._snapshot(final=True))
-
-    def _tick(self) -> None:
-        shown = time.monotonic()
-        while not self._stop.wait(CANCEL_POLL if self.cancel else self.interval):
-            if self.cancel is not None and self.cancel.is_set():
-                self.run.stop("cancelled")
-            if self.on_progress is not None and (
-                time.monotonic() - shown >= self.interval
-            ):
-                shown = time.monotonic()
-                self.on_progress(self._snapshot())
-
-    def _snapshot(self, final: bool = False) -> Progress:
-        counts = self.run.counters.merged()
-        elapsed = time.monotonic() - self.started
-        return Progress(counts, elapsed, self.run.pending, final)

@@ -30,8 +30,9 @@ from fsspec.implementations.local import LocalFileSystem
 
 from rcp_core.backends.capabilities import Backend, Capability, store_backend
 from rcp_core.errors import UnsafeNameError, UsageError
-from rcp_core.names import check_relative
+from rcp_core.names import check_component, check_relative
 from rcp_core.summary import Tally
+from rcp_core.tree import joined
 
 OBJECT_STORES = frozenset(
     {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oci"}
@@ -81,6 +82,12 @@ class Place:
         name = protocol if isinstance(protocol, str) else protocol[0]
         return store_backend(f"{name}://", directories=name not in OBJECT_STORES)
 
+    @property
+    def has_directories(self) -> bool:
+        """Directories of their own here (a missing parent is an error, an empty
+        directory is removed with ``rmdir``), not an object store's prefixes."""
+        return self.backend.has(Capability.DIRECTORIES)
+
     def join(self, rel: str) -> str:
         return posixpath.join(self.path, rel) if rel else self.path
 
@@ -105,49 +112,115 @@ class Item:
         return bool(self.info.get("type") == "other")
 
 
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One directory's entries, one level, as the engine reads them.
+
+    :param infos: fsspec's infos by name; each name is one safe component
+        (:func:`~rcp_core.names.check_component`).
+    :param unsafe: the listed names that are not safe, and why, by how they were
+        listed (a prefix with its ``/``: ``set//z`` lists ``/`` in ``set``); none
+        is in ``infos``, and nothing below one is ever listed.
+    :param skipped_links: symlinks not followed (to a directory, dangling, out of a
+        service's roots) when the listing follows them.
+    """
+
+    infos: dict[str, dict[str, Any]]
+    unsafe: dict[str, UnsafeNameError]
+    skipped_links: int = 0
+
+
+def list_dir(place: Place, path: str, *, follow: bool) -> Listing:
+    """The entries of the directory ``path`` of ``place`` (one level: memory follows
+    the directory, never the tree).
+
+    With ``follow`` (a source), a symlink is its target's file when it leads to one,
+    else skipped and counted (a directory is never entered through one); without it
+    (a destination), a POSIX entry is what ``lstat`` says, a symlink included. A POSIX
+    entry that is neither a directory nor a file is ``type == "other"`` (a FIFO,
+    socket or device). A store's key ending in ``/`` (a directory marker) is its
+    directory.
+
+    :raises FileNotFoundError: nothing is there.
+    """
+    if place.posix:
+        return _posix_listing(path, follow)
+    infos: dict[str, dict[str, Any]] = {}
+    unsafe: dict[str, UnsafeNameError] = {}
+    skipped = 0
+    base = path.rstrip("/")
+    for entry in place.fs.ls(path, detail=True):
+        listed = str(entry["name"])
+        if listed == base or (
+            listed == f"{base}/" and entry.get("type") != "directory"
+        ):
+            continue  # the directory itself, or its marker object, as stores list it
+        name = listed[len(base) + 1 :] if listed.startswith(base + "/") else listed
+        if name.endswith("/") and name.count("/") == 1 and name != "/":
+            name, entry = name[:-1], {**entry, "type": "directory"}
+        try:
+            check_component(name)
+        except UnsafeNameError as exc:
+            prefix = entry.get("type") == "directory" and not name.endswith("/")
+            unsafe.setdefault(f"{name}/" if prefix else name, exc)
+            continue
+        if follow and entry.get("islink"):
+            followed = _followed(place, entry)
+            if followed is None:
+                skipped += 1
+                continue
+            entry = followed
+        infos.setdefault(name, entry)
+    return Listing(infos, unsafe, skipped)
+
+
+def _posix_listing(path: str, follow: bool) -> Listing:
+    infos: dict[str, dict[str, Any]] = {}
+    skipped = 0
+    with os.scandir(path) as entries:
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if follow and stat.S_ISLNK(st.st_mode):
+                    st = entry.stat(follow_symlinks=True)
+                    if stat.S_ISDIR(st.st_mode):
+                        skipped += 1  # never entered through a link
+                        continue
+            except FileNotFoundError:
+                if follow and entry.is_symlink():
+                    skipped += 1  # dangling: nothing to copy
+                continue  # gone meanwhile
+            if stat.S_ISDIR(st.st_mode):
+                kind = "directory"
+            else:
+                kind = "file" if stat.S_ISREG(st.st_mode) else "other"
+            infos[entry.name] = _posix_info(entry.path, st, kind)
+    return Listing(infos, {}, skipped)
+
+
 def source_items(place: Place, tally: Tally) -> Iterator[Item]:
     """Every entry below ``place`` as this engine copies it (``place`` itself as
-    ``""``), parents before children; a store's names that are not safe come first,
-    as ``unsafe`` items. A symlink, on a POSIX tree or a store that has them (an
-    ``rcp://`` service), is its target's file when it leads to one, else skipped and
-    counted (a directory is never entered through one, a dangling link or one out
-    of a service's roots has nothing to copy)."""
-    if not place.posix:
-        tree = tree_infos(place)
-        for rel, error in sorted(tree.unsafe.items()):
-            yield Item(rel, {}, error)
-        for rel, entry in sorted(tree.infos.items()):
-            if entry.get("islink"):
-                followed = _followed(place, entry)
-                if followed is None:
-                    tally["skipped.symlinks"] += 1
-                    continue
-                entry = followed
-            yield Item(rel, entry)
-        return
+    ``""``), parents before children, listed one directory at a time by
+    :func:`list_dir` (following symlinks to files); a name that is not safe is an
+    ``unsafe`` item, and nothing below it is listed."""
     info = place.fs.info(place.path)
     yield Item("", info)
     if info.get("type") != "directory":
         return
-    for top, dirs, files in os.walk(place.path):  # never into a symlinked directory
-        rel_top = os.path.relpath(top, place.path)
-        for name in sorted(dirs + files):
-            path = os.path.join(top, name)
-            rel = name if rel_top == "." else os.path.join(rel_top, name)
-            st = os.lstat(path)
-            if stat.S_ISLNK(st.st_mode):
-                try:
-                    st = os.stat(path)
-                except FileNotFoundError:
-                    tally["skipped.symlinks"] += 1  # dangling: nothing to copy
-                    continue
-                if stat.S_ISDIR(st.st_mode):
-                    tally["skipped.symlinks"] += 1
-                    continue
-            kind = "directory" if stat.S_ISDIR(st.st_mode) else "file"
-            if kind == "file" and not stat.S_ISREG(st.st_mode):
-                kind = "other"
-            yield Item(rel, _posix_info(path, st, kind))
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        listing = list_dir(place, place.join(rel), follow=True)
+        tally["skipped.symlinks"] += listing.skipped_links
+        for name, error in sorted(listing.unsafe.items()):
+            yield Item(joined(rel, name), {}, error)
+        below = []
+        for name, entry in sorted(listing.infos.items()):
+            item = Item(joined(rel, name), entry)
+            yield item
+            if item.is_dir:
+                below.append(item.rel)
+        pending.extend(reversed(below))
 
 
 def _followed(place: Place, link: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,9 +1,8 @@
 """What is copied and what is removed: ``--include``/``--exclude``, ``--gitignore``,
 ``--delete`` and ``--dry-run explain``, on every pair.
 
-Where the pair honours the flag, its effect is checked on the tree; where it does not
-(the store path has no filters, mirror or dry run today), the flag is refused: exit 2,
-one line naming it, the destination untouched.
+Every kind of storage honours them (the store engine walks one directory at a time
+with the local walk's filter rules); each effect is checked on the tree.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import pytest
 
 from support.capabilities import Feature, Support
 from support.pairs import TREE, Pair, cases
-from support.treespec import Spec
+from support.treespec import File, Spec
 
 FILES: Spec = {
     "keep.txt": b"keep\n",
@@ -32,14 +31,6 @@ def files(pair: Pair, path: str) -> set[str]:
     """The relative paths of the files of the tree at ``path`` (of the destination)."""
     with pair.dst.view(path) as local:
         return {str(p.relative_to(local)) for p in local.rglob("*") if p.is_file()}
-
-
-def refused(pair: Pair, flags: tuple[str, ...], named: str) -> None:
-    """``rcp FLAGS SRC DST`` onto an existing destination is refused naming ``named``."""
-    src = pair.source(FILES)
-    dst = pair.existing({"old.txt": b"old\n"})
-    before = pair.snapshot()
-    pair.refused(pair.rcp(*flags, sources=[src], destination=dst), named, before)
 
 
 SELECTIONS = {
@@ -62,16 +53,6 @@ def test_include_and_exclude_choose_what_is_copied(pair: Pair, selection: str) -
     assert files(pair, dst) == kept
 
 
-@pytest.mark.parametrize("selection", SELECTIONS)
-@pytest.mark.parametrize("pair", cases(Feature.FILTERS, Support.REFUSED), indirect=True)
-def test_include_and_exclude_are_refused_where_not_honoured(
-    pair: Pair, selection: str
-) -> None:
-    """Where the pair has no filters, ``--include``/``--exclude`` is a usage error."""
-    flags = SELECTIONS[selection][0]
-    refused(pair, flags, flags[0])
-
-
 @pytest.mark.parametrize("pair", cases(Feature.GITIGNORE, Support.YES), indirect=True)
 def test_gitignore_leaves_out_what_each_gitignore_names(pair: Pair) -> None:
     """``--gitignore``: ``*.ign`` (the top's) and ``sub/local.txt`` (``sub``'s own
@@ -79,13 +60,6 @@ def test_gitignore_leaves_out_what_each_gitignore_names(pair: Pair) -> None:
     src, dst = pair.source(FILES), pair.target()
     pair.copy("--gitignore", source=src, destination=dst)
     assert files(pair, dst) == set(FILES) - {"x.ign", "sub/local.txt"}
-
-
-@pytest.mark.parametrize(
-    "pair", cases(Feature.GITIGNORE, Support.REFUSED), indirect=True
-)
-def test_gitignore_is_refused_where_not_honoured(pair: Pair) -> None:
-    refused(pair, ("--gitignore",), "--gitignore")
 
 
 EXTRA: Spec = {
@@ -107,9 +81,34 @@ def test_delete_makes_the_destination_a_mirror(pair: Pair) -> None:
     assert run.counts("removed")["files"] == 3, run.summary
 
 
-@pytest.mark.parametrize("pair", cases(Feature.DELETE, Support.REFUSED), indirect=True)
-def test_delete_is_refused_where_not_honoured(pair: Pair) -> None:
-    refused(pair, ("-o", "--delete"), "--delete")
+PROTECTED: Spec = {
+    "a.txt": TREE["a.txt"],
+    "extra.txt": b"only in the destination\n",
+    "mine.log": b"excluded: not the copy's to remove\n",
+    "gone/deep/f": b"removed\n",
+    "gone/deep/g.log": b"excluded: keeps its directories\n",
+}
+
+
+@pytest.mark.parametrize("excluded_too", [False, True])
+@pytest.mark.parametrize("pair", cases(Feature.DELETE, Support.YES), indirect=True)
+def test_delete_keeps_what_the_filters_exclude_unless_delete_excluded(
+    pair: Pair, excluded_too: bool
+) -> None:
+    """``-o --delete --exclude '*.log'`` removes what the source lacks but the
+    excluded names (also inside a directory the source lacks, which stays holding
+    them); ``--delete-excluded`` removes those too."""
+    src, dst = pair.source(TREE), pair.existing(PROTECTED)
+    flags = ("-o", "--delete", "--exclude", "*.log")
+    pair.copy(
+        *flags,
+        *(("--delete-excluded",) if excluded_too else ()),
+        source=src,
+        destination=dst,
+    )
+    copied = {rel for rel, entry in TREE.items() if isinstance(entry, File)}
+    kept = set() if excluded_too else {"mine.log", "gone/deep/g.log"}
+    assert files(pair, dst) == copied | kept
 
 
 PARTIAL: Spec = {

@@ -116,11 +116,11 @@ def test_the_default_preserve_is_kept_where_it_can_be_and_a_named_one_refused() 
 
 
 def test_an_engine_refuses_what_it_does_not_honour_naming_the_pair() -> None:
-    settings = CopySettings(delete=True, max_processes=2)
+    settings = CopySettings(dereference=True, max_processes=2)
     with pytest.raises(UsageError) as refused:
         refuse(settings, Engine.STORE, LOCAL, S3)
     assert str(refused.value) == (
-        "not supported from local to s3://: --delete, --max-processes"
+        "not supported from local to s3://: --dereference, --max-processes"
     )
     assert NOT_HONOURED[Engine.LOCAL] == {}
     refuse(settings, Engine.LOCAL, LOCAL, LOCAL)

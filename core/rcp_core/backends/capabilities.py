@@ -102,11 +102,6 @@ NOT_HONOURED: dict[Engine, dict[str, Given]] = {
         "--max-open-files": lambda s: s.max_open_files is not None,
     },
     Engine.STORE: {
-        "--delete": lambda s: s.delete,
-        "--delete-excluded": lambda s: s.delete_excluded,
-        "--include/--exclude": lambda s: bool(s.includes or s.excludes),
-        "--filter-file": lambda s: s.filter_file is not None,
-        "--gitignore": lambda s: s.gitignore,
         "--dereference": lambda s: s.dereference,
         "--overwrite-compare beyond size,mtime": (
             lambda s: bool(s.overwrite_compare - _STORE_COMPARES)

@@ -153,11 +153,6 @@ def test_a_local_url_is_copied_by_the_local_engine(src: Path, tmp_path: Path) ->
 
 
 STORE_REFUSALS: dict[str, tuple[str, ...]] = {
-    "--delete": ("-o", "--delete"),
-    "--delete-excluded": ("-o", "--delete", "--delete-excluded"),
-    "--include/--exclude": ("--exclude", "*.txt"),
-    "--filter-file": ("--filter-file", "{src}/big"),
-    "--gitignore": ("--gitignore",),
     "--dereference": ("-L",),
     "--overwrite-compare beyond size,mtime": ("-o", "--overwrite-compare", "size,mode"),
     "--max-processes": ("--max-processes", "1"),

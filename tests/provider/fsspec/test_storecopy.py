@@ -227,3 +227,94 @@ def test_an_unexpected_failure_in_a_worker_fails_the_copy(tmp_path: Path) -> Non
         store.pipe_file(f"{root}/set/{name}", name.encode())
     with pytest.raises(ValueError, match="cannot open b"):
         copy_tree(Place(store, f"{root}/set"), local(tmp_path / "dst"))
+
+
+class ListingMemory(MemoryFileSystem):
+    """A memory store that records each listing and refuses whole-tree ones."""
+
+    protocol = "listingmemory"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.listed: list[str] = []
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Any:
+        self.listed.append(self._strip_protocol(path))
+        return super().ls(path, detail=detail, **kwargs)
+
+    def find(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the store copy listed a whole tree")
+
+
+def test_a_store_is_listed_one_directory_at_a_time(tmp_path: Path) -> None:
+    """Each source directory is listed once, one level (memory follows the
+    directories in flight, not the tree); a destination directory is listed only
+    when it existed before the copy."""
+    store = ListingMemory(skip_instance_cache=True)
+    root = f"/t{uuid.uuid4().hex}"
+    copy_tree(local(make_tree(tmp_path / "src", TREE)), Place(store, root))
+    assert sorted(store.listed) == []  # a fresh destination: nothing to list
+    store.listed.clear()
+    copy_tree(Place(store, root), local(tmp_path / "dst"))
+    assert sorted(store.listed) == [root, f"{root}/many", f"{root}/sub"]
+    store.listed.clear()
+    settings = CopySettings(existing=ExistingPolicy.OVERWRITE)
+    copy_tree(local(tmp_path / "dst"), Place(store, root), settings)
+    assert sorted(store.listed) == [root, f"{root}/many", f"{root}/sub"]
+
+
+def test_filters_and_delete_through_the_api(tmp_path: Path, memory: Place) -> None:
+    """``includes``/``excludes``/``gitignore`` choose what a store copy copies, and
+    ``delete`` removes what the source does not have but the excluded names."""
+    src = make_tree(
+        tmp_path / "src",
+        {
+            "keep.txt": File(b"k"),
+            "skip.log": File(b"l"),
+            ".gitignore": File(b"*.ign\n"),
+            "x.ign": File(b"i"),
+            "sub/keep.txt": File(b"s"),
+        },
+    )
+    settings = CopySettings(excludes=("*.log",), gitignore=True)
+    copy_tree(local(src), memory, settings)
+    fs = memory.fs
+    assert sorted(fs.find(memory.path)) == [
+        f"{memory.path}/{rel}" for rel in (".gitignore", "keep.txt", "sub/keep.txt")
+    ]
+    fs.pipe_file(f"{memory.path}/sub/extra", b"only here")
+    fs.pipe_file(f"{memory.path}/mine.log", b"excluded: kept")
+    mirror = CopySettings(
+        existing=ExistingPolicy.OVERWRITE, delete=True, excludes=("*.log",)
+    )
+    summary = copy_tree(local(src), memory, mirror)
+    assert (summary["removed.files"], summary["copied.files"]) == (1, 1)  # x.ign
+    assert sorted(fs.find(memory.path)) == [
+        f"{memory.path}/{rel}"
+        for rel in (".gitignore", "keep.txt", "mine.log", "sub/keep.txt", "x.ign")
+    ]
+
+
+def test_a_symlink_where_a_directory_goes_is_replaced_not_followed(
+    tmp_path: Path, memory: Place
+) -> None:
+    """``-o`` from a store: the destination's symlink named like a source directory
+    is replaced by the directory; nothing is written where it pointed."""
+    fs = memory.fs
+    fs.pipe_file(f"{memory.path}/d/f", b"from the store")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    (dst / "d").symlink_to(elsewhere)
+    settings = CopySettings(existing=ExistingPolicy.OVERWRITE)
+    copy_tree(memory, local(dst), settings)
+    assert not (dst / "d").is_symlink()
+    assert (dst / "d" / "f").read_bytes() == b"from the store"
+    assert list(elsewhere.iterdir()) == []
+    kept = CopySettings(existing=ExistingPolicy.IGNORE_EXISTING)
+    (dst / "e").symlink_to(elsewhere)
+    fs.pipe_file(f"{memory.path}/e/g", b"not followed")
+    summary = copy_tree(memory, local(dst), kept)
+    assert summary["skipped.dirs"] == 1
+    assert list(elsewhere.iterdir()) == []
