@@ -50,6 +50,9 @@ if TYPE_CHECKING:
     Storage = tuple[StorageInfo | None, StorageInfo | None]
     """The storage of the source and destination roots (``None``: not opened)."""
 
+Roots = tuple[str | None, str | None]
+"""The source and destination roots as paths of this host (``None``: not one)."""
+
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
 
@@ -62,10 +65,12 @@ class _Hooks:
 
     :param plugins: as :func:`~rcp_core.verify.compare` takes them.
     :param roots: the source and destination roots, whose storage
-        (``rcp_detect_storage``) the classification hook is told.
+        (``rcp_detect_storage``) the classification hook is told; ``None``: a root
+        that is no path of this host (a store's, a service's), whose storage is
+        ``None`` as that of a root that cannot be opened.
     """
 
-    def __init__(self, plugins: Plugins, roots: tuple[str, str]) -> None:
+    def __init__(self, plugins: Plugins, roots: Roots) -> None:
         self._plugins = plugins
         self._roots = roots
         self._lock = threading.Lock()
@@ -96,9 +101,11 @@ class _Hooks:
         return self._make()[1]
 
 
-def _storage(hook: Any, root: str) -> StorageInfo | None:
+def _storage(hook: Any, root: str | None) -> StorageInfo | None:
     from rcp_core.capacity import storage_of
 
+    if root is None:
+        return None
     try:
         return storage_of(hook, root)
     except OSError:
@@ -109,7 +116,7 @@ class ComparisonRun(Runtime):
     """One comparison: its runtime, what it compares, and what it found.
 
     :param plugins: the run's plugins (see :class:`_Hooks`).
-    :param roots: the source and destination roots, as given.
+    :param roots: the source and destination roots, as given (see :class:`_Hooks`).
     :param retries: tries again of a unit failing with a transient error.
     :param retry_delay: the backoff before the first of them, in seconds.
     :param cancel: set from any thread to stop the comparison.
@@ -118,7 +125,7 @@ class ComparisonRun(Runtime):
     def __init__(
         self,
         plugins: Plugins,
-        roots: tuple[str, str],
+        roots: Roots,
         *,
         retries: int,
         retry_delay: float,

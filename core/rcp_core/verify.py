@@ -85,6 +85,7 @@ __all__ = [
     "Difference",
     "Left",
     "Scope",
+    "check_settings",
     "compare",
     "copy_trees",
     "kept_attrs",
@@ -190,12 +191,7 @@ def compare(
     :raises UsageError: bad ``attrs``, ``max_workers``, ``retries`` or
         ``retry_delay``.
     """
-    if CompareAttr.CTIME in attrs:
-        raise UsageError("ctime cannot be verified: no copy preserves it")
-    if max_workers is not None and max_workers < 1:
-        raise UsageError("max-workers must be at least 1")
-    if retries < 0 or retry_delay < 0:
-        raise UsageError("retries and retry-delay must not be negative")
+    check_settings(attrs, max_workers, retries, retry_delay)
     src, dst = os.fspath(src), os.fspath(dst)
     limit, aside = _concurrency(src, dst, max_workers)
     run = ComparisonRun(
@@ -215,6 +211,25 @@ def compare(
         pool.push(PairWalk(run, pool).root, src, dst)
         pool.run()
     return run.result(time.monotonic() - start)
+
+
+def check_settings(
+    attrs: frozenset[CompareAttr],
+    max_workers: int | None,
+    retries: int,
+    retry_delay: float,
+) -> None:
+    """Refuse what no comparison takes, on any path (this module's and a store's).
+
+    :raises UsageError: ``CompareAttr.CTIME`` in ``attrs``, ``max_workers`` below 1,
+        a negative ``retries`` or ``retry_delay``.
+    """
+    if CompareAttr.CTIME in attrs:
+        raise UsageError("ctime cannot be verified: no copy preserves it")
+    if max_workers is not None and max_workers < 1:
+        raise UsageError("max-workers must be at least 1")
+    if retries < 0 or retry_delay < 0:
+        raise UsageError("retries and retry-delay must not be negative")
 
 
 def verify_copy(

@@ -96,7 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         attrs = CompareAttr.parse(args.attrs)
         lines = Lines(sys.stdout)
         if storages != {Storage.LOCAL}:
-            result = _compare_places(args, attrs)
+            result = in_worker(
+                lambda cancel: _compare_places(args, attrs, cancel), "rcmp-main"
+            )
             for difference in result.differences:
                 lines(difference)
             return _finish(args, result)
@@ -128,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _compare_places(
-    args: argparse.Namespace, attrs: frozenset[CompareAttr]
+    args: argparse.Namespace, attrs: frozenset[CompareAttr], cancel: threading.Event
 ) -> Comparison:
     """Two trees through fsspec (a URL or a ``host:/path`` operand).
 
@@ -143,7 +145,12 @@ def _compare_places(
             if not side.fs.exists(side.path):
                 raise UsageError(f"{operand}: no such file or directory")
         return compare_places(
-            src, dst, checksum=args.checksum, attrs=attrs, max_workers=args.max_workers
+            src,
+            dst,
+            checksum=args.checksum,
+            attrs=attrs,
+            max_workers=args.max_workers,
+            cancel=cancel,
         )
 
 

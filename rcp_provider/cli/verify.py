@@ -9,6 +9,9 @@ of operand, by what the copy was asked to copy (:class:`rcp_core.verify.Scope`).
   as the generic store copy reads it (symlinks followed, specials left out), and only
   what the store keeps compared (a store without modes or mtimes: sizes and contents).
 
+Every path runs the comparison on the run runtime, with the copy's ``retries`` and
+``retry_delay``, and stops at Ctrl-C.
+
 Invariants: one verdict shape on every path (:func:`rcp_core.verify.verdict_of`), so
 the summary's ``verified`` block is the same; a policy that may keep existing entries
 (``--ignore-existing``, ``--update``) has what the destination held recorded before
@@ -23,6 +26,7 @@ import argparse
 import contextlib
 import posixpath
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from rcp_core import CopySettings
@@ -99,10 +103,12 @@ class Verification:
                 "rcp-verify",
             )
         else:
-            verdict = in_worker(lambda _: self._places(checksum), "rcp-verify")
+            verdict = in_worker(
+                lambda cancel: self._places(checksum, cancel), "rcp-verify"
+            )
         return verified(self.args.verify, verdict)
 
-    def _places(self, checksum: bool) -> dict[str, Any]:
+    def _places(self, checksum: bool, cancel: threading.Event) -> dict[str, Any]:
         from rcp_provider.fsspec.storecompare import compare_places
 
         trees = []
@@ -118,6 +124,9 @@ class Verification:
                     max_workers=self.settings.max_workers,
                     scope=self.scopes[dst],
                     follow=self.store,
+                    cancel=cancel,
+                    retries=self.settings.retries,
+                    retry_delay=self.settings.retry_delay,
                 )
             trees.append((src, dst, result))
         return verdict_of(trees)

@@ -13,6 +13,7 @@
                        finish, filters, ``--delete`` pruning
 ``storetree``          a tree on an fsspec filesystem as the store engine lists it
 ``storecompare``       two trees compared wherever fsspec reaches them (``rcmp``)
+``storehash``          a store comparison's contents: digests where the data is
 =====================  ==============================================================
 
 Named after the library it glues to: imports are absolute, so ``import fsspec`` is the

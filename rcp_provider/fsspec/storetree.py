@@ -3,10 +3,9 @@
 - :class:`Place`: a path on a filesystem, and what the engine can keep there
   (:attr:`Place.backend`, the declaration :mod:`rcp_core.backends.capabilities`
   refuses by);
-- :func:`source_items`: a source tree's entries as the engine copies them (unsafe
-  names reported, symlinks followed to files or skipped);
-- :func:`tree_infos`: a tree as its filesystem lists it (names checked by
-  :mod:`rcp_core.names`, a key ending in ``/`` its directory);
+- :func:`list_dir`: one directory's entries as the engine reads them (names
+  checked per component by :mod:`rcp_core.names`, a key ending in ``/`` its
+  directory; a source's symlinks followed to files or skipped);
 - :func:`stat_of`, :func:`mtime_of`: an fsspec info as the local copy's rules read
   it.
 
@@ -21,7 +20,6 @@ import datetime
 import os
 import posixpath
 import stat
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,9 +28,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from rcp_core.backends.capabilities import Backend, Capability, store_backend
 from rcp_core.errors import UnsafeNameError, UsageError
-from rcp_core.names import check_component, check_relative
-from rcp_core.summary import Tally
-from rcp_core.tree import joined
+from rcp_core.names import check_component
 
 OBJECT_STORES = frozenset(
     {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oci"}
@@ -95,12 +91,10 @@ class Place:
 @dataclass(frozen=True, slots=True)
 class Item:
     """One entry of the source tree: its path relative to the root, and fsspec's info
-    (``type``, ``size``, maybe ``mtime`` and ``mode``); or, with ``unsafe``, a name a
-    store listed that is not safe (its info empty), which is only reported."""
+    (``type``, ``size``, maybe ``mtime`` and ``mode``)."""
 
     rel: str
     info: dict[str, Any]
-    unsafe: UnsafeNameError | None = None
 
     @property
     def is_dir(self) -> bool:
@@ -198,31 +192,6 @@ def _posix_listing(path: str, follow: bool) -> Listing:
     return Listing(infos, {}, skipped)
 
 
-def source_items(place: Place, tally: Tally) -> Iterator[Item]:
-    """Every entry below ``place`` as this engine copies it (``place`` itself as
-    ``""``), parents before children, listed one directory at a time by
-    :func:`list_dir` (following symlinks to files); a name that is not safe is an
-    ``unsafe`` item, and nothing below it is listed."""
-    info = place.fs.info(place.path)
-    yield Item("", info)
-    if info.get("type") != "directory":
-        return
-    pending = [""]
-    while pending:
-        rel = pending.pop()
-        listing = list_dir(place, place.join(rel), follow=True)
-        tally["skipped.symlinks"] += listing.skipped_links
-        for name, error in sorted(listing.unsafe.items()):
-            yield Item(joined(rel, name), {}, error)
-        below = []
-        for name, entry in sorted(listing.infos.items()):
-            item = Item(joined(rel, name), entry)
-            yield item
-            if item.is_dir:
-                below.append(item.rel)
-        pending.extend(reversed(below))
-
-
 def _followed(place: Place, link: dict[str, Any]) -> dict[str, Any] | None:
     """The info of the file a store's symlink leads to (under the link's name), or
     ``None`` when it leads to no file."""
@@ -243,46 +212,6 @@ def _posix_info(path: str, st: os.stat_result, kind: str) -> dict[str, Any]:
         "mode": st.st_mode,
         "mtime": st.st_mtime,
     }
-
-
-@dataclass(frozen=True, slots=True)
-class Tree:
-    """A tree as its filesystem lists it.
-
-    :param infos: fsspec's infos by safe relative path (:func:`check_relative`), the
-        root itself as ``""``.
-    :param unsafe: the names listed that are not safe, as listed (relative to the
-        root), and why; none of them is in ``infos``, nor is anything below them
-        (a name below an unsafe one is unsafe itself).
-    """
-
-    infos: dict[str, dict[str, Any]]
-    unsafe: dict[str, UnsafeNameError]
-
-
-def tree_infos(place: Place) -> Tree:
-    """The tree at ``place``, listed by fsspec's ``find``. A listed name ending in
-    ``/`` (an object store's directory marker) is the directory without it.
-
-    :raises FileNotFoundError: nothing is there.
-    """
-    info = place.fs.info(place.path)
-    tree = Tree({"": info}, {})
-    if info.get("type") == "directory":
-        listing = place.fs.find(place.path, withdirs=True, detail=True)
-        for path, entry in listing.items():
-            rel = relative(path, str(info["name"]))
-            if not rel:
-                continue
-            if rel.endswith("/"):
-                rel, entry = rel[:-1], {**entry, "type": "directory"}
-            try:
-                check_relative(rel)
-            except UnsafeNameError as exc:
-                tree.unsafe[rel] = exc
-                continue
-            tree.infos.setdefault(rel, entry)
-    return tree
 
 
 def relative(path: str, root: str) -> str | None:

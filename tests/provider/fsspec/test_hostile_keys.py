@@ -182,7 +182,11 @@ def test_a_comparison_does_not_read_through_unsafe_names(
         Place(fs, f"{top}/set"), Place(LocalFileSystem(), str(dst)), checksum=True
     )
     errors = [d for d in result.differences if d.kind is DiffKind.ERROR]
-    assert [d.path for d in errors] == ["..", "../secret"]
+    # One error, for the prefix ``..`` (named with its ``/`` as the copy's errors
+    # name it): a comparison lists one directory at a time, as the copy does, and
+    # nothing below an unsafe name is listed, so ``../secret`` is not an error of
+    # its own any more (a whole-tree ``find`` listed both).
+    assert [d.path for d in errors] == ["../"]
     assert all("unsafe name" in d.detail for d in errors)
     assert result.counts[DiffKind.CONTENT] == 0
     assert result.files_hashed == len(VALID)

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import threading
 import uuid
 from pathlib import Path
+from typing import Any
 
 from fsspec.implementations.dirfs import DirFileSystem
 from fsspec.implementations.local import LocalFileSystem
+from fsspec.implementations.memory import MemoryFileSystem
 
 from rcp_core.comparison import DiffKind
 from rcp_provider.fsspec.storecompare import compare_places
@@ -59,3 +64,96 @@ def test_a_store_with_modes_and_times_is_compared_on_them(tmp_path: Path) -> Non
     kinds = {(d.path, d.kind) for d in found.differences}
     assert ("sub/b.bin", DiffKind.MODE) in kinds
     assert ("sub/link", DiffKind.LINK) in kinds
+
+
+class FaultyStore(MemoryFileSystem):  # type: ignore[misc]
+    """A memory store whose listings (``ls``) and opens of chosen names fail: with
+    the errno given, every time (``broken``) or the first time only (``flaky``).
+    It records the paths it lists, and sets ``cancel_on_ls`` (if any) at each."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.broken: dict[str, int] = {}
+        self.flaky: dict[str, int] = {}
+        self.failed: list[str] = []
+        self.listed: list[str] = []
+        self.cancel_on_ls: threading.Event | None = None
+
+    def _fault(self, path: str) -> None:
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        code = self.broken.get(name) or self.flaky.pop(name, None)
+        if code is not None:
+            self.failed.append(name)
+            raise OSError(code, os.strerror(code), path)
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Any:
+        self.listed.append(path)
+        if self.cancel_on_ls is not None:
+            self.cancel_on_ls.set()
+        self._fault(path)
+        return super().ls(path, detail=detail, **kwargs)
+
+    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
+        if "r" in mode:
+            self._fault(path)
+        return super()._open(path, mode, **kwargs)
+
+
+def faulty_copy(tmp_path: Path) -> tuple[Path, Place, FaultyStore]:
+    """A local tree and its copy in a :class:`FaultyStore` (no fault yet)."""
+    src = make_tree(
+        tmp_path / "src", {k: v for k, v in TREE.items() if k != "sub/link"}
+    )
+    store = FaultyStore(skip_instance_cache=True)
+    place = Place(store, f"/faulty{uuid.uuid4().hex}")
+    copy_tree(local(src), place)
+    return src, place, store
+
+
+def test_a_store_failing_transiently_is_tried_again_and_the_same(
+    tmp_path: Path,
+) -> None:
+    """A listing failing with EAGAIN and a read with ETIMEDOUT (transient, as the
+    runtime classifies them) are tried again: the comparison is the same."""
+    src, place, store = faulty_copy(tmp_path)
+    store.flaky = {"sub": errno.EAGAIN, "b.bin": errno.ETIMEDOUT}
+    result = compare_places(local(src), place, checksum=True, retry_delay=0)
+    assert store.failed == ["sub", "b.bin"]  # each failed once
+    assert result.same, result.differences
+    assert result.files_hashed == 2
+
+
+def test_a_permanent_failure_is_an_error_difference_and_the_rest_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A read failing with EACCES is an ``error`` difference of its file (tried
+    once: not transient); a directory that cannot be listed is one of its own, and
+    nothing below it is called missing."""
+    src, place, store = faulty_copy(tmp_path)
+    (src / "sub" / "more").write_bytes(b"below a directory not listed")
+    store.broken = {"a.txt": errno.EACCES}
+    found = compare_places(local(src), place, checksum=True, retries=3)
+    assert [(d.path, d.kind, d.detail) for d in found.differences] == [
+        ("a.txt", DiffKind.ERROR, "read destination: Permission denied"),
+        ("sub/more", DiffKind.MISSING, "file not in the destination"),
+    ]
+    assert store.failed == ["a.txt"]
+    assert found.files_hashed == 1
+    store.broken = {"sub": errno.EACCES}
+    found = compare_places(local(src), place, checksum=True)
+    assert [(d.path, d.kind, d.detail) for d in found.differences] == [
+        ("sub", DiffKind.ERROR, "read destination directory: Permission denied"),
+    ]
+    assert not found.cancelled
+
+
+def test_cancel_stops_a_store_comparison(tmp_path: Path) -> None:
+    """Cancel set while the store is listed: nothing more is listed or hashed, and
+    the comparison is cancelled, not the same."""
+    src, place, store = faulty_copy(tmp_path)
+    store.cancel_on_ls = cancel = threading.Event()
+    result = compare_places(local(src), place, checksum=True, cancel=cancel)
+    assert result.cancelled
+    assert not result.same
+    assert store.listed == [place.path]  # the root's listing only: "sub" never
+    assert result.files_hashed == 0
