@@ -19,6 +19,7 @@ from rcp_core import (
     copy,
 )
 from rcp_core.backends import routing
+from rcp_core.backends.capabilities import refuse_route
 from rcp_core.backends.routing import Engine
 from rcp_core.errors import RemoteError, VerificationError
 from rcp_core.progress import BarProgress
@@ -67,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(args.verbose, args.quiet)
         settings = settings_from_args(args)
         route = routing.route(args.paths)
+        refuse_route(route)
         remote.refuse_unused(parser, args, route.storages, remote.SERVICE_OPTIONS)
         verification = None
         if args.verify != "none":

@@ -2,11 +2,13 @@
 store but this host's files and ``rcpd serve`` services): a copy through the store
 engine, :mod:`rcp_provider.fsspec.storecopy`.
 
-One source and one destination; a destination ending in ``/`` receives the source
-under its name. What the store engine or the pair cannot do is refused up front with
-the flags named (:mod:`rcp_core.backends.capabilities`), nothing started. The copy
-runs in a worker thread, so that Ctrl-C cancels it (files in flight are dropped,
-never published). fsspec and the store's package are imported only for a URL.
+One source and one destination (several sources are refused when the operands are
+routed: :func:`rcp_core.backends.capabilities.refuse_route`); a destination ending
+in ``/`` receives the source under its name. What the store engine or the pair
+cannot do is refused up front with the flags named
+(:mod:`rcp_core.backends.capabilities`), nothing started. The copy runs in a worker
+thread, so that Ctrl-C cancels it (files in flight are dropped, never published).
+fsspec and the store's package are imported only for a URL.
 """
 
 from __future__ import annotations
@@ -28,14 +30,14 @@ def run(
     settings: CopySettings,
     renderer: Callable[[Progress], None] | None,
 ) -> Summary:
-    """Copy the route's source to its destination; the summary.
+    """Copy the route's one source (``route`` passed
+    :func:`~rcp_core.backends.capabilities.refuse_route`) to its destination; the
+    summary.
 
-    :raises UsageError: more than one source, an unsupported option, a URL fsspec
-        cannot open (an unknown protocol, its package missing), or the operand rules.
+    :raises UsageError: an unsupported option, a URL fsspec cannot open (an unknown
+        protocol, its package missing), or the operand rules.
     :raises CopyFailedError: some entries were not copied.
     """
-    if len(route.sources) != 1:
-        raise UsageError("a copy to or from a URL takes one source and a destination")
     from rcp_provider.fsspec.storecopy import copy_tree
 
     source, destination = route.paths

@@ -14,6 +14,7 @@ from rcp_core.backends.capabilities import (
     Capability,
     refusals,
     refuse,
+    refuse_route,
     store_backend,
 )
 from rcp_core.backends.routing import Engine, Storage, operand, route
@@ -82,6 +83,33 @@ def test_sources_on_different_kinds_of_storage_are_refused() -> None:
         route(["/a", "h:/b", "/dst/"])
     with pytest.raises(UsageError, match="a source and a destination"):
         route(["/a"])
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [
+        ["/a", "/b", "/dst/"],
+        ["rcp://h/a", "rcp://h/b", "/dst/"],
+        ["memory://a", "s3://b/k"],
+        ["/a", "memory://b/"],
+    ],
+)
+def test_a_route_an_engine_takes_passes(paths: list[str]) -> None:
+    refuse_route(route(paths))
+
+
+@pytest.mark.parametrize(
+    "paths", [["/a", "/b", "memory://dst/"], ["s3://b/x", "s3://b/y", "/dst/"]]
+)
+def test_several_sources_for_the_store_engine_are_refused_by_the_route(
+    paths: list[str],
+) -> None:
+    with pytest.raises(UsageError) as refused:
+        refuse_route(route(paths))
+    assert str(refused.value) == (
+        "a copy to or from a URL takes one source and a destination "
+        "(2 sources given): copy each in a run of its own"
+    )
 
 
 def test_the_routes_paths_are_what_the_engine_takes() -> None:

@@ -4,7 +4,8 @@ Each :class:`Feature` is a behaviour users see (a flag, a kind of entry, a rule)
 :class:`Cell` on a storage is decided by :func:`cell` from what the storage declares
 (:data:`rcp_core.backends.capabilities.DECLARED`, or a URL store's own declaration)
 and what the engine that copies it honours
-(:data:`~rcp_core.backends.capabilities.NOT_HONOURED`), never written by hand. The
+(:data:`~rcp_core.backends.capabilities.NOT_HONOURED`,
+:data:`~rcp_core.backends.capabilities.ONE_SOURCE`), never written by hand. The
 README's table of storages is :func:`markdown` (``python -m
 rcp_core.backends.features`` prints it; a test keeps the README equal to it), and the
 conformance suite (``tests/conformance``) checks each cell against real copies.
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from rcp_core.backends.capabilities import (
     DECLARED,
     NOT_HONOURED,
+    ONE_SOURCE,
     Backend,
     Capability,
     store_backend,
@@ -86,8 +88,6 @@ ENGINE_OF: dict[Storage, Engine] = {
 }
 """The engine that copies a storage to or from local paths."""
 
-ONE_SOURCE = frozenset({Engine.STORE})
-"""Engines that take one source per copy."""
 REPLACES_KINDS = frozenset({Engine.LOCAL, Engine.REMOTE})
 """Engines that replace an entry of another kind under ``-o`` (a store's key and
 prefix may share a name, so the store engine has nothing to replace)."""

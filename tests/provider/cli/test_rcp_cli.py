@@ -187,6 +187,22 @@ def test_what_the_store_engine_cannot_do_is_refused(
     assert not memory.exists("/refused")
 
 
+def test_several_sources_to_a_url_are_refused_before_it_is_opened(
+    src: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The store engine's one source is refused from the operands alone: before
+    ``--verify`` lists the destination to record what ``-u`` may keep (opening a
+    URL fsspec has no filesystem for would fail first, with another message)."""
+    other = tmp_path / "other"
+    other.mkdir()
+    args = ["--verify", "metadata", "-u", str(src), str(other), "nosuch://dst/"]
+    assert main(args) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "rcp: error: a copy to or from a URL takes one source and a destination "
+        "(2 sources given): copy each in a run of its own"
+    ]
+
+
 @pytest.mark.parametrize(
     ("source", "destination"),
     [
