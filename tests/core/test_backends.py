@@ -36,6 +36,8 @@ from rcp_core.throttle import TokenBucket
         ("rcp://storage-01:7450/data", Storage.SERVICE, "rcp://storage-01:7450/data"),
         ("s3://bucket/key", Storage.STORE, "s3://bucket/key"),
         ("memory://x", Storage.STORE, "memory://x"),
+        ("Git+SSH://h/p", Storage.STORE, "Git+SSH://h/p"),
+        ("host:/a://b", Storage.HOST, "host:/a://b"),
     ],
 )
 def test_an_operand_names_its_storage_by_its_spelling(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rcp_core.errors import UsageError
-from rcp_core.remote.operands import RemotePath, parse_operand
+from rcp_core.remote.operands import RemotePath, parse_operand, split_url
 
 
 @pytest.mark.parametrize(
@@ -39,3 +39,24 @@ def test_local_paths_and_urls_are_not_hosts(operand: str) -> None:
 def test_a_bad_port_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="port 70000 is out of range"):
         parse_operand("host:70000:/x")
+
+
+@pytest.mark.parametrize(
+    ("operand", "expected"),
+    [
+        ("s3://bucket/key", ("s3", "bucket/key")),
+        ("S3://Bucket/Key", ("s3", "Bucket/Key")),
+        ("git+ssh.v2-x://h/p", ("git+ssh.v2-x", "h/p")),
+        ("memory://", ("memory", "")),
+        ("file:///a\nb", ("file", "/a\nb")),
+        ("3s://x", None),
+        ("s3:/x", None),
+        ("./s3://x", None),
+        ("/a/s3://x", None),
+        ("host:/a://b", None),
+        ("", None),
+    ],
+)
+def test_what_is_a_url(operand: str, expected: tuple[str, str] | None) -> None:
+    """A scheme (a letter, then letters, digits, ``+.-``), ``://``, anything."""
+    assert split_url(operand) == expected

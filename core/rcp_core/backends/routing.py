@@ -9,6 +9,9 @@ An operand names one kind of :class:`Storage`:
 - ``rcpd serve``: ``rcp://host[:port]/path``, a copy service on a host;
 - ``URL store``: any other ``scheme://`` URL, an fsspec filesystem.
 
+What is a URL is :func:`rcp_core.remote.operands.split_url`'s to say, for routing
+and for the ``host:`` operands alike (a URL is never a host).
+
 The pair of storages picks the :class:`Engine`, the one implementation that drives
 that pair (:func:`route`):
 
@@ -33,14 +36,12 @@ opened or started; the local paths of a route are the operands with their
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rcp_core.errors import UsageError
-from rcp_core.remote.operands import parse_operand
+from rcp_core.remote.operands import parse_operand, split_url
 
-_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)", re.DOTALL)
 _LOCAL_SCHEMES = ("file", "local")
 """fsspec's names of this host's filesystem."""
 
@@ -83,12 +84,12 @@ def operand(text: str) -> Operand:
     :raises UsageError: a ``host:`` operand with a bad port, a local URL without a
         path.
     """
-    url = _URL.match(text)
+    url = split_url(text)
     if url is None:
         if parse_operand(text) is not None:
             return Operand(text, Storage.HOST, text)
         return Operand(text, Storage.LOCAL, text)
-    scheme, rest = url["scheme"].lower(), url["rest"]
+    scheme, rest = url
     if scheme in _LOCAL_SCHEMES or (scheme == "rcp" and rest.startswith("/")):
         if not rest:
             raise UsageError(f"{text!r}: names no path")

@@ -3,7 +3,8 @@
 Only an absolute path after the colon makes an operand remote, so a local name that
 contains a colon (``./a:b``, ``a:b`` without a slash after the colon) stays local, as
 with scp's ``./`` escape. A leading ``/`` or ``./`` is always local, and a URL
-(``scheme://...``, such as ``s3://bucket/key``) is never a host.
+(``scheme://...``, such as ``s3://bucket/key``: :func:`split_url`, the one definition
+of a URL operand, which :mod:`rcp_core.backends.routing` routes by) is never a host.
 
 Examples::
 
@@ -37,7 +38,17 @@ def _pattern() -> re.Pattern[str]:
 
 @functools.cache
 def _url() -> re.Pattern[str]:
-    return re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+    return re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)", re.DOTALL)
+
+
+def split_url(operand: str) -> tuple[str, str] | None:
+    """``(scheme, rest)`` of a URL operand ``scheme://rest``, the scheme lower-cased
+    (RFC 3986 spells it a letter then letters, digits, ``+``, ``-``, ``.``, and
+    compares it ignoring case); ``None`` when ``operand`` is not a URL."""
+    match = _url().match(operand)
+    if match is None:
+        return None
+    return match["scheme"].lower(), match["rest"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +80,7 @@ def parse_operand(operand: str) -> RemotePath | None:
     """
     if operand.startswith(("/", "./", "../")) or ":/" not in operand:
         return None
-    if _url().match(operand):
+    if split_url(operand) is not None:
         return None  # scheme://..., a URL (fsspec's), not host:/path
     match = _pattern().match(operand)
     if match is None:
