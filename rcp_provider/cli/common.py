@@ -4,6 +4,7 @@ output options (progress on stderr, the summary as text and JSON)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import math
@@ -11,13 +12,14 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 from rcp_core.errors import CopyFailedError, UsageError
 from rcp_core.progress import BarProgress, Progress, TextProgress
 from rcp_core.summary import Summary
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -32,7 +34,11 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
 
 def configure_logging(verbose: int, quiet: bool) -> None:
-    """Logs go to stdout (progress owns stderr): errors and dry-run lines by default."""
+    """Logs go to stdout (progress owns stderr): errors and dry-run lines by default.
+
+    For the run of a ``main`` wrapped by :func:`logging_restored`, which puts the
+    logger back when it returns.
+    """
     level = logging.DEBUG if verbose > 1 else logging.INFO
     if quiet:
         level = logging.CRITICAL
@@ -42,6 +48,31 @@ def configure_logging(verbose: int, quiet: bool) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False
+
+
+def logging_restored(main: Callable[P, int]) -> Callable[P, int]:
+    """``main``, leaving the ``rcp_core`` logger as it found it when it returns or
+    raises: what :func:`configure_logging` sets lasts one run.
+
+    A process goes on after ``main`` when a test or a program calls it: the logger
+    must not keep a handler on the ``sys.stdout`` of that run (closed by then, every
+    later record, a service job's among them, was a "Logging error"), nor stop its
+    records reaching the root logger.
+    """
+
+    @functools.wraps(main)
+    def run(*args: P.args, **kwargs: P.kwargs) -> int:
+        logger = logging.getLogger("rcp_core")
+        handlers, level = list(logger.handlers), logger.level
+        propagate = logger.propagate
+        try:
+            return main(*args, **kwargs)
+        finally:
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+    return run
 
 
 def positive_seconds(text: str) -> float:

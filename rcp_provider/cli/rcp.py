@@ -30,6 +30,7 @@ from rcp_provider.cli.common import (
     add_output_options,
     configure_logging,
     in_worker,
+    logging_restored,
     progress_renderer,
     report,
 )
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@logging_restored
 def main(argv: Sequence[str] | None = None) -> int:
     summary: Summary | None = None
     extra: dict[str, Any] = {}

@@ -26,6 +26,7 @@ from rcp_provider.cli.common import (
     OneLineErrorParser,
     add_output_options,
     configure_logging,
+    logging_restored,
     progress_renderer,
     run_and_report,
     usage_error,
@@ -82,6 +83,7 @@ def settings_from(args: argparse.Namespace) -> CopySettings:
     )
 
 
+@logging_restored
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)

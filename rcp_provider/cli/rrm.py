@@ -22,6 +22,7 @@ from rcp_provider.cli.common import (
     OneLineErrorParser,
     add_output_options,
     configure_logging,
+    logging_restored,
     progress_renderer,
     run_and_report,
     usage_error,
@@ -84,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@logging_restored
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)

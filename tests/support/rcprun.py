@@ -3,11 +3,11 @@
 
 :func:`rcp` calls :func:`rcp_provider.cli.rcp.main` -- what the ``rcp`` console script
 runs -- with stdout and stderr captured, the fsspec configuration of the backends
-involved applied only while it runs, and the ``rcp_core`` logger restored afterwards.
-This is the front-end the suite drives: the same argument parsing, refusals, exit
-statuses and output as the program, at a hundredth of its start-up, and the only way
-to reach ``memory://`` (a store no other process sees). :func:`start` runs the
-program itself, for what only a process shows (an interrupt).
+involved applied only while it runs (``main`` itself leaves the ``rcp_core`` logger
+as it found it). This is the front-end the suite drives: the same argument parsing,
+refusals, exit statuses and output as the program, at a hundredth of its start-up,
+and the only way to reach ``memory://`` (a store no other process sees).
+:func:`start` runs the program itself, for what only a process shows (an interrupt).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -90,19 +89,6 @@ def _fsspec_config(config: Mapping[str, Mapping[str, Any]]) -> Iterator[None]:
                 fsspec.config.conf[key] = value
 
 
-@contextlib.contextmanager
-def _logger_kept() -> Iterator[None]:
-    """``rcp``'s ``main`` points the ``rcp_core`` logger at its stdout: put it back."""
-    logger = logging.getLogger("rcp_core")
-    saved = (list(logger.handlers), logger.level, logger.propagate)
-    try:
-        yield
-    finally:
-        logger.handlers[:] = saved[0]
-        logger.setLevel(saved[1])
-        logger.propagate = saved[2]
-
-
 NOTHING = Launch()
 
 
@@ -118,7 +104,6 @@ def rcp(args: Sequence[str], launch: Launch = NOTHING) -> Run:
         out, err = io.StringIO(), io.StringIO()
         with (
             _fsspec_config(launch.fsspec),
-            _logger_kept(),
             contextlib.redirect_stdout(out),
             contextlib.redirect_stderr(err),
         ):

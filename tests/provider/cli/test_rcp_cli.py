@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import importlib
+import io
 import json
+import logging
 import os
 import struct
 import subprocess
@@ -53,6 +57,28 @@ def test_copy_summary_and_json(src: Path, tmp_path: Path) -> None:
     assert data["errors"] == 0
     assert sum(data["methods"].values()) == 51
     assert data["peak_rss_bytes"] > 0
+
+
+@pytest.mark.parametrize("command", ["rcp", "rrm", "rlink"])
+def test_a_run_in_this_process_leaves_the_logger_as_it_found_it(
+    command: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``main`` logs to its run's stdout; a process that goes on after it (a test
+    suite, a program calling it) gets the ``rcp_core`` logger back. Before, the
+    logger kept a handler on that stdout, closed after the run: every later record
+    (a service job's ``job ... succeeded``) was a "Logging error", and reached no
+    other handler."""
+    main = importlib.import_module(f"rcp_provider.cli.{command}").main
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        assert main(["-v", "/nonexistent-src", str(tmp_path / "dst")]) == 2
+    stdout.close()
+    logging.getLogger("rcp_core.remote.jobs").warning("after the run")
+    assert "Logging error" not in capsys.readouterr().err
+    assert [r.getMessage() for r in caplog.records] == ["after the run"]
 
 
 def test_progress_goes_to_stderr_as_text(src: Path, tmp_path: Path) -> None:
