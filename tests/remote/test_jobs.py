@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import pytest
@@ -104,3 +105,47 @@ def test_a_closed_table_takes_no_job_and_cancels_the_rest() -> None:
     assert running.state is State.CANCELLED
     with pytest.raises(ServiceClosingError, match="shutting down"):
         table.submit(REQUEST, "n" * 16)
+
+
+class _AfterEnding(logging.Handler):
+    """Holds the thread that logs a queued job's cancel until ``job`` has ended."""
+
+    def __init__(self, job: Job) -> None:
+        super().__init__()
+        self.job = job
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().endswith("cancelled before it started"):
+            self.job.done.wait(10)
+
+
+def test_close_starts_no_queued_job_and_returns_when_every_job_has_ended(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The running job ends when ``close`` cancels it, while ``close`` is still
+    cancelling the queued ones (held after the first until it has ended). Before,
+    the ending job's thread started the next queued job, which ``close`` had not
+    counted among the threads to wait for: it ran, and logged its end, after the
+    service had returned."""
+    started: list[Job] = []
+    late = threading.Event()
+
+    def run(job: Job) -> Summary:
+        started.append(job)
+        if len(started) > 1:
+            late.wait(10)  # a job started while closing: stops after close returns
+        job.cancel.wait(10)
+        raise Outcome("cancelled", SUMMARY)
+
+    table = JobTable(run, max_running=1)
+    jobs = [table.submit(REQUEST, f"key-{i:016d}") for i in range(3)]
+    caplog.set_level(logging.INFO, logger="rcp_core")
+    held = _AfterEnding(jobs[0])
+    logging.getLogger("rcp_core").addHandler(held)
+    try:
+        table.close(timeout=10)
+        assert [job.state for job in jobs] == [State.CANCELLED] * 3
+        assert started == [jobs[0]]
+    finally:
+        late.set()
+        logging.getLogger("rcp_core").removeHandler(held)

@@ -225,7 +225,12 @@ class JobTable:
         return job
 
     def close(self, timeout: float) -> None:
-        """Cancel every job and wait (at most ``timeout`` s) for the running ones."""
+        """Cancel every job and wait (at most ``timeout`` s) for the running ones.
+
+        No job starts once the table is closed (:meth:`_start_next`), so the
+        threads waited for are all there are: a job ends, and logs its end, before
+        ``close`` returns unless it overruns ``timeout``.
+        """
         with self._lock:
             self._closed = True
             threads = list(self._threads)
@@ -236,8 +241,9 @@ class JobTable:
             thread.join(max(0.0, deadline - time.monotonic()))
 
     def _start_next(self) -> None:
-        """Start queued jobs while there is room (called with the lock held)."""
-        while self._queue and self._running < self._max_running:
+        """Start queued jobs while there is room and the table is open (called with
+        the lock held); once closed, :meth:`close` cancels the queued ones."""
+        while self._queue and self._running < self._max_running and not self._closed:
             self._start(self._queue.popleft())
 
     def _start(self, job: Job) -> None:
