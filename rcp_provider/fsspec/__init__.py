@@ -1,6 +1,9 @@
 """fsspec glue: the ``rcp`` filesystem, and copies to and from any other fsspec store.
 
 =====================  ==============================================================
+``base``               what the two forms of the ``rcp`` filesystem share: the protocol,
+                       engine settings from storage options, ``copy``/``put``/``get``'s
+                       arguments settled as fsspec settles them
 ``local``              ``RcpFileSystem``, protocol ``rcp``: this host's trees, copying
                        with the engine (an ``rcp://host/...`` URL makes the service form)
 ``service``            ``RcpServiceFileSystem``: the ``rcp`` filesystem on an ``rcpd

@@ -66,11 +66,7 @@ from typing import Any
 
 import pluggy
 from fsspec.callbacks import DEFAULT_CALLBACK, Callback
-from fsspec.implementations.local import (
-    LocalFileSystem,
-    make_path_posix,
-    trailing_sep,
-)
+from fsspec.implementations.local import LocalFileSystem, trailing_sep
 from fsspec.spec import _Cached  # the metaclass of every fsspec filesystem
 
 from rcp_core.capacity import choose_concurrency, storage_of
@@ -80,13 +76,12 @@ from rcp_core.hookspecs import hookimpl
 from rcp_core.paths import Job
 from rcp_core.plugins import plugin_manager
 from rcp_core.rmtree import RemoveSettings, remove
+from rcp_provider.fsspec.base import RcpBase, Transfer
 from rcp_provider.fsspec.plan import Pair, Plan, inside, plan_transfer, whole_roots
 from rcp_provider.fsspec.storage_options import (
-    ENGINE_OPTIONS,
     bool_option,
     service_path,
     service_url_options,
-    settings_from_options,
 )
 
 _NOT_FOUND = os.strerror(errno.ENOENT)
@@ -139,7 +134,7 @@ class _StripProtocol:
         return strip
 
 
-class RcpFileSystem(LocalFileSystem, metaclass=_OneProtocol):  # type: ignore[misc]
+class RcpFileSystem(RcpBase, LocalFileSystem, metaclass=_OneProtocol):  # type: ignore[misc]
     """fsspec's local filesystem whose ``copy``/``put``/``get`` run the rcp engine.
 
     Constructed with a ``host`` (as ``fsspec.open("rcp://host:port/path", ...)``
@@ -147,87 +142,31 @@ class RcpFileSystem(LocalFileSystem, metaclass=_OneProtocol):  # type: ignore[mi
 
     :param auto_mkdir: as for ``LocalFileSystem``: create a file's parent directories
         when writing or copying it.
-    :param storage_options: engine settings (:data:`ENGINE_OPTIONS`, see
-        :func:`settings_from_options`); the rest are fsspec's own
-        (``use_listings_cache``, ...).
+    :param storage_options: engine settings
+        (:data:`~rcp_provider.fsspec.storage_options.ENGINE_OPTIONS`, see
+        :func:`~rcp_provider.fsspec.storage_options.settings_from_options`); the rest
+        are fsspec's own (``use_listings_cache``, ...).
     :raises UsageError: a storage option that does not parse.
     """
 
-    protocol = ("rcp",)
-    root_marker = "/"
-
     def __init__(self, auto_mkdir: object = False, **storage_options: Any) -> None:
-        engine = {
-            k: storage_options.pop(k) for k in ENGINE_OPTIONS & storage_options.keys()
-        }
         super().__init__(
             auto_mkdir=bool_option("auto_mkdir", auto_mkdir), **storage_options
         )
-        self.settings = settings_from_options(engine)
         self._plugins: pluggy.PluginManager | None = None
 
     _strip_protocol = _StripProtocol()
 
-    @staticmethod
-    def _get_kwargs_from_urls(path: str) -> dict[str, Any]:
-        return service_url_options(path)
-
-    def copy(
-        self,
-        path1: str | list[str],
-        path2: str | list[str],
-        recursive: bool = False,
-        maxdepth: int | None = None,
-        on_error: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Copy within the filesystem, as ``AbstractFileSystem.copy`` decides.
-
-        ``on_error`` defaults to ``"ignore"`` (missing files skipped) when
-        ``recursive``, else ``"raise"``.
-        """
-        if on_error is None:
-            on_error = "ignore" if recursive else "raise"
-        plan = self._plan(path1, path2, recursive, maxdepth, counted=False, **kwargs)
+    def _bulk(self, transfer: Transfer) -> None:
+        """One engine run of the plan (:meth:`_transfer`); a missing source is
+        skipped only under ``on_error="ignore"``."""
+        plan = self._plan(transfer)
         if plan is not None:
-            self._transfer(plan, ignore_missing=on_error == "ignore")
-
-    def put(
-        self,
-        lpath: str | list[str],
-        rpath: str | list[str],
-        recursive: bool = False,
-        callback: Callback = DEFAULT_CALLBACK,
-        maxdepth: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Copy local file(s) here, as ``AbstractFileSystem.put`` decides."""
-        if isinstance(lpath, str):
-            lpath = make_path_posix(lpath)
-        counted = callback is not DEFAULT_CALLBACK
-        plan = self._plan(lpath, rpath, recursive, maxdepth, counted=counted, **kwargs)
-        if plan is not None:
-            self._transfer(plan, ignore_missing=False, callback=callback)
-
-    def get(
-        self,
-        rpath: str | list[str],
-        lpath: str | list[str],
-        recursive: bool = False,
-        callback: Callback = DEFAULT_CALLBACK,
-        maxdepth: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Copy file(s) from here to local, as ``AbstractFileSystem.get`` decides,
-        refusing names that would land outside ``lpath``."""
-        if isinstance(lpath, str):
-            lpath = make_path_posix(lpath)
-        counted = callback is not DEFAULT_CALLBACK
-        plan = self._plan(
-            rpath, lpath, recursive, maxdepth, counted=counted, contained=True, **kwargs
-        )
-        if plan is not None:
-            self._transfer(plan, ignore_missing=False, callback=callback)
+            self._transfer(
+                plan,
+                ignore_missing=transfer.on_error == "ignore",
+                callback=transfer.callback,
+            )
 
     def find(
         self,
@@ -324,28 +263,26 @@ class RcpFileSystem(LocalFileSystem, metaclass=_OneProtocol):  # type: ignore[mi
         if trees:
             remove(trees, RemoveSettings(max_workers=self.settings.max_workers))
 
-    def _plan(
-        self,
-        path1: str | list[str],
-        path2: str | list[str],
-        recursive: bool,
-        maxdepth: int | None,
-        *,
-        counted: bool,
-        contained: bool = False,
-        **kwargs: Any,
-    ) -> Plan | None:
+    def _plan(self, transfer: Transfer) -> Plan | None:
         """fsspec's plan (:func:`rcp_provider.fsspec.plan.plan_transfer`; ``get``/``put``
         differ from ``copy`` only in which side is local, and both sides are local here).
         When fsspec would list one directory only to copy it whole to a new place,
-        the listing is skipped (:meth:`_new_tree`) unless the caller counts pairs (a
+        the listing is skipped (:meth:`_new_tree`) unless the transfer is counted (a
         callback's size)."""
-        if not counted and not kwargs:
-            tree = self._new_tree(path1, path2, recursive, maxdepth)
+        t = transfer
+        if not t.counted and not t.options:
+            tree = self._new_tree(t.source, t.destination, t.recursive, t.maxdepth)
             if tree is not None:
                 return Plan([tree], True)
         return plan_transfer(
-            self, self, path1, path2, recursive, maxdepth, contained=contained, **kwargs
+            self,
+            self,
+            t.source,
+            t.destination,
+            t.recursive,
+            t.maxdepth,
+            contained=t.contained,
+            **t.options,
         )
 
     def _new_tree(

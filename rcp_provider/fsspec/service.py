@@ -66,15 +66,13 @@ from rcp_core.remote.client import FINISHED, SERVICE_PORT, ServiceClient
 from rcp_core.remote.filewire import MAX_READ, MAX_WRITE, Entry
 from rcp_core.remote.writer import FileWriter
 from rcp_core.summary import Resources
+from rcp_provider.fsspec.base import Kind, RcpBase, Transfer
 from rcp_provider.fsspec.plan import Plan, plan_transfer, whole_roots
 from rcp_provider.fsspec.storage_options import (
-    ENGINE_OPTIONS,
     bool_option,
     float_option,
     int_option,
     service_path,
-    service_url_options,
-    settings_from_options,
 )
 
 DEFAULT_TIMEOUT = 15.0
@@ -89,7 +87,7 @@ Step = tuple[list[str], str]
 """One copy by ``rcp``'s operand rules: sources, destination."""
 
 
-class RcpServiceFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec is untyped
+class RcpServiceFileSystem(RcpBase, AbstractFileSystem):  # type: ignore[misc]  # fsspec is untyped
     """fsspec's filesystem API on an ``rcpd serve`` service.
 
     :param host: the service's host.
@@ -105,9 +103,6 @@ class RcpServiceFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec 
     :raises UsageError: an option that does not parse, or no fingerprint to pin.
     """
 
-    protocol = ("rcp",)
-    root_marker = "/"
-
     def __init__(
         self,
         host: str,
@@ -119,11 +114,7 @@ class RcpServiceFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec 
         timeout: object = DEFAULT_TIMEOUT,
         **storage_options: Any,
     ) -> None:
-        engine = {
-            k: storage_options.pop(k) for k in ENGINE_OPTIONS & storage_options.keys()
-        }
         super().__init__(**storage_options)
-        self.settings = settings_from_options(engine)
         self.host = host
         self.port = int_option("port", port) or SERVICE_PORT
         self.timeout = float_option("timeout", timeout)
@@ -146,10 +137,6 @@ class RcpServiceFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec 
         if isinstance(path, list):
             return [cls._strip_protocol(p) for p in path]
         return service_path(path)
-
-    @staticmethod
-    def _get_kwargs_from_urls(path: str) -> dict[str, Any]:
-        return service_url_options(path)
 
     def unstrip_protocol(self, name: str) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -414,79 +401,59 @@ class RcpServiceFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec 
 
     # -- bulk transfers -----------------------------------------------------------------
 
-    def copy(
-        self,
-        path1: str | list[str],
-        path2: str | list[str],
-        recursive: bool = False,
-        maxdepth: int | None = None,
-        on_error: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Copy on the service, as ``AbstractFileSystem.copy`` decides, in its jobs.
-
-        ``on_error`` defaults to ``"ignore"`` (sources gone since the listing are
-        skipped) when ``recursive``, else ``"raise"``.
-        """
-        if on_error is None:
-            on_error = "ignore" if recursive else "raise"
+    def _bulk(self, transfer: Transfer) -> None:
+        """A copy as the service's jobs (the bytes stay on its host); a ``put`` or
+        ``get`` as transfers between this process and the service, the data going
+        directly (with a callback: file by file, fsspec's loop). Unless ``on_error``
+        is ``"raise"``, a source that matches nothing copies nothing."""
+        if transfer.counted:
+            loop = (
+                AbstractFileSystem.put
+                if transfer.kind is Kind.PUT
+                else AbstractFileSystem.get
+            )
+            loop(
+                self,
+                transfer.source,
+                transfer.destination,
+                transfer.recursive,
+                transfer.callback,
+                transfer.maxdepth,
+                **transfer.options,
+            )
+            return
+        local = LocalFileSystem()
+        source, destination = {
+            Kind.COPY: (self, self),
+            Kind.PUT: (local, self),
+            Kind.GET: (self, local),
+        }[transfer.kind]
         try:
-            planned = plan_transfer(self, self, path1, path2, recursive, maxdepth)
+            planned = plan_transfer(
+                source,
+                destination,
+                transfer.source,
+                transfer.destination,
+                transfer.recursive,
+                transfer.maxdepth,
+                contained=transfer.contained,
+            )
         except FileNotFoundError:
-            if on_error == "raise":
+            if transfer.on_error == "raise":
                 raise
             return
-        if planned is not None:
-            self._run_jobs(self._steps(planned, self.isdir, self._ensure_dir))
-
-    def put(
-        self,
-        lpath: str | list[str],
-        rpath: str | list[str],
-        recursive: bool = False,
-        callback: Callback = DEFAULT_CALLBACK,
-        maxdepth: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Local file(s) to the service, as ``AbstractFileSystem.put`` decides: one
-        transfer from this process to the service (file by file with a callback)."""
-        if callback is not DEFAULT_CALLBACK:
-            super().put(lpath, rpath, recursive, callback, maxdepth, **kwargs)
+        if planned is None:
             return
-        if isinstance(lpath, str):
-            lpath = make_path_posix(lpath)
-        local = LocalFileSystem()
-        planned = plan_transfer(local, self, lpath, rpath, recursive, maxdepth)
-        if planned is not None:
-            steps = self._steps(planned, os.path.isdir, self._ensure_dir)
-            for sources, destination in steps:
-                self._transfer(sources, destination, to_service=True)
-
-    def get(
-        self,
-        rpath: str | list[str],
-        lpath: str | list[str],
-        recursive: bool = False,
-        callback: Callback = DEFAULT_CALLBACK,
-        maxdepth: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """File(s) here to local, as ``AbstractFileSystem.get`` decides (names that
-        would land outside ``lpath`` refused): one transfer from the service to this
-        process (file by file with a callback)."""
-        if callback is not DEFAULT_CALLBACK:
-            super().get(rpath, lpath, recursive, callback, maxdepth, **kwargs)
-            return
-        if isinstance(lpath, str):
-            lpath = make_path_posix(lpath)
-        local = LocalFileSystem()
-        planned = plan_transfer(
-            self, local, rpath, lpath, recursive, maxdepth, contained=True
+        steps = self._steps(
+            planned,
+            os.path.isdir if source is local else self.isdir,
+            _local_makedirs if destination is local else self._ensure_dir,
         )
-        if planned is not None:
-            steps = self._steps(planned, self.isdir, _local_makedirs)
-            for sources, destination in steps:
-                self._transfer(sources, destination, to_service=False)
+        if transfer.kind is Kind.COPY:
+            self._run_jobs(steps)
+            return
+        for sources, to in steps:
+            self._transfer(sources, to, to_service=transfer.kind is Kind.PUT)
 
     @staticmethod
     def _steps(
