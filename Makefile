@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # Every program a test starts is listed in tests/support/commands.py; its package is here
 # (tests/test_system_packages.py checks both, on the machine it runs on).
 SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux fuse3 libfuse3-3 libfuse3-dev pkg-config \
-  openssh-server openssh-client iproute2 mount rsync time git make procps file
+  openssh-server openssh-client iproute2 mount rsync time git make procps file fontconfig
 DEMO_DIR ?= /tmp/rcp-demo
 LATENCYFS := benchmarks/latencyfs/latencyfs
 

@@ -80,6 +80,8 @@ COMMANDS = frozenset(
         "sshd",
         "rsync",
         "time",
+        # matplotlib (the benchmark harness's plots) lists the fonts once per user
+        "fc-list",
     }
 )
 """Every external program the tests start (see the module docstring)."""
