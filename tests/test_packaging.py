@@ -55,7 +55,9 @@ def imported_after(imports: str, forbidden: tuple[str, ...], cwd: Path) -> list[
 
 
 def test_engine_imports_no_airflow_or_fsspec(tmp_path: Path) -> None:
-    imports = "import rcp_core, rcp_core.engine, rcp_provider, rcp_provider.cli.rcp"
+    imports = (
+        "import rcp_core, rcp_core.engine.copyrun, rcp_provider, rcp_provider.cli.rcp"
+    )
     assert imported_after(imports, ("airflow", "fsspec"), tmp_path) == []
 
 
@@ -106,13 +108,14 @@ def test_the_package_loads_its_public_names_when_first_used() -> None:
     """A tool that imports one module of rcp_core does not load the copy engine
     (start-up time of rrm and rcmp); every public name still resolves."""
     probe = (
-        "import sys, rcp_core.errors, rcp_core.rmtree, rcp_core.verify\n"
-        "assert 'rcp_core.engine' not in sys.modules, 'engine loaded'\n"
+        "import sys, rcp_core.errors, rcp_core.tools.remove.rmtree, "
+        "rcp_core.tools.verify.compare\n"
+        "assert 'rcp_core.engine.copyrun' not in sys.modules, 'engine loaded'\n"
         "assert 'ctypes.util' not in sys.modules, 'ctypes.util loaded'\n"
         "import rcp_core\n"
         "for name in rcp_core.__all__:\n"
         "    assert getattr(rcp_core, name) is not None, name\n"
-        "assert 'rcp_core.engine' in sys.modules\n"
+        "assert 'rcp_core.engine.copyrun' in sys.modules\n"
         "try:\n"
         "    rcp_core.no_such_name\n"
         "except AttributeError as exc:\n"

@@ -1,8 +1,8 @@
 """The engine with its hooks bypassed, for the "built-in hooks cost < 3%" target.
 
 ``python -m benchmarks.harness.bypass [--bypass] SRC DST`` copies like ``rcp SRC DST``
-through :class:`rcp_core.engine.Engine`. Without ``--bypass`` the engine gets the real
-plugin manager (built-in plugin, installed site plugins, pluggy dispatch); with it, a
+through :class:`rcp_core.engine.copyrun.Engine`. Without ``--bypass`` the engine gets the
+real plugin manager (built-in plugin, installed site plugins, pluggy dispatch); with it, a
 manager that loads nothing and whose hooks call the built-in implementations directly,
 as if the engine had no plugin layer. Both run the same script, so the difference
 between the two tools is the plugin layer alone.
@@ -19,10 +19,10 @@ from typing import Any
 import pluggy
 
 from rcp_core import CopySettings
-from rcp_core.defaults import BuiltinPlugin
-from rcp_core.engine import Engine
+from rcp_core.engine.copyrun import Engine
 from rcp_core.paths import plan_jobs
-from rcp_core.plugins import PROJECT, plugin_manager
+from rcp_core.site.builtin import BuiltinPlugin
+from rcp_core.site.plugins import PROJECT, plugin_manager
 
 HOOKS = (
     "rcp_detect_storage",

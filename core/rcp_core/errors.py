@@ -41,7 +41,7 @@
             └── RemotePermissionError       (PermissionError)     EACCES, EPERM
 
 Which errors are transient, permanent or fatal, their retries and the run they stop
-are the runtime's (:mod:`rcp_core.runtime`); this module is only the tree.
+are the runtime's (:mod:`rcp_core.run.runtime`); this module is only the tree.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ import errno
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 if TYPE_CHECKING:
-    from rcp_core.summary import Summary
+    from rcp_core.run.summary import Summary
 
 T = TypeVar("T")
 

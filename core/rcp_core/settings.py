@@ -20,7 +20,7 @@ from rcp_core.errors import UsageError
 
 RETRIES = 3
 """Tries again, by default, of an operation failing with a transient error: a copy's,
-a removal's and a comparison's (:class:`~rcp_core.runtime.Runtime`)."""
+a removal's and a comparison's (:class:`~rcp_core.run.runtime.Runtime`)."""
 RETRY_DELAY = 0.05
 """The default backoff before the first of those tries, in seconds."""
 
@@ -74,7 +74,7 @@ class DryRun(enum.Enum):
         'PATH'`` for a change, ``skip``, ``unchanged`` and ``keep`` as they are
         (``None`` at ``brief``: it says nothing of them), and ``(reason)`` after it
         at ``explain``. The one phrasing of every dry run, a local copy's
-        (:meth:`rcp_core.context.Context.dry`) and a remote destination's
+        (:meth:`rcp_core.engine.context.Context.dry`) and a remote destination's
         (:class:`rcp_core.remote.dry.DryReceiver`)."""
         quiet = action in ("skip", "unchanged", "keep")
         if quiet and self is DryRun.BRIEF:
@@ -172,7 +172,7 @@ class CopySettings:
     :param dereference: follow symlinks in the source (with loop detection).
     :param skip_specials: count FIFOs, sockets and devices that cannot be recreated
         as skipped instead of as errors.
-    :param includes: include globs; see :mod:`rcp_core.filters`.
+    :param includes: include globs; see :mod:`rcp_core.engine.filters`.
     :param excludes: exclude globs; excludes win.
     :param filter_file: a file of ``--include``/``--exclude`` lines.
     :param gitignore: honour ``.gitignore`` files found in the source.
@@ -180,8 +180,8 @@ class CopySettings:
     :param fail_early: stop at the first error instead of collecting them.
     :param max_workers: worker threads; ``None`` picks a default from the CPU count.
     :param max_processes: processes that copy files (the caller's plus helpers, see
-        :mod:`rcp_core.team`); ``None`` lets the storage plugins choose; 1 copies in
-        this process only.
+        :mod:`rcp_core.engine.helpers.caller`); ``None`` lets the storage plugins choose; 1
+        copies in this process only.
     :param max_open_files: bound on descriptors; ``None`` derives it from RLIMIT_NOFILE.
     :param ops_throttle: metadata operations per second (0 = unlimited).
     :param retries: how often an operation failing with a transient error is tried

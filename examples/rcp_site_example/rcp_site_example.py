@@ -31,9 +31,9 @@ import subprocess
 from collections.abc import Iterable
 
 import rcp_core
-from rcp_core.runtime import Kind
-from rcp_core.storage import StorageInfo
-from rcp_core.tuning import Concurrency
+from rcp_core.run.runtime import Kind
+from rcp_core.run.tuning import Concurrency
+from rcp_core.site.storage import StorageInfo
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """``RcpCompareOperator``: compare two trees in a task (``rcmp`` on the worker).
 
-Thin: the hook runs :func:`rcp_core.verify.compare`; the comparison's JSON (same or
-not, counts by kind, the first differences) is the XCom value. With
+Thin: the hook runs :func:`rcp_core.tools.verify.compare.compare`; the comparison's JSON
+(same or not, counts by kind, the first differences) is the XCom value. With
 ``fail_on_difference`` (the default) a difference fails the task, its first
 differences in the message.
 """

@@ -28,7 +28,7 @@ from rcp_provider.options import verify_mode
 from rcp_provider.triggers.rcp import POLL_INTERVAL, RcpJobTrigger
 
 if TYPE_CHECKING:
-    from rcp_core.verify import Scope
+    from rcp_core.tools.verify.compare import Scope
 
 
 class RcpCopyOperator(BaseOperator):

@@ -1,7 +1,7 @@
 """Engine errors -> Airflow task outcomes.
 
 Whether a failure is worth Airflow's task retries is decided by the engine
-(:func:`rcp_core.runtime.retry_may_help`: only transient errors); this module only
+(:func:`rcp_core.run.runtime.retry_may_help`: only transient errors); this module only
 speaks Airflow's language: :class:`AirflowException` lets the task retry,
 :class:`AirflowFailException` fails it at once. The engine's exception stays the
 ``__cause__``, so the task log shows both.
@@ -16,7 +16,7 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from rcp_core.errors import CopyFailedError, RcpError
-from rcp_core.runtime import retry_may_help
+from rcp_core.run.runtime import retry_may_help
 
 
 @contextlib.contextmanager

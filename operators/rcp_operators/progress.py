@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from rcp_core.summary import human_bytes
+from rcp_core.run.summary import human_bytes
 from rcp_provider.options import seconds
 
 INTERVAL = 30.0

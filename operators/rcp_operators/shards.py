@@ -9,8 +9,8 @@
 
 Airflow's executor (Celery, Kubernetes, Local) runs the mapped copies wherever it has
 slots; every worker must see the source, the destination and the manifest at the same
-paths. The plan is the engine's (:mod:`rcp_core.shards`): shards are disjoint and
-balanced by bytes and file count; finalize gives the directories the shards share the
+paths. The plan is the engine's (:mod:`rcp_core.tools.shards.planner`): shards are disjoint
+and balanced by bytes and file count; finalize gives the directories the shards share the
 source's metadata once every shard is done, then verifies if asked.
 """
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
 from rcp_core.errors import CopyFailedError, UsageError
-from rcp_core.progress import BarProgress, Progress, TextProgress
-from rcp_core.summary import Summary
+from rcp_core.run.progress import BarProgress, Progress, TextProgress
+from rcp_core.run.summary import Summary
 
 T = TypeVar("T")
 P = ParamSpec("P")

@@ -1,4 +1,4 @@
-"""``rcp-filegen``: argparse glue over :mod:`rcp_core.filegen`.
+"""``rcp-filegen``: argparse glue over :mod:`rcp_core.tools.filegen`.
 
 Exit status: 0 on success; 2 for bad input (one ``rcp-filegen: error: ...`` line on
 stderr, and nothing written); 1 when the filesystem refuses (an ``OSError``, same line).
@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rcp_core.errors import UsageError
-from rcp_core.filegen import (
+from rcp_core.run.summary import human_bytes
+from rcp_core.tools.filegen import (
     PRESETS,
     GenStats,
     generate_preset,
@@ -20,7 +21,6 @@ from rcp_core.filegen import (
     parse_dir_width,
     parse_size,
 )
-from rcp_core.summary import human_bytes
 from rcp_provider.cli.common import OneLineErrorParser
 
 PROG = "rcp-filegen"

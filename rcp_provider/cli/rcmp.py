@@ -1,5 +1,5 @@
 """The ``rcmp`` command: compare two trees by metadata, and by content with
-``--checksum`` (:func:`rcp_core.verify.compare`).
+``--checksum`` (:func:`rcp_core.tools.verify.compare.compare`).
 
 Output on stdout, one JSON object per line: each difference as it is found
 (``{"path", "kind", "detail"}``), then the summary as the last line
@@ -37,10 +37,10 @@ from typing import TextIO
 
 from rcp_core.backends import routing
 from rcp_core.backends.routing import Storage
-from rcp_core.comparison import Comparison, Difference, DiffKind
 from rcp_core.errors import RemoteError, UsageError
 from rcp_core.settings import CompareAttr
-from rcp_core.verify import compare
+from rcp_core.tools.verify.compare import compare
+from rcp_core.tools.verify.differences import Comparison, Difference, DiffKind
 from rcp_provider.cli.common import OneLineErrorParser, in_worker
 from rcp_provider.cli.remote import (
     add_launch_options,

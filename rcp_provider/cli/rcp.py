@@ -22,8 +22,8 @@ from rcp_core.backends import routing
 from rcp_core.backends.capabilities import refuse_route
 from rcp_core.backends.routing import Engine
 from rcp_core.errors import RemoteError, VerificationError
-from rcp_core.progress import BarProgress
-from rcp_core.summary import human_bytes
+from rcp_core.run.progress import BarProgress
+from rcp_core.run.summary import human_bytes
 from rcp_provider.cli import remote, stores
 from rcp_provider.cli.common import (
     OneLineErrorParser,
@@ -37,7 +37,7 @@ from rcp_provider.cli.common import (
 from rcp_provider.cli.settings import add_settings_options, settings_from_args
 
 if TYPE_CHECKING:
-    from rcp_core.remote.master import RoleResult
+    from rcp_core.remote.sshmaster import RoleResult
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -148,8 +148,8 @@ def service_parser() -> argparse.ArgumentParser:
 
 def run_service(args: argparse.Namespace) -> int:
     # Imported here: the SSH-launched roles do not need the service's modules.
+    from rcp_core.backends.operands import parse_address
     from rcp_core.remote import tls
-    from rcp_core.remote.operands import parse_address
     from rcp_core.remote.service import Service, ServiceConfig
 
     if args.max_jobs < 1:

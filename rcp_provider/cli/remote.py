@@ -20,16 +20,16 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rcp_core import CopySettings, Summary, UsageError
+from rcp_core.backends.operands import parse_operand
 from rcp_core.backends.routing import Operand, Route, Storage
 from rcp_core.errors import RemoteError
-from rcp_core.progress import Progress
-from rcp_core.remote.operands import parse_operand
-from rcp_core.summary import Resources, human_bytes, merge
+from rcp_core.run.progress import Progress
+from rcp_core.run.summary import Resources, human_bytes, merge
 
 if TYPE_CHECKING:
     from rcp_core.remote.client import ServiceClient
-    from rcp_core.remote.master import RoleResult
     from rcp_core.remote.ssh import Launch
+    from rcp_core.remote.sshmaster import RoleResult
     from rcp_provider.fsspec.storetree import Place
 
 log = logging.getLogger("rcp_core")
@@ -175,7 +175,7 @@ def run(
     if args.no_encryption:
         log.warning("rcp: --no-encryption: data and control travel in plain text")
     # Imported here: TLS and SSH cost a local copy's start-up nothing.
-    from rcp_core.remote.master import merged_counts, remote_copy, role_summary
+    from rcp_core.remote.sshmaster import merged_counts, remote_copy, role_summary
 
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
 
@@ -213,11 +213,11 @@ def _with_services(
     show: Callable[[dict[str, int]], None],
 ) -> tuple[RoleResult, RoleResult]:
     """The copy of a route with a service on one side or both: its roles run by
-    the services (:func:`rcp_core.remote.service_copy.service_copy`), a side of this
+    the services (:func:`rcp_core.remote.servicemaster.service_copy`), a side of this
     host in this process. A service is reached as fsspec's ``rcp`` filesystem
     reaches it (the URL's host and port, the fingerprint and token of its storage
     options), on a connection of this copy's own, closed at its end."""
-    from rcp_core.remote.service_copy import service_copy
+    from rcp_core.remote.servicemaster import service_copy
     from rcp_provider.cli.stores import place as store_place
     from rcp_provider.fsspec.storage_options import service_path, service_url_options
 

@@ -1,4 +1,4 @@
-"""The ``rrm`` command: remove trees in parallel (:mod:`rcp_core.rmtree`).
+"""The ``rrm`` command: remove trees in parallel (:mod:`rcp_core.tools.remove.rmtree`).
 
 Exit status: 0 when everything selected was removed, 1 when an entry could not be
 (the rest was; a partial summary is still printed with ``--summary``), 2 for bad input
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from rcp_core.errors import UsageError
-from rcp_core.rmtree import RemoveSettings, remove
+from rcp_core.tools.remove.rmtree import RemoveSettings, remove
 from rcp_provider.cli.common import (
     OneLineErrorParser,
     add_output_options,

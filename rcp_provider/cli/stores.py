@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from rcp_core import CopySettings, Summary, UsageError
 from rcp_core.backends.routing import Route
-from rcp_core.progress import Progress
+from rcp_core.run.progress import Progress
 from rcp_provider.cli.common import in_worker
 
 if TYPE_CHECKING:

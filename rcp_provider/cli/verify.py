@@ -1,7 +1,9 @@
 """``rcp --verify``: after the copy, compare each source with its copy, on every kind
-of operand, by what the copy was asked to copy (:class:`rcp_core.verify.Scope`).
+of operand, by what the copy was asked to copy
+(:class:`rcp_core.tools.verify.compare.Scope`).
 
-- Local paths: :func:`rcp_core.verify.verify_copy`, through directory descriptors.
+- Local paths: :func:`rcp_core.tools.verify.compare.verify_copy`, through directory
+  descriptors.
 - A ``host:/path`` operand: each remote tree is listed and hashed on its host by an
   ``rcpd serve --session`` started over SSH, as ``rcmp`` does, so no file content
   crosses the network to verify; this includes a copy between two hosts.
@@ -12,12 +14,12 @@ of operand, by what the copy was asked to copy (:class:`rcp_core.verify.Scope`).
 Every path runs the comparison on the run runtime, with the copy's ``retries`` and
 ``retry_delay``, and stops at Ctrl-C.
 
-Invariants: one verdict shape on every path (:func:`rcp_core.verify.verdict_of`), so
-the summary's ``verified`` block is the same; a policy that may keep existing entries
-(``--ignore-existing``, ``--update``) has what the destination held recorded before
-the copy (a listing of it, on its host for ``host:/path``), so what it kept is not
-called a difference; a difference fails the run with one JSON line per difference,
-in ``rcmp``'s format, on stdout and one line on stderr.
+Invariants: one verdict shape on every path
+(:func:`rcp_core.tools.verify.compare.verdict_of`), so the summary's ``verified`` block is
+the same; a policy that may keep existing entries (``--ignore-existing``, ``--update``) has
+what the destination held recorded before the copy (a listing of it, on its host for
+``host:/path``), so what it kept is not called a difference; a difference fails the run with
+one JSON line per difference, in ``rcmp``'s format, on stdout and one line on stderr.
 """
 
 from __future__ import annotations
@@ -31,8 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from rcp_core import CopySettings
 from rcp_core.backends.routing import Engine, Route
-from rcp_core.comparison import Difference, DiffKind
-from rcp_core.verify import (
+from rcp_core.tools.verify.compare import (
     Scope,
     copy_trees,
     kept_attrs,
@@ -40,6 +41,7 @@ from rcp_core.verify import (
     verdict_of,
     verify_copy,
 )
+from rcp_core.tools.verify.differences import Difference, DiffKind
 from rcp_provider.cli import remote
 from rcp_provider.cli.common import in_worker
 from rcp_provider.cli.rcmp import Lines
@@ -135,7 +137,7 @@ class Verification:
         """What the destination tree ``dst`` holds now (``None``: nothing); a remote
         one listed on its host, by a session confined to its parent directory (the
         tree itself may not exist yet)."""
-        from rcp_core.remote.operands import parse_operand
+        from rcp_core.backends.operands import parse_operand
         from rcp_provider.fsspec.storecompare import listing
 
         where = parse_operand(dst)

@@ -4,7 +4,7 @@
 stats and opens exactly like :class:`fsspec.implementations.local.LocalFileSystem`,
 which it subclasses. Only the bulk transfers -- :meth:`~RcpFileSystem.copy`,
 :meth:`~RcpFileSystem.put` and :meth:`~RcpFileSystem.get` -- run through
-:class:`rcp_core.engine.Engine`, in parallel and keeping modes and times.
+:class:`rcp_core.engine.copyrun.Engine`, in parallel and keeping modes and times.
 
 Invariants:
 
@@ -42,8 +42,9 @@ Invariants:
   hard links get no child; the outer callback is set to the total at the end. A child
   sees a file's bytes at once, when the file is done, not while it is copied.
 
-``rm`` of directories runs the engine's parallel removal (:mod:`rcp_core.rmtree`), and
-``find`` on shared storage lists directories in parallel.
+``rm`` of directories runs the engine's parallel removal
+(:mod:`rcp_core.tools.remove.rmtree`), and ``find`` on shared storage lists directories in
+parallel.
 
 Deliberate differences from ``LocalFileSystem``: an existing destination file with the
 same size and mtime (``overwrite_compare``) is left as it is rather than rewritten, and
@@ -69,13 +70,13 @@ from fsspec.callbacks import DEFAULT_CALLBACK, Callback
 from fsspec.implementations.local import LocalFileSystem, trailing_sep
 from fsspec.spec import _Cached  # the metaclass of every fsspec filesystem
 
-from rcp_core.capacity import choose_concurrency, storage_of
-from rcp_core.engine import Engine
+from rcp_core.engine.copyrun import Engine
 from rcp_core.errors import CopyFailedError, UsageError
-from rcp_core.hookspecs import hookimpl
 from rcp_core.paths import Job
-from rcp_core.plugins import plugin_manager
-from rcp_core.rmtree import RemoveSettings, remove
+from rcp_core.site.capacity import choose_concurrency, storage_of
+from rcp_core.site.hookspecs import hookimpl
+from rcp_core.site.plugins import plugin_manager
+from rcp_core.tools.remove.rmtree import RemoveSettings, remove
 from rcp_provider.fsspec.base import RcpBase, Transfer
 from rcp_provider.fsspec.plan import Pair, Plan, inside, plan_transfer, whole_roots
 from rcp_provider.fsspec.storage_options import (
@@ -242,8 +243,8 @@ class RcpFileSystem(RcpBase, LocalFileSystem, metaclass=_OneProtocol):  # type: 
     ) -> None:
         """Remove files, and with ``recursive`` directories, as ``LocalFileSystem.rm``
         decides; the directories go through the engine's parallel removal
-        (:func:`rcp_core.rmtree.remove`: symlinks never followed, other filesystems
-        mounted inside kept, ``/`` and mount points refused).
+        (:func:`rcp_core.tools.remove.rmtree.remove`: symlinks never followed, other
+        filesystems mounted inside kept, ``/`` and mount points refused).
 
         :raises ValueError: a directory without ``recursive``, or the working
             directory.

@@ -9,7 +9,7 @@ service's own copies, in parallel and keeping modes and times:
 
 - ``copy`` within the service is one of its jobs per group of pairs: the bytes never
   leave the service's host;
-- ``put`` and ``get`` run :func:`~rcp_core.remote.service_copy.service_copy`, this
+- ``put`` and ``get`` run :func:`~rcp_core.remote.servicemaster.service_copy`, this
   process sending or receiving, the data flowing between it and the service directly;
 - with a ``callback=``, ``put`` and ``get`` go file by file (fsspec's loop), so the
   callback gets a child per file with its bytes as they move.
@@ -63,9 +63,9 @@ from rcp_core.errors import (
     UsageError,
 )
 from rcp_core.remote.client import FINISHED, SERVICE_PORT, ServiceClient
+from rcp_core.remote.clientupload import FileWriter
 from rcp_core.remote.filewire import MAX_READ, MAX_WRITE, Entry
-from rcp_core.remote.writer import FileWriter
-from rcp_core.summary import Resources
+from rcp_core.run.summary import Resources
 from rcp_provider.fsspec.base import Kind, RcpBase, Transfer
 from rcp_provider.fsspec.plan import Plan, plan_transfer, whole_roots
 from rcp_provider.fsspec.storage_options import (
@@ -522,7 +522,7 @@ class RcpServiceFileSystem(RcpBase, AbstractFileSystem):  # type: ignore[misc]  
         :raises CopyFailedError: something was not copied (its summary tells what).
         """
         from rcp_core.remote.outcome import between_summary
-        from rcp_core.remote.service_copy import service_copy
+        from rcp_core.remote.servicemaster import service_copy
 
         started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
         source, received = service_copy(

@@ -1,10 +1,11 @@
 """Comparing two trees wherever fsspec reaches them: ``rcmp`` with a URL operand.
 
-:func:`rcp_core.verify.compare` compares two trees of this host through directory
-descriptors. When a tree is on an ``rcpd serve`` service (``rcp://host:port/path``) or
-in another fsspec store, :func:`compare_places` compares it here, by the same rules
-(:mod:`rcp_core.comparison`) and into the same :class:`~rcp_core.comparison.Comparison`,
-on the same run: a :class:`~rcp_core.comparerun.ComparisonRun` (the run runtime).
+:func:`rcp_core.tools.verify.compare.compare` compares two trees of this host through
+directory descriptors. When a tree is on an ``rcpd serve`` service
+(``rcp://host:port/path``) or in another fsspec store, :func:`compare_places` compares it
+here, by the same rules (:mod:`rcp_core.tools.verify.differences`) and into the same
+:class:`~rcp_core.tools.verify.differences.Comparison`, on the same run: a
+:class:`~rcp_core.tools.verify.comparerun.ComparisonRun` (the run runtime).
 
 - each side is listed where it is, one directory at a time: this host's trees by
   ``lstat`` (exact nanoseconds), a service's by its ``listdir`` requests (the same
@@ -27,14 +28,14 @@ on the same run: a :class:`~rcp_core.comparerun.ComparisonRun` (the run runtime)
   compared, and nothing below it is listed;
 - **cancel** (or a fatal error) stops it: nothing more is listed or hashed, and the
   result is ``cancelled``, never same;
-- a :class:`~rcp_core.verify.Scope` (a copy's verification) leaves out what the copy
-  was not asked to copy, by the rules :func:`rcp_core.verify.compare` follows; with
-  ``follow`` the source is listed as the generic store copy reads it
+- a :class:`~rcp_core.tools.verify.compare.Scope` (a copy's verification) leaves out what
+  the copy was not asked to copy, by the rules :func:`rcp_core.tools.verify.compare.compare`
+  follows; with ``follow`` the source is listed as the generic store copy reads it
   (:mod:`rcp_provider.fsspec.storecopy`: symlinks followed, specials left out).
 
 Memory: both listings are held whole (paired in sorted order), with the first
-:data:`~rcp_core.comparison.MAX_KEPT` differences. Size: over 400 lines, as the one
-place that pairs two listings under a copy's scope (the scope's source-side state,
+:data:`~rcp_core.tools.verify.differences.MAX_KEPT` differences. Size: over 400 lines, as
+the one place that pairs two listings under a copy's scope (the scope's source-side state,
 ``.gitignore`` reads included, is what the pairing asks).
 """
 
@@ -49,8 +50,13 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rcp_core.comparerun import ComparisonRun
-from rcp_core.comparison import (
+from rcp_core.engine.filters import GitIgnores, Verdict
+from rcp_core.engine.tree import joined
+from rcp_core.errors import EntryError, UnsafeNameError
+from rcp_core.settings import RETRIES, RETRY_DELAY, CompareAttr
+from rcp_core.tools.verify.compare import EVERYTHING, Left, Scope, check_settings
+from rcp_core.tools.verify.comparerun import ComparisonRun
+from rcp_core.tools.verify.differences import (
     DEFAULT_ATTRS,
     Comparison,
     Difference,
@@ -58,17 +64,12 @@ from rcp_core.comparison import (
     attr_differences,
     type_name,
 )
-from rcp_core.errors import EntryError, UnsafeNameError
-from rcp_core.filters import GitIgnores, Verdict
-from rcp_core.settings import RETRIES, RETRY_DELAY, CompareAttr
-from rcp_core.tree import joined
-from rcp_core.verify import EVERYTHING, Left, Scope, check_settings
 from rcp_provider.fsspec.service import RcpServiceFileSystem
 from rcp_provider.fsspec.storehash import contents
 from rcp_provider.fsspec.storetree import Place, list_dir, stat_of
 
 if TYPE_CHECKING:
-    from rcp_core.comparerun import Plugins
+    from rcp_core.tools.verify.comparerun import Plugins
 
 DEFAULT_WORKERS = 8
 FLOAT_MTIME_NS = 1000
@@ -115,10 +116,11 @@ def compare_places(
     :param follow: list ``src`` as the generic store copy reads it.
     :param cancel: set it from any thread to stop soon; the result is then
         ``cancelled`` (and not ``same``).
-    :param plugins, retries, retry_delay: as :func:`rcp_core.verify.compare` takes
+    :param plugins, retries, retry_delay: as :func:`rcp_core.tools.verify.compare.compare`
+    takes
         them (the copy's ``retries`` and ``retry_delay`` for a verification).
     :raises UsageError: bad ``attrs``, ``max_workers``, ``retries`` or
-        ``retry_delay`` (:func:`rcp_core.verify.check_settings`).
+        ``retry_delay`` (:func:`rcp_core.tools.verify.compare.check_settings`).
     """
     check_settings(attrs, max_workers, retries, retry_delay)
     run = ComparisonRun(

@@ -1,6 +1,6 @@
 """Trees to and from any fsspec filesystem: the engine's generic backend.
 
-The engine's fast path copies POSIX trees (:mod:`rcp_core.engine`) and trees on
+The engine's fast path copies POSIX trees (:mod:`rcp_core.engine.copyrun`) and trees on
 ``rcpd`` hosts; everything else fsspec reaches -- ``memory://``, an object store whose
 fsspec package is installed, a local directory seen through fsspec -- is copied here:
 slower, generic, with the engine's rules where they apply:
@@ -16,7 +16,7 @@ slower, generic, with the engine's rules where they apply:
   flight, never the tree; a directory's destination is made before its entries, its
   metadata set after them; at most ``max_workers`` (default 16) entries are worked
   on at once, each by one thread;
-- **existing files**: by the local copy's rules (:func:`rcp_core.existing.decide`):
+- **existing files**: by the local copy's rules (:func:`rcp_core.engine.existing.decide`):
   ``ERROR`` refuses an existing destination, ``IGNORE_EXISTING`` keeps every existing
   file, ``OVERWRITE`` replaces those that differ and ``UPDATE`` those older than the
   source; "differ" is by ``overwrite_compare``: the size, and the
@@ -47,7 +47,7 @@ slower, generic, with the engine's rules where they apply:
   ends;
 - **metadata**: a POSIX destination gets the source's mtime and permission bits where
   the source has them (``preserve``), directories after their files;
-- **errors**: the run runtime's (:class:`rcp_core.runtime.Runtime`): transient ones,
+- **errors**: the run runtime's (:class:`rcp_core.run.runtime.Runtime`): transient ones,
   as this host's site plugins classify them, are retried with backoff; others are
   collected and deduplicated, and the run raises
   :class:`~rcp_core.errors.CopyFailedError` with its partial summary
@@ -66,9 +66,9 @@ What a tree is made of here (places, listings, infos read as stat results) is
 :mod:`rcp_provider.fsspec.storetree`; how it is walked,
 :mod:`rcp_provider.fsspec.storewalk`; this module holds the operations on one entry.
 
-The result is the engine's :class:`~rcp_core.summary.Summary`; ``on_progress`` gets
-:class:`~rcp_core.progress.Progress` snapshots from the engine's monitor thread
-(:class:`rcp_core.monitor.Monitor`), which also watches ``cancel``.
+The result is the engine's :class:`~rcp_core.run.summary.Summary`; ``on_progress`` gets
+:class:`~rcp_core.run.progress.Progress` snapshots from the engine's monitor thread
+(:class:`rcp_core.run.monitor.Monitor`), which also watches ``cancel``.
 """
 
 from __future__ import annotations
@@ -88,14 +88,14 @@ from typing import Any, TypeVar
 
 from rcp_core.backends.capabilities import Capability, refuse
 from rcp_core.backends.routing import Engine
+from rcp_core.engine.existing import NEW, Action, decide
 from rcp_core.errors import CopyFailedError, UsageError
-from rcp_core.existing import NEW, Action, decide
-from rcp_core.monitor import Monitor
-from rcp_core.plugins import plugin_manager
-from rcp_core.progress import Progress
-from rcp_core.runtime import Runtime
+from rcp_core.run.monitor import Monitor
+from rcp_core.run.progress import Progress
+from rcp_core.run.runtime import Runtime
+from rcp_core.run.summary import Resources, Summary, Tally, merge
 from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy
-from rcp_core.summary import Resources, Summary, Tally, merge
+from rcp_core.site.plugins import plugin_manager
 from rcp_provider.fsspec.storetree import Item, Place, mtime_of, stat_of
 from rcp_provider.fsspec.storewalk import Made, StoreWalk
 
@@ -311,7 +311,7 @@ class StoreCopy(Runtime):
 
     def decision(self, item: Item, there: dict[str, Any]) -> tuple[Action, str]:
         """What the policy does with the existing ``there``: the local copy's rules
-        (:func:`rcp_core.existing.decide`) on both sides' infos. Where a side has no
+        (:func:`rcp_core.engine.existing.decide`) on both sides' infos. Where a side has no
         settable mtime (:attr:`timed` false) times tell nothing: ``mtime`` is not
         compared and ``update`` replaces what differs, as ``overwrite`` does."""
         policy, compare = self.settings.existing, self.settings.overwrite_compare

@@ -4,8 +4,8 @@ ranges, each taken where the data is (a service on its host, this host's files a
 another store's here).
 
 Invariants: each file's comparison is one unit of the run
-(:meth:`~rcp_core.comparerun.ComparisonRun.tried`): a transient failure tries the
-whole file again, and it reports nothing (no bytes, no difference) until it has
+(:meth:`~rcp_core.tools.verify.comparerun.ComparisonRun.tried`): a transient failure tries
+the whole file again, and it reports nothing (no bytes, no difference) until it has
 succeeded; what fails after its tries is an ``error`` difference (``read source``,
 ``read destination``). No file is started once the run stops, and a file stops
 between segments; the first differing segment ends a file's.
@@ -20,10 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from blake3 import blake3
 from fsspec.implementations.local import LocalFileSystem
 
-from rcp_core.comparerun import ComparisonRun
-from rcp_core.comparison import DiffKind
 from rcp_core.errors import EntryError
 from rcp_core.remote.filewire import MAX_DIGEST
+from rcp_core.tools.verify.comparerun import ComparisonRun
+from rcp_core.tools.verify.differences import DiffKind
 from rcp_provider.fsspec.service import RcpServiceFileSystem
 from rcp_provider.fsspec.storetree import Place
 

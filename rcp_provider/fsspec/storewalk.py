@@ -1,11 +1,11 @@
 """The store engine's walk: one directory at a time, through the one directory lifecycle.
 
 The store copy (:mod:`rcp_provider.fsspec.storecopy`) visits its trees here, as the
-local engine's walk (:mod:`rcp_core.walk`) visits POSIX trees: the work is items of a
-:class:`~rcp_core.pool.WorkPool` (a directory's scan, each of its files, each
+local engine's walk (:mod:`rcp_core.engine.walk`) visits POSIX trees: the work is items of a
+:class:`~rcp_core.run.pool.WorkPool` (a directory's scan, each of its files, each
 subdirectory's visit), at most ``max_workers`` running at once, depth first; each
 directory in flight is a :class:`StoreDir` counted by the one
-:class:`~rcp_core.tree.Lifecycle`.
+:class:`~rcp_core.engine.tree.Lifecycle`.
 
 Invariants:
 
@@ -15,7 +15,7 @@ Invariants:
 - **parents before children**: a subdirectory's destination is made (or found) before
   its entries are pushed, so a file's directory exists when the file is written;
 - **filters** decide each listed entry as the local walk does
-  (:meth:`~rcp_core.filters.Filter.decide`, with the parent's ``under_include`` and
+  (:meth:`~rcp_core.engine.filters.Filter.decide`, with the parent's ``under_include`` and
   ``.gitignore`` stack; a directory's own ``.gitignore`` is read from the source
   before its entries are decided); an excluded entry is skipped and counted, an
   excluded directory is not listed;
@@ -28,7 +28,7 @@ Invariants:
   (each destination name checked by :mod:`rcp_core.names` before it is joined); names
   the filters exclude are kept unless ``delete_excluded``, and so are the directories
   holding them; on a POSIX destination it is the local engine's fd-relative removal
-  (:func:`rcp_core.remove.remove_entry`: never through a symlink).
+  (:func:`rcp_core.engine.removeentry.remove_entry`: never through a symlink).
 """
 
 from __future__ import annotations
@@ -39,14 +39,14 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rcp_core.engine.filters import Filter, GitIgnores, Verdict
+from rcp_core.engine.removeentry import Protect, remove_entry
+from rcp_core.engine.tree import DIR_FLAGS, Lifecycle, Node, joined
 from rcp_core.errors import UnsafeNameError
-from rcp_core.filters import Filter, GitIgnores, Verdict
 from rcp_core.names import check_relative
-from rcp_core.pool import WorkPool
-from rcp_core.remove import Protect, remove_entry
+from rcp_core.run.pool import WorkPool
+from rcp_core.run.summary import Tally
 from rcp_core.settings import ExistingPolicy
-from rcp_core.summary import Tally
-from rcp_core.tree import DIR_FLAGS, Lifecycle, Node, joined
 from rcp_provider.fsspec.storetree import Item, Listing, list_dir, relative
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ A hook stands for one *place* where trees live:
 :meth:`RcpHook.copy` copies from this place to another (or within it): locally with
 the engine, as one job of the service when both sides are on the same service (the
 bytes never pass through the worker), or host to host through
-:func:`rcp_core.remote.service_copy.service_copy` otherwise. Jobs of a service are
+:func:`rcp_core.remote.servicemaster.service_copy` otherwise. Jobs of a service are
 submitted under a key the caller chooses (:meth:`RcpHook.find`), which is how a
 retried task finds a copy its earlier try started instead of starting a second one.
 A copy between two places stops with the task's process (the services see their peer
@@ -36,15 +36,15 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from rcp_core import CompareAttr, CopySettings, Preserve, UsageError
 from rcp_core import copy as engine_copy
-from rcp_core.progress import Progress
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.outcome import between_summary, job_summary
-from rcp_core.summary import Resources, merge
+from rcp_core.run.progress import Progress
+from rcp_core.run.summary import Resources, merge
 from rcp_provider.hooks.endpoint import Endpoint, endpoint_of, typed_extras
 
 if TYPE_CHECKING:
-    from rcp_core.rmtree import RemoveSettings
-    from rcp_core.verify import Scope
+    from rcp_core.tools.remove.rmtree import RemoveSettings
+    from rcp_core.tools.verify.compare import Scope
 
 Report = Callable[[dict[str, Any]], None]
 """Receives a running copy's ``entries``, ``bytes``, ``errors`` and ``elapsed``."""
@@ -174,7 +174,7 @@ class RcpHook(BaseHook):
         on_progress: Report | None,
     ) -> dict[str, Any]:
         """Host to host: the data flows between the two places directly."""
-        from rcp_core.remote.service_copy import service_copy
+        from rcp_core.remote.servicemaster import service_copy
 
         started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
         here, there = self.endpoint, to.endpoint
@@ -204,7 +204,7 @@ class RcpHook(BaseHook):
         """Split ``src`` into at most ``shards`` balanced shards, write the plan to
         ``manifest`` (where every worker can read it); one ``{"manifest", "shard"}``
         per shard: the arguments of a mapped copy task."""
-        from rcp_core.shards import plan_shards, write_manifest
+        from rcp_core.tools.shards.planner import plan_shards, write_manifest
 
         self._on_worker("a shard plan")
         plan = plan_shards(src, shards)
@@ -223,7 +223,7 @@ class RcpHook(BaseHook):
     ) -> dict[str, Any]:
         """Copy shard ``index`` of the plan in ``manifest`` into ``destination``; its
         progress carries the shard's bytes as ``total_bytes``."""
-        from rcp_core.shards import copy_shard, read_manifest
+        from rcp_core.tools.shards.planner import copy_shard, read_manifest
 
         self._on_worker("a sharded copy")
         plan = read_manifest(manifest)
@@ -249,7 +249,7 @@ class RcpHook(BaseHook):
     ) -> dict[str, Any]:
         """After every shard: the source directories' metadata onto the copies of the
         plan's parent directories; ``{"directories": n, "src": root}``."""
-        from rcp_core.shards import finalize, read_manifest
+        from rcp_core.tools.shards.planner import finalize, read_manifest
 
         self._on_worker("finalizing a sharded copy")
         plan = read_manifest(manifest)
@@ -264,11 +264,11 @@ class RcpHook(BaseHook):
         cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
         """Remove ``paths`` (trees) on the worker's storage, in parallel; the JSON
-        summary (:func:`rcp_core.rmtree.remove`).
+        summary (:func:`rcp_core.tools.remove.rmtree.remove`).
 
         :raises CopyFailedError: something selected could not be removed.
         """
-        from rcp_core.rmtree import remove
+        from rcp_core.tools.remove.rmtree import remove
 
         self._on_worker("removal")
         return remove(
@@ -285,8 +285,8 @@ class RcpHook(BaseHook):
         cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
         """Compare the tree ``src`` with ``dst`` on the worker's storage; the JSON
-        result (:func:`rcp_core.verify.compare`), differences or not."""
-        from rcp_core.verify import compare
+        result (:func:`rcp_core.tools.verify.compare.compare`), differences or not."""
+        from rcp_core.tools.verify.compare import compare
 
         self._on_worker("comparison")
         return compare(
@@ -309,10 +309,11 @@ class RcpHook(BaseHook):
         ``preserve``-d them.
 
         :param scopes: what the copy was asked to copy, from
-            :func:`rcp_core.verify.prepare_scopes` before it (default: everything).
+            :func:`rcp_core.tools.verify.compare.prepare_scopes` before it (default:
+            everything).
         :raises VerificationError: a copy differs (the result is its ``result``).
         """
-        from rcp_core.verify import verify_copy
+        from rcp_core.tools.verify.compare import verify_copy
 
         self._on_worker("verification")
         return verify_copy(
@@ -328,9 +329,9 @@ class RcpHook(BaseHook):
         self, sources: Sequence[str], destination: str, settings: CopySettings
     ) -> dict[str, Scope]:
         """What a copy of ``sources`` to ``destination`` with ``settings`` is asked to
-        copy, for :meth:`verify` (:func:`rcp_core.verify.prepare_scopes`); read on the
-        worker's storage before the copy, which may change what it reads."""
-        from rcp_core.verify import prepare_scopes
+        copy, for :meth:`verify` (:func:`rcp_core.tools.verify.compare.prepare_scopes`);
+        read on the worker's storage before the copy, which may change what it reads."""
+        from rcp_core.tools.verify.compare import prepare_scopes
 
         self._on_worker("verification")
         return prepare_scopes(sources, destination, settings)

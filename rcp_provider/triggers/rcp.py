@@ -9,7 +9,7 @@ recreate it anywhere and at any time.
 It fires once: ``{"status": "ended", "job": ..., "view": ...}`` when the job ended
 (``view``: the job as the service showed it last), ``{"status": "error", "job": ...,
 "message": ..., "retry": bool}`` when the service could not be asked (``retry`` says
-whether the task's own retries may help: :func:`rcp_core.runtime.retry_may_help`).
+whether the task's own retries may help: :func:`rcp_core.run.runtime.retry_may_help`).
 The trigger does not judge how the job ended: the task does, resumed, with
 :func:`rcp_core.remote.outcome.job_summary`, as it does when it waits for a job
 itself, so a deferred copy fails exactly as a waited-for one.
@@ -24,7 +24,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from rcp_core.errors import RcpError
-from rcp_core.runtime import retry_may_help
+from rcp_core.run.runtime import retry_may_help
 from rcp_provider.hooks.rcp import ACTIVE, RcpHook
 
 POLL_INTERVAL = 10.0

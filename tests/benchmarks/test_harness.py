@@ -77,8 +77,8 @@ from benchmarks.harness.tools import (
 from benchmarks.harness.trial import Bench, Round, Source, expectations
 from benchmarks.harness.verify import census, compare
 from benchmarks.mounts import fstype_of
-from rcp_core.runtime import Kind
-from rcp_core.storage import detect
+from rcp_core.run.runtime import Kind
+from rcp_core.site.storage import detect
 from support.treecmp import TreeCompare
 
 REPO = Path(__file__).resolve().parents[2]

@@ -18,8 +18,8 @@ from rcp_core.backends.capabilities import (
     store_backend,
 )
 from rcp_core.backends.routing import Engine, Storage, operand, route
+from rcp_core.run.throttle import TokenBucket
 from rcp_core.settings import Preserve
-from rcp_core.throttle import TokenBucket
 
 
 @pytest.mark.parametrize(

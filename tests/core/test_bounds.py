@@ -12,11 +12,11 @@ import pytest
 
 import rcp_core
 from rcp_core import CopySettings
-from rcp_core.capacity import FD_RESERVE, FDS_PER_WORKER, OPEN_FILES_CAP
-from rcp_core.engine import Engine
-from rcp_core.entries import ASIDE_BYTES
+from rcp_core.engine.copyrun import Engine
+from rcp_core.engine.entries import ASIDE_BYTES
 from rcp_core.paths import plan_jobs
-from rcp_core.throttle import TokenBucket
+from rcp_core.run.throttle import TokenBucket
+from rcp_core.site.capacity import FD_RESERVE, FDS_PER_WORKER, OPEN_FILES_CAP
 from support.treecmp import TreeCompare
 
 

@@ -11,12 +11,12 @@ import pytest
 
 import rcp_core
 from rcp_core import CopySettings
-from rcp_core.chunks import ChunkedCopy, Spawn
-from rcp_core.engine import Engine
-from rcp_core.hookspecs import hookimpl
+from rcp_core.engine.chunks import ChunkedCopy, Spawn
+from rcp_core.engine.copyrun import Engine
 from rcp_core.paths import plan_jobs
-from rcp_core.storage import StorageInfo
-from rcp_core.tuning import Concurrency
+from rcp_core.run.tuning import Concurrency
+from rcp_core.site.hookspecs import hookimpl
+from rcp_core.site.storage import StorageInfo
 from support.treecmp import TreeCompare
 
 MIB = 1 << 20

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 import rcp_core
-import rcp_core.metadata
+import rcp_core.engine.metadata
 from rcp_core import CopySettings, EntryError, ExistingPolicy, FatalError, RcpError
-from rcp_core.runtime import Kind, classify, entry_error, retrying
+from rcp_core.run.runtime import Kind, classify, entry_error, retrying
 from support import nobody
 from support.nobody import RCP, give_to_nobody, rcp_as_nobody
 from support.treecmp import TreeCompare
@@ -542,16 +542,18 @@ def test_an_internal_error_is_never_a_silent_success(
     make_tree(
         tmp_path / "src", {f"d{i}/f{j}": b"x" for i in range(4) for j in range(50)}
     )
-    original = rcp_core.metadata.Metadata.apply
+    original = rcp_core.engine.metadata.Metadata.apply
     calls = 0
 
-    def broken(self: rcp_core.metadata.Metadata, *args: Any, **kwargs: Any) -> None:
+    def broken(
+        self: rcp_core.engine.metadata.Metadata, *args: Any, **kwargs: Any
+    ) -> None:
         nonlocal calls
         calls += 1
         if calls == 7:
             raise RuntimeError("injected bug")
         original(self, *args, **kwargs)
 
-    monkeypatch.setattr(rcp_core.metadata.Metadata, "apply", broken)
+    monkeypatch.setattr(rcp_core.engine.metadata.Metadata, "apply", broken)
     with pytest.raises(RuntimeError, match="injected bug"):
         rcp_core.copy(str(tmp_path / "src"), str(tmp_path / "dst"))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rcp_core.errors import UsageError
-from rcp_core.filegen import (
+from rcp_core.tools.filegen import (
     PRESETS,
     GenStats,
     generate_preset,

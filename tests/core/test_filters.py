@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rcp_core.engine.filters import Decision, Filter, GitIgnores, Verdict
 from rcp_core.errors import UsageError
-from rcp_core.filters import Decision, Filter, GitIgnores, Verdict
 
 INCLUDE = Verdict.INCLUDE
 EXCLUDE = Verdict.EXCLUDE

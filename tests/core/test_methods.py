@@ -1,8 +1,8 @@
 """The data path on real filesystems: which method copies a file, and what it keeps.
 
 The engine tries reflink first, then ``copy_file_range``, then (for files with holes)
-a sparse-aware copy, then plain read/write (see ``rcp_core.methods``). These tests copy
-between a loop-mounted XFS with reflink, a loop-mounted ext4 and the root filesystem,
+a sparse-aware copy, then plain read/write (see ``rcp_core.engine.methods``). These tests
+copy between a loop-mounted XFS with reflink, a loop-mounted ext4 and the root filesystem,
 and check the method counters of the summary against what the kernel allows for each
 pair, the bytes (holes included), the allocated blocks, and what happens when the
 source changes under the copy.
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-import rcp_core.methods
+import rcp_core.engine.methods
 from benchmarks.latencyfs import Faults, mounted
 from benchmarks.mounts import which
 from rcp_core import (
@@ -34,7 +34,7 @@ from rcp_core import (
     Summary,
     copy,
 )
-from rcp_core.summary import METHODS
+from rcp_core.run.summary import METHODS
 from support.treecmp import TreeCompare
 from support.treespec import File, Sparse, Spec
 
@@ -437,11 +437,11 @@ def concurrent_writer(
     """Make the next data copy first run ``change`` on the real source, like a writer
     racing the copy after the file was opened and its size read. Returns the sizes
     the engine asked to copy (the size seen at open)."""
-    real = rcp_core.methods.DataCopier.copy
+    real = rcp_core.engine.methods.DataCopier.copy
     asked: list[int] = []
 
     def racing(
-        self: rcp_core.methods.DataCopier,
+        self: rcp_core.engine.methods.DataCopier,
         src: int,
         dst: int,
         size: int,
@@ -454,7 +454,7 @@ def concurrent_writer(
         asked.append(size)
         return real(self, src, dst, size, sparse, devs, *args)
 
-    monkeypatch.setattr(rcp_core.methods.DataCopier, "copy", racing)
+    monkeypatch.setattr(rcp_core.engine.methods.DataCopier, "copy", racing)
     return asked
 
 
@@ -542,10 +542,10 @@ def test_refused_clone_of_one_file_is_not_remembered(
     for i in range(10):
         random_file(src / f"f{i}", 100_000 + i)
     grown: list[str] = []
-    real = rcp_core.methods.DataCopier.copy
+    real = rcp_core.engine.methods.DataCopier.copy
 
     def racing(
-        self: rcp_core.methods.DataCopier,
+        self: rcp_core.engine.methods.DataCopier,
         src_fd: int,
         dst_fd: int,
         size: int,
@@ -559,7 +559,7 @@ def test_refused_clone_of_one_file_is_not_remembered(
                 f.write(b"more")
         return real(self, src_fd, dst_fd, size, sparse, devs, *args)
 
-    monkeypatch.setattr(rcp_core.methods.DataCopier, "copy", racing)
+    monkeypatch.setattr(rcp_core.engine.methods.DataCopier, "copy", racing)
     dst = xfs_tmp_path / "dst"
     with pytest.raises(CopyFailedError) as info:
         copy(src, dst, CopySettings(max_workers=1))
@@ -607,7 +607,7 @@ def test_progress_is_reported_as_a_large_file_is_written(
 ) -> None:
     """The controller measures work as it goes: a large file reports its bytes in
     steps, not once at the end; the steps add up to the data written."""
-    from rcp_core.methods import STEP, DataCopier
+    from rcp_core.engine.methods import STEP, DataCopier
 
     size = 2 * STEP + 12345
     (tmp_path / "src").write_bytes(

@@ -11,11 +11,11 @@ from collections.abc import Callable
 
 import pytest
 
-from rcp_core import monitor as monitor_module
-from rcp_core.monitor import SAMPLE, Monitor, entries_left, seconds_left
-from rcp_core.pool import WorkPool
-from rcp_core.summary import Tally
-from rcp_core.tuning import Concurrency, Controller
+from rcp_core.run import monitor as monitor_module
+from rcp_core.run.monitor import SAMPLE, Monitor, entries_left, seconds_left
+from rcp_core.run.pool import WorkPool
+from rcp_core.run.summary import Tally
+from rcp_core.run.tuning import Concurrency, Controller
 
 
 class Backlog:

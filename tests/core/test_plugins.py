@@ -1,6 +1,6 @@
 """Site tuning hooks: ordering, firstresult, validation, entry points, per-file hooks.
 
-Every test runs real copies (or builds a real :class:`~rcp_core.engine.Engine`) with
+Every test runs real copies (or builds a real :class:`~rcp_core.engine.copyrun.Engine`) with
 plugin objects registered through ``plugins=``; storage is forced through a tiny
 ``rcp_detect_storage`` plugin where the test needs a kind of storage this machine does
 not have (Lustre, a spinning disk). The example site plugin in
@@ -33,23 +33,23 @@ import pytest
 
 import rcp_core
 from rcp_core import CopyFailedError, CopySettings, ExistingPolicy, hookimpl
-from rcp_core.defaults import SHARED_CHUNK, BuiltinPlugin
-from rcp_core.engine import Engine
+from rcp_core.engine.copyrun import Engine
 from rcp_core.errors import PluginError
 from rcp_core.paths import plan_jobs
-from rcp_core.plugins import (
+from rcp_core.run.progress import Progress
+from rcp_core.run.runtime import Kind
+from rcp_core.run.summary import Summary
+from rcp_core.run.tuning import Concurrency
+from rcp_core.settings import DryRun
+from rcp_core.site.builtin import SHARED_CHUNK, BuiltinPlugin
+from rcp_core.site.plugins import (
     BUILTIN,
     DISABLE_ENV,
     may_declare,
     plugin_manager,
     site_implemented,
 )
-from rcp_core.progress import Progress
-from rcp_core.runtime import Kind
-from rcp_core.settings import DryRun
-from rcp_core.storage import StorageInfo
-from rcp_core.summary import Summary
-from rcp_core.tuning import Concurrency
+from rcp_core.site.storage import StorageInfo
 from support.treecmp import TreeCompare
 from support.treespec import Dir, make_tree
 
@@ -522,7 +522,7 @@ def test_may_declare_says_yes_where_it_cannot_read(
 def test_without_site_plugins_importlib_metadata_is_not_imported() -> None:
     """Its import is most of a small copy's start-up; no declared plugin, no import."""
     probe = (
-        "import sys; from rcp_core.plugins import plugin_manager; plugin_manager(); "
+        "import sys; from rcp_core.site.plugins import plugin_manager; plugin_manager(); "
         "print('importlib.metadata' in sys.modules)"
     )
     env = {k: v for k, v in os.environ.items() if k != DISABLE_ENV}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from rcp_core.pool import WorkPool
-from rcp_core.summary import Tally
+from rcp_core.run.pool import WorkPool
+from rcp_core.run.summary import Tally
 
 
 def _workers() -> set[str]:

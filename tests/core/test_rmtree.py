@@ -17,9 +17,9 @@ import pytest
 
 from rcp_core import hookimpl
 from rcp_core.errors import CopyFailedError, UsageError
-from rcp_core.plugins import plugin_manager
-from rcp_core.rmtree import RemoveSettings, _Removal, remove
-from rcp_core.tuning import Concurrency
+from rcp_core.run.tuning import Concurrency
+from rcp_core.site.plugins import plugin_manager
+from rcp_core.tools.remove.rmtree import RemoveSettings, _Removal, remove
 from support.treespec import Dir, Fifo, File, Spec, Symlink, make_tree
 
 T0 = 1_600_000_000 * 10**9
@@ -204,7 +204,10 @@ def test_a_wide_tree_needs_few_descriptors(tmp_path: Path) -> None:
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 
-    code = "import sys; from rcp_core.rmtree import remove; remove([sys.argv[1]])"
+    code = (
+        "import sys; from rcp_core.tools.remove.rmtree import remove; "
+        "remove([sys.argv[1]])"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code, str(root)],
         preexec_fn=limit,

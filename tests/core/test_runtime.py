@@ -1,4 +1,4 @@
-"""The one run runtime (:mod:`rcp_core.runtime`): classification through the hook,
+"""The one run runtime (:mod:`rcp_core.run.runtime`): classification through the hook,
 retries of transient errors only, the deduplicated error log, one stop."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from rcp_core.errors import EntryError, FatalError
-from rcp_core.hookspecs import hookimpl
-from rcp_core.plugins import plugin_manager
-from rcp_core.runtime import ErrorLog, Kind, Runtime
-from rcp_core.summary import Tally
+from rcp_core.run.runtime import ErrorLog, Kind, Runtime
+from rcp_core.run.summary import Tally
+from rcp_core.site.hookspecs import hookimpl
+from rcp_core.site.plugins import plugin_manager
 
 
 class _Told:

@@ -28,7 +28,8 @@ from rcp_core import (
     UsageError,
     copy,
 )
-from rcp_core.shards import (
+from rcp_core.run.summary import KEYS
+from rcp_core.tools.shards.planner import (
     FILE_COST,
     MAX_SHARDS,
     Shard,
@@ -39,7 +40,6 @@ from rcp_core.shards import (
     read_manifest,
     write_manifest,
 )
-from rcp_core.summary import KEYS
 from support.nobody import NOBODY, give_to_nobody, world_dir
 from support.treecmp import TreeCompare
 from support.treespec import (
@@ -150,7 +150,8 @@ def check_plan(root: Path, plan: ShardPlan, count: int) -> None:
 
 
 def check_balance(root: Path, plan: ShardPlan) -> float:
-    """Assert the LPT bound (see rcp_core.shards); return max shard / mean shard."""
+    """Assert the LPT bound (see rcp_core.tools.shards.planner); return max shard / mean
+    shard."""
     weights = unit_weights(root, plan)
     loads = [s.weight for s in plan.shards]
     assert loads == [sum(weights[u] for u in s.units) for s in plan.shards]
@@ -292,7 +293,7 @@ def test_unreadable_directory_is_a_unit_of_its_own() -> None:
         give_to_nobody(src, ["locked"])
         code = (
             "import json, sys\n"
-            "from rcp_core.shards import plan_shards\n"
+            "from rcp_core.tools.shards.planner import plan_shards\n"
             "print(json.dumps(plan_shards(sys.argv[1], 3).as_dict()))\n"
         )
         done = subprocess.run(

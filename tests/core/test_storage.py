@@ -1,10 +1,10 @@
 """Storage detection and the built-in concurrency table, on real mounts.
 
-``rcp_core.storage.detect`` is checked on the session's ext4 and XFS loop mounts, a tmpfs
-and a tiny FUSE filesystem mounted by the test (as root), and on pseudo-filesystems whose
-magic it does not know (named from mountinfo). Rotational disks are checked by flipping a
-test loop device's ``queue/rotational`` flag. The kernel's ``linux/magic.h`` is the
-reference for the magic numbers it defines.
+``rcp_core.site.storage.detect`` is checked on the session's ext4 and XFS loop mounts, a
+tmpfs and a tiny FUSE filesystem mounted by the test (as root), and on pseudo-filesystems
+whose magic it does not know (named from mountinfo). Rotational disks are checked by
+flipping a test loop device's ``queue/rotational`` flag. The kernel's ``linux/magic.h`` is
+the reference for the magic numbers it defines.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import pytest
 import rcp_core
 from benchmarks.latencyfs import mounted
 from rcp_core import CopySettings, ExistingPolicy, hookimpl
-from rcp_core.defaults import SHARED_CHUNK
-from rcp_core.plugins import DISABLE_ENV, plugin_manager
-from rcp_core.storage import MAGIC, SHARED, StorageInfo, detect, statfs_magic
-from rcp_core.tuning import Concurrency
+from rcp_core.run.tuning import Concurrency
+from rcp_core.site.builtin import SHARED_CHUNK
+from rcp_core.site.plugins import DISABLE_ENV, plugin_manager
+from rcp_core.site.storage import MAGIC, SHARED, StorageInfo, detect, statfs_magic
 from support.loopfs import SmallFs
 
 MAGIC_H = Path("/usr/include/linux/magic.h")

@@ -11,7 +11,7 @@ import pytest
 
 import rcp_core
 from rcp_core import CopySettings, DryRun, ExistingPolicy
-from rcp_core.temporaries import TRUNCATED, stands_for, sweep, temp_name
+from rcp_core.engine.temporaries import TRUNCATED, stands_for, sweep, temp_name
 from support.treecmp import TreeCompare
 from support.treespec import File, make_tree
 

@@ -1,5 +1,5 @@
-"""The one directory lifecycle (:mod:`rcp_core.tree`): post-order finish exactly once,
-incomplete subtrees folding upwards, counts announced late, many threads at once."""
+"""The one directory lifecycle (:mod:`rcp_core.engine.tree`): post-order finish exactly
+once, incomplete subtrees folding upwards, counts announced late, many threads at once."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import random
 import threading
 from dataclasses import dataclass
 
-from rcp_core.summary import Tally
-from rcp_core.tree import UNCOUNTED, Lifecycle, Node, joined
+from rcp_core.engine.tree import UNCOUNTED, Lifecycle, Node, joined
+from rcp_core.run.summary import Tally
 
 
 @dataclass(slots=True, eq=False)

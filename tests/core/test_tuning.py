@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from rcp_core.tuning import Concurrency, Controller, Tick
+from rcp_core.run.tuning import Concurrency, Controller, Tick
 
 TICK = 0.5
 Storage = Callable[[int, int], tuple[float, float]]

@@ -26,9 +26,7 @@ import pytest
 import rcp_core
 from benchmarks.latencyfs import Faults, mounted
 from rcp_core import CompareAttr, Kind, UsageError, hookimpl
-from rcp_core.comparison import MAX_KEPT
-from rcp_core.hashing import SEGMENT
-from rcp_core.verify import (
+from rcp_core.tools.verify.compare import (
     Comparison,
     Difference,
     DiffKind,
@@ -37,6 +35,8 @@ from rcp_core.verify import (
     prepare_scopes,
     verify_copy,
 )
+from rcp_core.tools.verify.differences import MAX_KEPT
+from rcp_core.tools.verify.hashing import SEGMENT
 from support import nobody
 from support.nobody import NOBODY, give_to_nobody
 from support.treespec import (
@@ -359,7 +359,7 @@ def world_dir() -> Iterator[Path]:
 
 
 COMPARE_AS_NOBODY = (
-    "import json, sys; from rcp_core.verify import compare; "
+    "import json, sys; from rcp_core.tools.verify.compare import compare; "
     "print(json.dumps(compare('src', 'dst', checksum=True).as_dict()))"
 )
 

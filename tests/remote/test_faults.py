@@ -21,8 +21,8 @@ import pytest
 from benchmarks import sshd
 from rcp_core import CopySettings, ExistingPolicy
 from rcp_core.errors import RemoteError
-from rcp_core.remote.master import remote_copy
 from rcp_core.remote.ssh import Launch
+from rcp_core.remote.sshmaster import remote_copy
 from support.nobody import RCP_MAIN
 from support.treecmp import TreeCompare
 from support.treespec import File, Spec, make_tree

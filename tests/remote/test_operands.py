@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from rcp_core.backends.operands import RemotePath, parse_operand, split_url
 from rcp_core.errors import UsageError
-from rcp_core.remote.operands import RemotePath, parse_operand, split_url
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ import errno
 import os
 
 from rcp_core import hookimpl
-from rcp_core.runtime import Kind
+from rcp_core.run.runtime import Kind
 
 LOG = os.environ["RCP_TEST_PLUGIN_LOG"]
 

@@ -434,7 +434,7 @@ def test_malformed_hard_links_are_protocol_errors(
 ) -> None:
     from rcp_core.remote.meta import meta_of
     from rcp_core.remote.receive import Receiver
-    from rcp_core.remote.rolerun import RoleRun
+    from rcp_core.remote.roleruntime import RoleRun
 
     (tmp_path / "f").write_bytes(b"")
     meta = meta_of(os.lstat(tmp_path / "f"))
@@ -465,7 +465,7 @@ def test_more_entries_than_dir_end_counts_are_a_protocol_error(
     finishing the directory early."""
     from rcp_core.remote.meta import meta_of
     from rcp_core.remote.receive import Receiver
-    from rcp_core.remote.rolerun import RoleRun
+    from rcp_core.remote.roleruntime import RoleRun
 
     (tmp_path / "dst").mkdir()
     settings = CopySettings()
@@ -647,7 +647,7 @@ def test_a_filter_file_filters_as_on_a_local_copy(
     tmp_path: Path, tree_compare: TreeCompare
 ) -> None:
     import rcp_core
-    from rcp_core.remote.job import settings_from_wire, settings_to_wire
+    from rcp_core.remote.settingswire import settings_from_wire, settings_to_wire
 
     rules = tmp_path / "rules"
     rules.write_text("--exclude *.tmp\n--include *.py\n")

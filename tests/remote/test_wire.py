@@ -132,7 +132,7 @@ def test_a_stalled_peer_times_out_within_the_socket_timeout(
 
 
 def test_errors_carry_errnos_that_classify_them() -> None:
-    from rcp_core.runtime import Kind, classify
+    from rcp_core.run.runtime import Kind, classify
 
     assert classify(PeerTimeoutError("x")) is Kind.TRANSIENT
     assert classify(ConnectionLostError("x")) is Kind.TRANSIENT

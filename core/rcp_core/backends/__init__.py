@@ -1,10 +1,11 @@
 """Kinds of storage and the engines that copy between them. Modules:
 
-================  ==================================================================
+================  ======================================================================
 ``routing``       which storage an operand names; which engine copies a pair, or why
                   none does
-``capabilities``  what each storage keeps, what each engine honours, and the one
-                  refusal of what a pair cannot do
+``capabilities``  what each storage keeps, what each engine honours, and the one refusal
+                  of what a pair cannot do
+``operands``      operand syntax: ``[user@]host[:port]:/path`` and URLs
 ``features``      the feature table (the README's), derived from the declarations
-================  ==================================================================
+================  ======================================================================
 """

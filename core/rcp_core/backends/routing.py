@@ -5,11 +5,11 @@ An operand names one kind of :class:`Storage`:
 - ``local``: a path of this host, also spelled ``file:///path`` or ``rcp:///path``
   (URLs of this host's files: the same directories, so the same engine);
 - ``host:``: ``[user@]host[:port]:/path``, a host reached over SSH
-  (:mod:`rcp_core.remote.operands`);
+  (:mod:`rcp_core.backends.operands`);
 - ``rcpd serve``: ``rcp://host[:port]/path``, a copy service on a host;
 - ``URL store``: any other ``scheme://`` URL, an fsspec filesystem.
 
-What is a URL is :func:`rcp_core.remote.operands.split_url`'s to say, for routing
+What is a URL is :func:`rcp_core.backends.operands.split_url`'s to say, for routing
 and for the ``host:`` operands alike (a URL is never a host).
 
 The pair of storages picks the :class:`Engine`, the one implementation that drives
@@ -39,8 +39,8 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rcp_core.backends.operands import parse_operand, split_url
 from rcp_core.errors import UsageError
-from rcp_core.remote.operands import parse_operand, split_url
 
 _LOCAL_SCHEMES = ("file", "local")
 """fsspec's names of this host's filesystem."""

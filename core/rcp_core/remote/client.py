@@ -37,6 +37,7 @@ from rcp_core.errors import (
 )
 from rcp_core.remote import SERVICE_PORT as SERVICE_PORT  # the clients' default
 from rcp_core.remote import tls
+from rcp_core.remote.clientupload import FileWriter
 from rcp_core.remote.connection import Connection, dial
 from rcp_core.remote.filewire import (
     MAX_DIGEST,
@@ -47,10 +48,9 @@ from rcp_core.remote.filewire import (
     failure,
 )
 from rcp_core.remote.hello import DIGESTS, FILE_REQUESTS, Role
-from rcp_core.remote.job import settings_to_wire
 from rcp_core.remote.roles import SOFTWARE
+from rcp_core.remote.settingswire import settings_to_wire
 from rcp_core.remote.wire import Frame, FrameKind
-from rcp_core.remote.writer import FileWriter
 from rcp_core.settings import CopySettings
 
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})

@@ -21,13 +21,13 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
+from rcp_core.engine.existing import Action, decide
+from rcp_core.engine.tree import DIR_FLAGS
 from rcp_core.errors import ProtocolError
-from rcp_core.existing import Action, decide
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.receive import Link, ReceivedDir, Receiver, kind_of
-from rcp_core.remote.rolerun import RoleRun
+from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.settings import CopySettings, ExistingPolicy
-from rcp_core.tree import DIR_FLAGS
 
 VIRTUAL = -1
 """The descriptor of a directory that does not exist (it would be created)."""

@@ -1,6 +1,6 @@
 """A service's file requests on the wire: their limits, entries and failures.
 
-Shared by the service (:mod:`rcp_core.remote.files`) and its client
+Shared by the service (:mod:`rcp_core.remote.filerequests`) and its client
 (:mod:`rcp_core.remote.client`); the requests are documented in
 ``docs/remote_protocol.md`` ("File requests", version 1.7).
 

@@ -1,8 +1,8 @@
 """Entry metadata on the wire: what ``lstat`` said at the source, as JSON and back.
 
 The receiving side rebuilds a real :class:`os.stat_result` (:func:`stat_of`), so the
-local engine's decisions (:func:`rcp_core.existing.decide`) and metadata code
-(:class:`rcp_core.metadata.Metadata`) serve remote copies unchanged. Every field is
+local engine's decisions (:func:`rcp_core.engine.existing.decide`) and metadata code
+(:class:`rcp_core.engine.metadata.Metadata`) serve remote copies unchanged. Every field is
 checked: a peer cannot smuggle a negative size or a mode with bits no file has.
 """
 

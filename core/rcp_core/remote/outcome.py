@@ -2,7 +2,7 @@
 
 A local copy that had errors, or was stopped, raises
 :class:`~rcp_core.errors.CopyFailedError` at its end, carrying its partial summary
-and the deduplicated errors (:mod:`rcp_core.engine`). A copy that ran as a job of an
+and the deduplicated errors (:mod:`rcp_core.engine.copyrun`). A copy that ran as a job of an
 ``rcpd serve`` service ends as the job's JSON view; one between two places ends as
 the two roles' results. The functions here apply the same rule to those, so every
 way of starting a copy ends the same way: its summary when nothing failed, else a
@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from rcp_core.errors import CopyFailedError, JobFailedError
-from rcp_core.remote.master import RoleResult, role_summary
-from rcp_core.summary import Resources, Summary
+from rcp_core.remote.sshmaster import RoleResult, role_summary
+from rcp_core.run.summary import Resources, Summary
 
 
 def checked(

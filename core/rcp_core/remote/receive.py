@@ -5,7 +5,7 @@ Directories arrive as ``dir`` messages (created ``0700``, or reused), entries in
 not read), large files as runs of ``CHUNK`` frames on one connection. Several
 connections deliver at once, so every method is thread-safe.
 
-The same invariants as a local copy (:mod:`rcp_core.entries`):
+The same invariants as a local copy (:mod:`rcp_core.engine.entries`):
 
 - a new file is created ``0600`` with ``O_EXCL`` and gets its mode and times only after
   its last byte, so an interrupted file never looks finished; one that fails is
@@ -31,7 +31,7 @@ The same invariants as a local copy (:mod:`rcp_core.entries`):
   destination lists the regular files an existing directory already holds
   (:meth:`Receiver.manifest`), and the source sends the ones that match as
   ``unchanged`` or ``kept`` entries without data, which are only counted here;
-- entries run under :class:`~rcp_core.remote.rolerun.RoleRun`: a write failing with a
+- entries run under :class:`~rcp_core.remote.roleruntime.RoleRun`: a write failing with a
   transient error is tried again (a small file's, a symlink's, a special file's, a
   directory's, a hard link's; a large file's chunks are written once: it fails, and a
   rerun copies it), errors are classified by this host's site plugins, a site's
@@ -52,21 +52,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rcp_core.entries import create_file, rename_over
+from rcp_core.engine.entries import create_file, rename_over
+from rcp_core.engine.existing import NEW, Action, decide
+from rcp_core.engine.filters import Filter, Verdict
+from rcp_core.engine.links import located
+from rcp_core.engine.metadata import Metadata
+from rcp_core.engine.removeentry import Protect, remove_entry
+from rcp_core.engine.temporaries import sweep, temp_name
+from rcp_core.engine.tree import DIR_FLAGS, UNCOUNTED, Lifecycle, Node, joined
 from rcp_core.errors import ProtocolError, UnsafeNameError
-from rcp_core.existing import NEW, Action, decide
-from rcp_core.filters import Filter, Verdict
-from rcp_core.links import located
-from rcp_core.metadata import Metadata
 from rcp_core.names import check_component
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.meta import meta_of, stat_of, xattrs_of
-from rcp_core.remote.rolerun import RoleRun
-from rcp_core.remove import Protect, remove_entry
+from rcp_core.remote.roleruntime import RoleRun
+from rcp_core.run.summary import Tally, ThreadTallies
 from rcp_core.settings import CopySettings, ExistingPolicy
-from rcp_core.summary import Tally, ThreadTallies
-from rcp_core.temporaries import sweep, temp_name
-from rcp_core.tree import DIR_FLAGS, UNCOUNTED, Lifecycle, Node, joined
 
 log = logging.getLogger("rcp_core")
 
@@ -91,7 +91,8 @@ class ReceivedDir(Node["ReceivedDir"]):
     """A destination directory being filled. ``rel`` names it in messages (relative
     to the anchor: the root's name first); ``incomplete``: something in it was not
     written, so it is not pruned and keeps what it had. Its count of entries comes
-    with ``dir_end``, so it starts with ``pending = UNCOUNTED`` (:mod:`rcp_core.tree`).
+    with ``dir_end``, so it starts with ``pending = UNCOUNTED``
+    (:mod:`rcp_core.engine.tree`).
 
     :param path: its path as the filters see it (``""`` for the copy's root).
     :param traverse: the filters only descend into it: removed at the end if it
@@ -260,7 +261,7 @@ class Receiver:
         """An empty traverse-only directory is removed; any other that existed loses
         the temporaries a killed run left and is pruned under ``--delete``; then it
         gets its metadata, unless it existed and ``--ignore-existing`` keeps it as it
-        was (as :func:`rcp_core.dirs.finish_dir` does)."""
+        was (as :func:`rcp_core.engine.dirs.finish_dir` does)."""
         assert node.st is not None
         if node.traverse and not node.has_content:
             if node.created:
@@ -708,7 +709,7 @@ class Receiver:
 
     def create(self, node: ReceivedDir, name: str, size: int) -> int:
         """A new file ``name`` in ``node``, open for writing (see
-        :func:`rcp_core.entries.create_file`: a site may have prepared it)."""
+        :func:`rcp_core.engine.entries.create_file`: a site may have prepared it)."""
         hook = self.runtime.hook if self.runtime.pre_create else None
         return create_file(hook, node.fd, name, size, self.runtime.storage)
 

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from rcp_core.engine.tree import DIR_FLAGS
 from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, accept_next, dial
@@ -34,11 +35,10 @@ from rcp_core.remote.dry import DryReceiver
 from rcp_core.remote.hello import MANIFESTS, STOP, Role
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.receive import Receiver
-from rcp_core.remote.rolerun import RoleRun
+from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.remote.send import Sender
 from rcp_core.remote.wire import FrameKind
 from rcp_core.settings import CopySettings
-from rcp_core.tree import DIR_FLAGS
 
 log = logging.getLogger("rcp_core")
 

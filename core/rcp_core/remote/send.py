@@ -25,7 +25,7 @@ One *walker* (the caller's thread) and one *sender* thread per data connection:
   in ``dir_excluded``, so the destination keeps it), a directory the filters only
   traverse is announced with ``traverse`` (removed there if it stays empty).
 - A dry run (``--dry-run``) sends every file's metadata and none of its data.
-- Entries run under :class:`~rcp_core.remote.rolerun.RoleRun`: transient errors of
+- Entries run under :class:`~rcp_core.remote.roleruntime.RoleRun`: transient errors of
   reads are retried, errors are classified by this host's site plugins, the walk takes
   one ``ops_throttle`` token per entry, and once the run stops (a fatal error, any
   error under ``fail_early``, or the destination's ``stop``, protocol 1.10) nothing
@@ -53,16 +53,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rcp_core.engine.existing import Action, decide
+from rcp_core.engine.filters import Filter, GitIgnores, Verdict
+from rcp_core.engine.metadata import Metadata
+from rcp_core.engine.methods import data_extents
+from rcp_core.engine.tree import DIR_FLAGS, Lifecycle, Node, joined
 from rcp_core.errors import (
     ConnectionLostError,
     PeerTimeoutError,
     ProtocolError,
     RemoteError,
 )
-from rcp_core.existing import Action, decide
-from rcp_core.filters import Filter, GitIgnores, Verdict
-from rcp_core.metadata import Metadata
-from rcp_core.methods import data_extents
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.hello import (
     FILTERS,
@@ -73,11 +74,10 @@ from rcp_core.remote.hello import (
 )
 from rcp_core.remote.meta import meta_of, stat_of, xattrs_to_wire
 from rcp_core.remote.receive import ANCHOR, check_name
-from rcp_core.remote.rolerun import RoleRun
+from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.remote.wire import FrameKind
+from rcp_core.run.summary import Tally, merge
 from rcp_core.settings import CopySettings
-from rcp_core.summary import Tally, merge
-from rcp_core.tree import DIR_FLAGS, Lifecycle, Node, joined
 
 log = logging.getLogger("rcp_core")
 

@@ -3,7 +3,7 @@
 It is what an Airflow connection points at: clients submit copies between paths
 beneath the service's roots, poll their status and progress, and cancel them
 (``docs/remote_protocol.md``, "The service"). Clients may also look at, read and
-write single entries beneath the roots (:mod:`rcp_core.remote.files`, "File
+write single entries beneath the roots (:mod:`rcp_core.remote.filerequests`, "File
 requests"), what the ``rcp://host/path`` filesystem stands on.
 
 Security, for every connection:
@@ -49,11 +49,10 @@ from rcp_core.errors import (
 )
 from rcp_core.remote import tls
 from rcp_core.remote.connection import accept
-from rcp_core.remote.files import Answers, FileSession
+from rcp_core.remote.filerequests import Answers, FileSession
 from rcp_core.remote.filewire import REQUESTS
 from rcp_core.remote.hello import Role
-from rcp_core.remote.job import settings_from_wire
-from rcp_core.remote.jobs import (
+from rcp_core.remote.jobtable import (
     CopyRequest,
     Job,
     JobTable,
@@ -61,16 +60,17 @@ from rcp_core.remote.jobs import (
     ReceiveRequest,
     SendRequest,
 )
-from rcp_core.remote.roles import SOFTWARE
-from rcp_core.remote.roots import Confined, Roots
-from rcp_core.remote.service_roles import (
+from rcp_core.remote.rolejobs import (
     receive_request,
     run_receive,
     run_send,
     send_request,
 )
+from rcp_core.remote.roles import SOFTWARE
+from rcp_core.remote.roots import Confined, Roots
+from rcp_core.remote.settingswire import settings_from_wire
 from rcp_core.remote.wire import FrameKind
-from rcp_core.summary import Summary
+from rcp_core.run.summary import Summary
 
 log = logging.getLogger("rcp_core")
 

@@ -8,7 +8,7 @@ fingerprint or a session's secret travel on it. The daemon lives as long as its 
 :meth:`SshDaemon.stop` closes it, then reaps the process within the timeout.
 
 Two kinds of daemon start this way: the roles of a remote copy
-(:mod:`rcp_core.remote.master`), and a service for one session (:func:`ssh_service`,
+(:mod:`rcp_core.remote.sshmaster`), and a service for one session (:func:`ssh_service`,
 ``rcpd serve --session``) through which ``rcmp`` lists and hashes a tree on its host.
 """
 
@@ -26,9 +26,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rcp_core.backends.operands import RemotePath, parse_address
 from rcp_core.errors import ProtocolError, RemoteError, UsageError
 from rcp_core.remote.daemon import read_line
-from rcp_core.remote.operands import RemotePath, parse_address
 
 log = logging.getLogger("rcp_core")
 

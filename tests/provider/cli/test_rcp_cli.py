@@ -76,7 +76,7 @@ def test_a_run_in_this_process_leaves_the_logger_as_it_found_it(
     with contextlib.redirect_stdout(stdout):
         assert main(["-v", "/nonexistent-src", str(tmp_path / "dst")]) == 2
     stdout.close()
-    logging.getLogger("rcp_core.remote.jobs").warning("after the run")
+    logging.getLogger("rcp_core.remote.jobtable").warning("after the run")
     assert "Logging error" not in capsys.readouterr().err
     assert [r.getMessage() for r in caplog.records] == ["after the run"]
 

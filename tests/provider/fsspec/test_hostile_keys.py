@@ -21,9 +21,9 @@ import fsspec
 import pytest
 from fsspec.implementations.local import LocalFileSystem
 
-from rcp_core.comparison import DiffKind
 from rcp_core.errors import CopyFailedError
 from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_core.tools.verify.differences import DiffKind
 from rcp_provider.fsspec.storecompare import compare_places
 from rcp_provider.fsspec.storecopy import copy_tree
 from rcp_provider.fsspec.storetree import Place

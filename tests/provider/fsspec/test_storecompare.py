@@ -14,7 +14,7 @@ from fsspec.implementations.dirfs import DirFileSystem
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
-from rcp_core.comparison import DiffKind
+from rcp_core.tools.verify.differences import DiffKind
 from rcp_provider.fsspec.storecompare import compare_places
 from rcp_provider.fsspec.storecopy import copy_tree
 from rcp_provider.fsspec.storetree import Place

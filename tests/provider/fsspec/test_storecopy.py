@@ -17,7 +17,7 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
 from rcp_core.errors import CopyFailedError, UsageError
-from rcp_core.progress import Progress
+from rcp_core.run.progress import Progress
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_provider.fsspec.storecopy import copy_tree
 from rcp_provider.fsspec.storetree import Place

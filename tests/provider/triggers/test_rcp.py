@@ -11,7 +11,7 @@ import pytest
 from rcp_core import CopySettings
 from rcp_core.errors import CopyFailedError, JobFailedError
 from rcp_core.remote.outcome import job_summary
-from rcp_core.runtime import retry_may_help
+from rcp_core.run.runtime import retry_may_help
 from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.triggers.rcp import RcpJobTrigger
 from support.services import Served

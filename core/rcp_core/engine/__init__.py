@@ -1,0 +1,34 @@
+"""The local copy engine: a tree walked over open directory descriptors, each
+entry copied with the local copy's rules, helper processes for the other cores.
+
+A run is :mod:`rcp_core.engine.copyrun` (``rcp_core.copy``). The remote roles
+and the tools reuse its pieces (directory lifecycle, entries, metadata,
+filters). Modules:
+
+===============  =======================================================================
+``copyrun``      a copy run (``Engine``, ``copy``): storage, concurrency, helpers,
+                 monitor, summary
+``walk``         the copy's work items (visit, scan, batch) over open directory
+                 descriptors
+``tree``         the one directory lifecycle of every walk (copy, verify, ``rrm``, both
+                 remote roles): ``Node``, ``Lifecycle`` (references, post-order finish,
+                 incomplete subtrees folding upwards), ``joined`` (relative names);
+                 ``DirNode``, the copy's node
+``context``      what every work item of a copy shares: its ``Runtime``, settings,
+                 filters, link map, metadata, data copier
+``dirs``         destination directories: create or reuse, gitignore stacks,
+                 ``--delete``, post-order finish
+``entries``      copying one file, symlink, hard link or special file
+``existing``     what to do with a destination entry that already exists
+``links``        hard-link map of files and symlinks (leader copies, followers link)
+``metadata``     owner, mode, xattrs/ACLs, times, in that order
+``methods``      the data path: reflink -> ``copy_file_range`` -> sparse -> read/write
+``chunks``       a large file split into chunks copied (or hashed) by several workers
+``temporaries``  the temporary names replacements are written under, and sweeping a
+                 killed run's
+``filters``      include/exclude globs, filter files, ``.gitignore`` stacks
+``removeentry``  removing one destination entry in place, fd-relative (replacements,
+                 ``--delete``)
+``helpers``      helper processes that copy directories' file batches on the other cores
+===============  =======================================================================
+"""

@@ -1,0 +1,455 @@
+"""A service's file requests: look at, read and change single entries beneath its roots.
+
+What a filesystem layer (``rcp://host/path`` in fsspec) needs besides copy jobs:
+``stat``, ``listdir``, ``read``, ``digest``, ``create``/``write``/``commit``/``abort``,
+``mkdir``, ``remove`` and ``rename`` (``docs/remote_protocol.md``, "File requests";
+limits and the wire form of entries in :mod:`rcp_core.remote.filewire`, a file being
+written in :mod:`rcp_core.remote.upload`).
+
+Invariants:
+
+- every path is confined by :class:`rcp_core.remote.roots.Roots` as a copy job's
+  operands are: what reads (``stat``, ``listdir``, ``read``, ``digest``) as a source,
+  what changes as a destination (never a root itself). No symlink is followed on the
+  way (the walk refuses it) nor at the end (``O_NOFOLLOW``, ``lstat``), except by
+  ``stat`` with ``follow``, which reads the link's target as a path and confines it
+  again, so a link never leads out of the roots either;
+- ``read`` and ``digest`` open only regular files: the entry is checked through an
+  ``O_PATH`` descriptor and reopened through it, so a device or FIFO swapped in is
+  never opened;
+- answers are bounded (:mod:`rcp_core.remote.filewire`): a large directory is listed
+  in pages that follow a cursor, a read answers a bounded range;
+- what a connection holds (files being written, listings in progress) is bounded per
+  connection and released by :meth:`FileSession.close` when it ends: an unfinished
+  write is removed, never left under its name;
+- a change sent with a ``key`` is answered once and remembered (:class:`Answers`,
+  shared by the service's connections): a client that lost the answer and sends it
+  again on a new connection gets the same answer instead of a second change.
+
+A request that cannot be served (outside the roots, a symlink on the way, beyond a
+limit) is answered ``refused``; one that fails with an OS error ``failed`` with its
+errno; a malformed one is a :class:`ProtocolError` and ends the connection.
+"""
+
+from __future__ import annotations
+
+import collections
+import errno
+import itertools
+import logging
+import os
+import stat
+import threading
+from contextlib import closing
+from dataclasses import dataclass
+from typing import Any
+
+from blake3 import blake3
+
+from rcp_core.errors import PathRefusedError, ProtocolError, UsageError
+from rcp_core.remote.filewire import (
+    MAX_DIGEST,
+    MAX_LISTINGS,
+    MAX_PATH,
+    MAX_READ,
+    MAX_WRITE,
+    MAX_WRITERS,
+    entry_to_wire,
+    failed,
+)
+from rcp_core.remote.listing import Listing
+from rcp_core.remote.roots import Confined, Roots
+from rcp_core.remote.upload import Upload
+from rcp_core.remote.wire import FrameKind
+
+log = logging.getLogger("rcp_core")
+
+MAX_LINKS = 40
+"""Symlinks ``stat`` follows before it fails with ELOOP, as Linux does."""
+MAX_KEYS = 4096
+"""Keyed answers a service remembers."""
+DIGEST_READ = 1 << 20
+"""Bytes a ``digest`` reads at a time."""
+_KEYED = frozenset({"mkdir", "remove", "rename"})
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One answer: a ``CONTROL`` frame, or a ``CHUNK`` with data (``read``)."""
+
+    header: dict[str, Any]
+    kind: FrameKind = FrameKind.CONTROL
+    data: bytes = b""
+
+
+class Answers:
+    """The answers to the latest keyed changes (at most :data:`MAX_KEYS`), for all
+    connections of a service."""
+
+    def __init__(self) -> None:
+        self._answers: collections.OrderedDict[str, dict[str, Any]] = (
+            collections.OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._answers.get(key)
+
+    def put(self, key: str, answer: dict[str, Any]) -> None:
+        with self._lock:
+            self._answers[key] = answer
+            while len(self._answers) > MAX_KEYS:
+                self._answers.popitem(last=False)
+
+
+class FileSession:
+    """The file requests of one connection and what they hold open.
+
+    :param roots: the service's roots.
+    :param answers: the service's remembered answers to keyed changes.
+    """
+
+    def __init__(self, roots: Roots, answers: Answers) -> None:
+        self.roots = roots
+        self.answers = answers
+        self._uploads: dict[int, Upload] = {}
+        self._listings: collections.OrderedDict[int, Listing] = (
+            collections.OrderedDict()
+        )
+        self._ids = itertools.count(1)
+
+    def answer(
+        self, kind: FrameKind, request: dict[str, Any], data: memoryview
+    ) -> Reply:
+        """The answer to one file request (``request["type"]`` is one of
+        :data:`rcp_core.remote.filewire.REQUESTS`)."""
+        type_ = request["type"]
+        if kind is not (FrameKind.CHUNK if type_ == "write" else FrameKind.CONTROL):
+            raise ProtocolError(f"{type_} in a {kind.name} frame")
+        key = request.get("key") if type_ in _KEYED else None
+        if key is not None:
+            if not isinstance(key, str) or not 16 <= len(key) <= 128:
+                raise ProtocolError(f"{type_}: key must be a string of 16-128")
+            known = self.answers.get(key)
+            if known is not None:
+                return Reply(known)
+        reply = self._answer(type_, request, data)
+        if key is not None:
+            self.answers.put(key, reply.header)
+        return reply
+
+    def close(self) -> None:
+        """Remove the files still being written; end the listings."""
+        held: list[Upload | Listing] = [*self._uploads.values()]
+        held.extend(self._listings.values())
+        self._uploads.clear()
+        self._listings.clear()
+        for item in held:
+            try:
+                item.close()
+            except OSError as exc:  # the others are still released
+                log.warning("releasing a file request's state: %s", exc)
+
+    def _answer(self, type_: str, request: dict[str, Any], data: memoryview) -> Reply:
+        try:
+            return self._serve(type_, request, data)
+        except PathRefusedError as exc:
+            code = _walk_errno(exc)
+            if code is None:
+                return _refused(str(exc))
+            return Reply(failed(OSError(code, os.strerror(code))))
+        except UsageError as exc:
+            return _refused(str(exc))
+        except OSError as exc:
+            return Reply(failed(exc))
+
+    def _serve(self, type_: str, request: dict[str, Any], data: memoryview) -> Reply:
+        done = Reply({"type": "done"})
+        match type_:
+            case "stat":
+                return self._stat(_path(request), _flag(request, "follow"))
+            case "listdir":
+                return self._listdir(request)
+            case "read":
+                return self._read(request)
+            case "digest":
+                return self._digest(request)
+            case "create":
+                return self._create(request)
+            case "write":
+                upload = self._upload(request)
+                if len(data) > MAX_WRITE:
+                    raise UsageError(f"write: at most {MAX_WRITE} bytes per request")
+                try:
+                    upload.write(_count(request, "offset"), data)
+                except OSError:  # some of it may be in the file: the upload is over
+                    self._uploads.pop(request["handle"]).close()
+                    raise
+                return Reply({"type": "written", "size": upload.size})
+            case "commit":
+                upload = self._upload(request)
+                del self._uploads[request["handle"]]
+                st = upload.commit(_flag(request, "sync"))
+                return Reply({"type": "committed", "size": st.st_size})
+            case "abort":
+                self._upload(request)
+                self._uploads.pop(request["handle"]).close()
+                return done
+            case "mkdir":
+                self._mkdir(request)
+                return done
+            case "remove":
+                with closing(self.roots.destination(_name(request))) as at:
+                    try:
+                        os.unlink(at.name, dir_fd=at.fd)
+                    except IsADirectoryError:
+                        os.rmdir(at.name, dir_fd=at.fd)
+                return done
+            case "rename":
+                with (
+                    closing(self.roots.destination(_name(request))) as old,
+                    closing(self.roots.destination(_name(request, "to"))) as new,
+                ):
+                    os.rename(old.name, new.name, src_dir_fd=old.fd, dst_dir_fd=new.fd)
+                return done
+        raise ProtocolError(f"unknown file request {type_!r}")
+
+    def _stat(self, path: str, follow: bool) -> Reply:
+        """``lstat`` (or, with ``follow``, ``stat``) of ``path``; a link's target is
+        confined like any path the client sends."""
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        for _ in range(MAX_LINKS):
+            with closing(self.roots.source(path)) as at:
+                st = os.stat(at.name, dir_fd=at.fd, follow_symlinks=False)
+                target = None
+                if stat.S_ISLNK(st.st_mode):
+                    target = os.readlink(at.name, dir_fd=at.fd)
+            if target is None or not follow:
+                return Reply(
+                    {"type": "entry", "entry": entry_to_wire(name, st, target)}
+                )
+            path = _resolve(path, target)
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+
+    def _listdir(self, request: dict[str, Any]) -> Reply:
+        """A page of a directory's entries, and the cursor of the rest (``None``
+        once it is all listed). A new listing beyond :data:`MAX_LISTINGS` ends the
+        oldest one (its client abandoned it, or will be told its cursor is gone)."""
+        cursor = request.get("cursor")
+        if cursor is None:
+            listing = Listing(self.roots, _path(request))
+            cursor = next(self._ids)
+        elif isinstance(cursor, int) and cursor in self._listings:
+            listing = self._listings.pop(cursor)
+        else:
+            raise UsageError(f"listdir: no listing {cursor!r} on this connection")
+        try:
+            entries = listing.page()
+        except BaseException:
+            listing.close()
+            raise
+        if listing.done:
+            listing.close()
+            return Reply({"type": "entries", "entries": entries, "cursor": None})
+        self._listings[cursor] = listing
+        while len(self._listings) > MAX_LISTINGS:
+            self._listings.popitem(last=False)[1].close()
+        return Reply({"type": "entries", "entries": entries, "cursor": cursor})
+
+    def _read(self, request: dict[str, Any]) -> Reply:
+        """Up to ``length`` bytes of a regular file from ``offset`` (fewer only where
+        the file ends), and its size."""
+        path = _path(request)
+        offset, length = _count(request, "offset"), _count(request, "length")
+        if length > MAX_READ:
+            raise UsageError(f"read: at most {MAX_READ} bytes per request")
+        with closing(self.roots.source(path)) as at:
+            fd, st = _open_regular(at)
+        try:
+            # No file reaches past 2**63 - 1: there, a read ends like at a file's end.
+            data = _pread(fd, offset, min(length, 2**63 - 1 - offset))
+        finally:
+            os.close(fd)
+        header = {"type": "data", "offset": offset, "size": st.st_size}
+        return Reply(header, FrameKind.CHUNK, data)
+
+    def _digest(self, request: dict[str, Any]) -> Reply:
+        """The BLAKE3 digest of up to ``length`` bytes of a regular file from
+        ``offset`` (fewer only where the file ends), hashed here: the bytes never
+        cross the connection. ``hashed`` says how many were."""
+        path = _path(request)
+        offset, length = _count(request, "offset"), _count(request, "length")
+        if length > MAX_DIGEST:
+            raise UsageError(f"digest: at most {MAX_DIGEST} bytes per request")
+        with closing(self.roots.source(path)) as at:
+            fd, st = _open_regular(at)
+        hasher = blake3()
+        hashed = 0
+        try:
+            while hashed < length:
+                piece = os.pread(fd, min(DIGEST_READ, length - hashed), offset + hashed)
+                if not piece:
+                    break
+                hasher.update(piece)
+                hashed += len(piece)
+        finally:
+            os.close(fd)
+        return Reply(
+            {
+                "type": "digest",
+                "offset": offset,
+                "hashed": hashed,
+                "size": st.st_size,
+                "blake3": hasher.hexdigest(),
+            }
+        )
+
+    def _create(self, request: dict[str, Any]) -> Reply:
+        """Start writing a file: its handle on this connection."""
+        if len(self._uploads) >= MAX_WRITERS:
+            raise UsageError(
+                f"create: at most {MAX_WRITERS} files open for writing per connection"
+            )
+        mode, exclusive = _mode(request), _flag(request, "exclusive")
+        upload = Upload(self.roots.destination(_name(request)), mode, exclusive)
+        handle = next(self._ids)
+        self._uploads[handle] = upload
+        return Reply({"type": "created", "handle": handle})
+
+    def _upload(self, request: dict[str, Any]) -> Upload:
+        handle = request.get("handle")
+        if not isinstance(handle, int) or handle not in self._uploads:
+            raise UsageError(f"no file {handle!r} being written on this connection")
+        return self._uploads[handle]
+
+    def _mkdir(self, request: dict[str, Any]) -> None:
+        """``mkdir`` (``mode``, less the umask), with ``parents`` as ``mkdir -p``;
+        an existing directory is an error unless ``exist_ok``."""
+        path, asked = _name(request), _mode(request)
+        mode = 0o777 if asked is None else asked
+        if _flag(request, "parents"):
+            at = self.roots.parents_made(path, mode)
+        else:
+            at = self.roots.destination(path)
+        with closing(at):
+            try:
+                os.mkdir(at.name, mode, dir_fd=at.fd)
+            except FileExistsError:
+                st = os.stat(at.name, dir_fd=at.fd, follow_symlinks=False)
+                if not _flag(request, "exist_ok") or not stat.S_ISDIR(st.st_mode):
+                    raise
+
+
+def _open_regular(at: Confined) -> tuple[int, os.stat_result]:
+    """A descriptor to read the regular file ``at`` names, and its ``stat``.
+
+    :raises IsADirectoryError: it is a directory.
+    :raises PathRefusedError: it is something else (a symlink, a device, a FIFO).
+    """
+    probe = os.open(at.name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=at.fd)
+    try:
+        st = os.fstat(probe)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(st.st_mode):
+            raise PathRefusedError(f"{at.shown}: a symlink or not a regular file")
+        # The very inode checked above, never what the name may lead to by now.
+        fd = os.open(f"/proc/self/fd/{probe}", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(probe)
+    return fd, st
+
+
+def _pread(fd: int, offset: int, length: int) -> bytes:
+    """``length`` bytes from ``offset``; fewer only at the end of the file."""
+    pieces: list[bytes] = []
+    got = 0
+    while got < length:
+        piece = os.pread(fd, length - got, offset + got)
+        if not piece:
+            break
+        pieces.append(piece)
+        got += len(piece)
+    return b"".join(pieces)
+
+
+def _resolve(path: str, target: str) -> str:
+    """The path the symlink ``path`` points at, as text.
+
+    ``..`` at the start of a relative target leaves a directory that ``path`` was
+    reached through, which is a real one (the walk follows no symlink); ``..`` after
+    a name of the target is refused, since that name may be a symlink the kernel would
+    follow first.
+    """
+    parts = [] if target.startswith("/") else path.rstrip("/").split("/")[:-1]
+    named = False
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part != "..":
+            parts.append(part)
+            named = True
+        elif named:
+            raise PathRefusedError(f"{path}: symlink target {target!r} has '..' inside")
+        elif parts:
+            parts.pop()
+    return "/" + "/".join(p for p in parts if p)
+
+
+def _walk_errno(exc: PathRefusedError) -> int | None:
+    """The errno of a walk that failed on a directory that is missing or may not be
+    entered: the client sees that as the OS error; ``None`` for a refusal (outside
+    the roots, ``..``, a symlink or non-directory on the way)."""
+    cause = exc.__cause__
+    if not isinstance(cause, OSError) or cause.errno in (errno.ELOOP, errno.ENOTDIR):
+        return None
+    return cause.errno
+
+
+def _refused(reason: str) -> Reply:
+    return Reply({"type": "refused", "reason": reason})
+
+
+def _path(request: dict[str, Any], field: str = "path") -> str:
+    path = request.get(field)
+    if not isinstance(path, str):
+        raise ProtocolError(f"{request['type']}: {field} must be a string")
+    try:
+        size = len(os.fsencode(path))
+    except UnicodeEncodeError:
+        raise ProtocolError(f"{request['type']}: {field} is not a POSIX name") from None
+    if size > MAX_PATH:
+        raise UsageError(f"{request['type']}: a path longer than {MAX_PATH} bytes")
+    return path
+
+
+def _name(request: dict[str, Any], field: str = "path") -> str:
+    """A path that names an entry to change: a trailing ``/`` is dropped."""
+    return _path(request, field).rstrip("/") or "/"
+
+
+def _flag(request: dict[str, Any], field: str) -> bool:
+    value = request.get(field, False)
+    if not isinstance(value, bool):
+        raise ProtocolError(f"{request['type']}: {field} must be true or false")
+    return value
+
+
+def _count(request: dict[str, Any], field: str) -> int:
+    """A byte count or offset: ``0 <= value < 2**63``, as files have."""
+    value = request.get(field)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
+        raise ProtocolError(f"{request['type']}: {field} must be an offset or size")
+    return value
+
+
+def _mode(request: dict[str, Any]) -> int | None:
+    """Permission bits (``0o777`` at most: a client never makes setuid files), or
+    ``None`` when not given."""
+    value = request.get("mode")
+    if value is not None and (
+        not isinstance(value, int) or isinstance(value, bool) or value & ~0o777
+    ):
+        raise ProtocolError(f"{request['type']}: mode must be permission bits")
+    return value

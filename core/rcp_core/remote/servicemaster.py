@@ -1,0 +1,244 @@
+"""Copies between this host and ``rcpd serve`` services, or between two services.
+
+The other launch mode of a copy between hosts (besides ``rcpd`` over SSH,
+:mod:`rcp_core.remote.sshmaster`): the caller -- the Airflow hook, a script -- holds
+authenticated :class:`~rcp_core.remote.client.ServiceClient` connections and asks a
+service to *send* or *receive* (:mod:`rcp_core.remote.rolejobs`); a side that
+is this host runs in this process. Data flows between the two sides directly.
+
+Certificates are pinned both ways as over SSH: a service's is the one its client
+pinned; this process's roles make fresh ones, and each side is told exactly the
+other's.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from rcp_core.backends.capabilities import DECLARED, refuse
+from rcp_core.backends.routing import Engine, Storage
+from rcp_core.errors import PeerTimeoutError, RemoteError, UsageError
+from rcp_core.paths import check_destination
+from rcp_core.remote import tls
+from rcp_core.remote.client import FINISHED, ServiceClient
+from rcp_core.remote.hello import Role
+from rcp_core.remote.roles import (
+    STALL,
+    Progress,
+    run_destination,
+    run_source,
+)
+from rcp_core.remote.sshmaster import RoleResult, plan_names
+from rcp_core.settings import CopySettings
+
+POLL = 1.0
+"""Seconds between looks at a service's job while it runs."""
+
+
+def service_copy(
+    sources: Sequence[str],
+    destination: str,
+    settings: CopySettings | None = None,
+    *,
+    source_service: ServiceClient | None = None,
+    destination_service: ServiceClient | None = None,
+    connections: int = 4,
+    timeout: float = 15.0,
+    on_progress: Progress | None = None,
+) -> tuple[RoleResult, RoleResult]:
+    """Copy ``sources`` to ``destination`` by ``rcp``'s operand rules (a
+    ``destination`` ending in ``/`` receives the sources under their names).
+
+    :param source_service: where the sources are (``None``: this host).
+    :param destination_service: where the destination is (``None``: this host).
+    :param on_progress: the destination's counts about every second, when it is
+        this host.
+    :returns: the source's and the destination's results.
+    :raises UsageError: neither side is a service, bad operands, or a service
+        refused a path; nothing was started.
+    """
+    settings = settings or CopySettings()
+    if source_service is None and destination_service is None:
+        raise UsageError("service_copy needs a source or destination service")
+    refuse(
+        settings,
+        Engine.REMOTE,
+        DECLARED[Storage.SERVICE if source_service else Storage.LOCAL],
+        DECLARED[Storage.SERVICE if destination_service else Storage.LOCAL],
+    )
+    into = destination.endswith("/")
+    if destination_service is None:
+        destination = os.path.abspath(destination)
+    if source_service is None:
+        sources = [os.path.abspath(s) for s in sources]
+    named = plan_names(sources, destination.rstrip("/") or "/", into, settings)
+    if source_service is None:
+        assert destination_service is not None
+        return _push(
+            named,
+            destination,
+            into,
+            settings,
+            destination_service,
+            connections,
+            timeout,
+        )
+    if destination_service is None:
+        return _pull(
+            named,
+            destination,
+            into,
+            settings,
+            source_service,
+            connections,
+            timeout,
+            on_progress,
+        )
+    return _between(
+        named,
+        destination,
+        into,
+        settings,
+        source_service,
+        destination_service,
+        connections,
+    )
+
+
+def _push(
+    named: list[tuple[str, str]],
+    destination: str,
+    into: bool,
+    settings: CopySettings,
+    service: ServiceClient,
+    connections: int,
+    timeout: float,
+) -> tuple[RoleResult, RoleResult]:
+    """This host sends; the service receives (it connects back to this host)."""
+    service_cert = service.certificate()
+    me = tls.Identity.ephemeral("rcp-source") if service_cert else None
+    here = service.local_address()
+    listener = socket.create_server((here, 0), family=_family(here))
+    try:
+        job = service.receive(
+            destination,
+            settings,
+            into=into,
+            source=(here, listener.getsockname()[1]),
+            pin=me.fingerprint if me else None,
+            connections=connections,
+            names=[name for _, name in named],
+        )
+        ctx = tls.server_context(me, service_cert) if me and service_cert else None
+        try:
+            counts, errors = run_source(
+                listener, ctx, named, settings, connections=connections, timeout=timeout
+            )
+        except BaseException:
+            service.cancel(job["job"])
+            raise
+    finally:
+        listener.close()
+    sent = RoleResult(Role.SOURCE, not errors, counts, errors)
+    return sent, _result(service, job, Role.DESTINATION)
+
+
+def _pull(
+    named: list[tuple[str, str]],
+    destination: str,
+    into: bool,
+    settings: CopySettings,
+    service: ServiceClient,
+    connections: int,
+    timeout: float,
+    on_progress: Progress | None,
+) -> tuple[RoleResult, RoleResult]:
+    """The service sends; this host receives (it connects to the service)."""
+    check_destination(destination, into, [name for _, name in named], settings.existing)
+    me = tls.Identity.ephemeral("rcp-destination") if service.fingerprint else None
+    job, port = service.send(
+        named,
+        settings,
+        peer_cert=me.cert_pem if me else None,
+        connections=connections,
+    )
+    try:
+        counts, errors = run_destination(
+            (service.address[0], port),
+            service.fingerprint,
+            me,
+            destination,
+            settings,
+            connections=connections,
+            timeout=timeout,
+            on_progress=on_progress,
+            into=into,
+        )
+    except BaseException:
+        service.cancel(job["job"])
+        raise
+    written = RoleResult(Role.DESTINATION, not errors, counts, errors)
+    return _result(service, job, Role.SOURCE), written
+
+
+def _between(
+    named: list[tuple[str, str]],
+    destination: str,
+    into: bool,
+    settings: CopySettings,
+    source: ServiceClient,
+    target: ServiceClient,
+    connections: int,
+) -> tuple[RoleResult, RoleResult]:
+    """One service sends, the other receives: this host only asks and waits."""
+    job, port = source.send(
+        named, settings, peer_cert=target.certificate(), connections=connections
+    )
+    try:
+        received = target.receive(
+            destination,
+            settings,
+            into=into,
+            source=(source.address[0], port),
+            pin=source.fingerprint,
+            connections=connections,
+            names=[name for _, name in named],
+        )
+    except BaseException:
+        source.cancel(job["job"])
+        raise
+    return _result(source, job, Role.SOURCE), _result(
+        target, received, Role.DESTINATION
+    )
+
+
+def _result(service: ServiceClient, job: dict[str, Any], role: Role) -> RoleResult:
+    """A service's role job once it ended; waits at most ``STALL`` seconds after
+    the job last made progress."""
+    deadline = time.monotonic() + STALL
+    seen = None
+    while job.get("state") not in FINISHED:
+        job = service.wait(job["job"], POLL)
+        progress = job.get("progress")
+        if progress != seen:
+            seen, deadline = progress, time.monotonic() + STALL
+        if time.monotonic() > deadline:
+            service.cancel(job["job"])
+            raise PeerTimeoutError(f"{role.value} job {job['job']} stalled")
+    if job.get("state") == "failed" and job.get("counts") is None:
+        raise RemoteError(f"{role.value} job {job['job']}: {job.get('error')}")
+    counts = dict(job.get("counts") or {})
+    # The job's own errors, one by one; its reason when it counted none.
+    listed = (job.get("summary") or {}).get("error_list") or []
+    errors = [str(e["error"]) for e in listed]
+    if not errors and job.get("error"):
+        errors = [str(job["error"])]
+    return RoleResult(role, job.get("state") == "succeeded", counts, errors)
+
+
+def _family(address: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in address else socket.AF_INET

@@ -1,0 +1,309 @@
+"""Verifying a copy: compare a source tree with its copy, by metadata and by content.
+
+:func:`compare` walks both trees at once, in parallel, and reports each relative path
+where they differ as a :class:`~rcp_core.tools.verify.differences.Difference`; the
+:class:`~rcp_core.tools.verify.differences.Comparison` it returns is what an Airflow task
+pushes to XCom and what ``rcmp`` prints. :func:`verify_copy` compares each source of a copy
+with its copy, named by the copy's operand rules: what ``rcp --verify`` and the Airflow
+hook run after a copy; a :class:`~rcp_core.tools.verify.scope.Scope` makes it compare what
+the copy was asked to copy (its filters, specials it may skip, what its policy left alone),
+the same on every path (:mod:`rcp_provider.fsspec.storecompare` takes one too).
+
+The parts: :mod:`rcp_core.tools.verify.scope` (what is compared),
+:mod:`rcp_core.tools.verify.comparerun` (the run: errors, retries, the stop, what was
+found), :mod:`rcp_core.tools.verify.pairwalk` (the walk of both trees),
+:mod:`rcp_core.tools.verify.entrypair` (one path on both sides),
+:mod:`rcp_core.tools.verify.hashing` (contents). This module holds the entry points; callers
+import from it (it names :class:`~rcp_core.tools.verify.scope.Scope` and the comparison's
+values too).
+
+Invariants:
+
+- *Same* means: every path is on both sides with the same type (file, directory,
+  symlink, fifo, socket, device and its number); for each pair the compared attributes
+  are equal (size of regular files, mtime to the nanosecond, permission bits of all but
+  symlinks, uid/gid when asked; rules in :mod:`rcp_core.tools.verify.differences`), symlinks
+  have the same target; with ``checksum``, regular files of equal size have equal contents;
+  nothing failed to read; and the comparison was not cancelled. Directory sizes,
+  atimes and ctimes are never compared (no copy can make them equal). Hard links are
+  compared name by name; the link structure is not checked.
+- Read-only, and never through a symlink: entries are ``lstat``-ed, and opened with
+  ``O_NOFOLLOW`` relative to their open parent directory; only the two roots are
+  taken by path, as given. Contents are read only with ``checksum``, and only those of
+  regular files of equal size.
+- A path that one side lacks, or where the types differ, is one difference: a
+  directory missing in the destination is one ``missing``; its subtree is not entered.
+- An entry never crashes or stalls the comparison: a read failing with a transient
+  error (as the run's ``rcp_classify_error`` hooks say, told both roots' storage) is
+  tried again as the copy tries it (``retries``, ``retry_delay``: the copy's settings
+  and defaults); a failing ``lstat``, ``open``, ``readlink``, listing or read left
+  after that is an ``error`` difference and the rest goes on, unless the hooks call
+  it fatal (then the comparison stops, cancelled). Files are opened ``O_NONBLOCK``
+  and must still be regular files once open, so a FIFO swapped in cannot block a
+  worker.
+- Bounded memory: the first :data:`~rcp_core.tools.verify.differences.MAX_KEPT` differences
+  found are kept (the counts cover all of them); the walk holds one listing per directory in
+  flight (the source side's; the destination side streams past it), on the pool's
+  depth-first work stack; each worker reads into one
+  :data:`~rcp_core.tools.verify.hashing.READ_SIZE` buffer.
+- Contents are hashed with BLAKE3 per :data:`~rcp_core.tools.verify.hashing.SEGMENT` of a
+  file, both sides by the same worker, and the digests compared; a larger file's segments by
+  several workers at once; the first differing segment stops the rest. A file that
+  changes during the comparison may or may not be reported.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rcp_core.errors import UsageError, VerificationError
+from rcp_core.run.pool import WorkPool
+from rcp_core.settings import (
+    RETRIES,
+    RETRY_DELAY,
+    CompareAttr,
+    CopySettings,
+    Preserve,
+)
+from rcp_core.site.storage import detect
+from rcp_core.tools.verify.comparerun import ComparisonRun
+from rcp_core.tools.verify.differences import (
+    DEFAULT_ATTRS,
+    Comparison,
+    Difference,
+    DiffKind,
+)
+from rcp_core.tools.verify.pairwalk import PairWalk
+from rcp_core.tools.verify.scope import EVERYTHING, Left, Scope, snapshot
+
+if TYPE_CHECKING:
+    from rcp_core.tools.verify.comparerun import Plugins
+
+__all__ = [
+    "EVERYTHING",
+    "Comparison",
+    "DiffKind",
+    "Difference",
+    "Left",
+    "Scope",
+    "check_settings",
+    "compare",
+    "copy_trees",
+    "kept_attrs",
+    "prepare_scopes",
+    "verdict_of",
+    "verify_copy",
+]
+
+SHARED_WORKERS = 32
+"""Workers in flight where a root is on network or parallel storage."""
+
+
+def copy_trees(sources: Sequence[str], destination: str) -> list[tuple[str, str]]:
+    """Each source and its copy, by ``rcp``'s operand rules: into ``destination``
+    under the source's name when it ends in ``/`` or there are several sources,
+    else ``destination`` itself. Operands are strings (paths, ``host:/path``, URLs)."""
+    into = destination.endswith("/") or len(sources) > 1
+    return [
+        (
+            src,
+            posixpath.join(destination, posixpath.basename(src.rstrip("/")))
+            if into
+            else destination,
+        )
+        for src in sources
+    ]
+
+
+def prepare_scopes(
+    sources: Sequence[str], destination: str, settings: CopySettings
+) -> dict[str, Scope]:
+    """Before a copy of ``sources`` to ``destination`` on this host: each destination
+    tree's :class:`Scope`, by its path (:func:`verify_copy`'s ``scopes``)."""
+    return {
+        dst: Scope.of(settings, snapshot(dst) if Scope.keeps(settings) else None)
+        for _, dst in copy_trees(sources, destination)
+    }
+
+
+def verdict_of(trees: Sequence[tuple[str, str, Comparison]]) -> dict[str, Any]:
+    """The verdict on a copy from each tree's comparison: ``same`` and each tree's
+    ``src``, ``dst`` and :meth:`Comparison.as_dict` (one shape on every path).
+
+    :raises VerificationError: a tree differs (the verdict is its ``result``); its
+        message is one line: how many differences, by kind.
+    """
+    result = {
+        "same": all(comparison.same for _, _, comparison in trees),
+        "trees": [{"src": s, "dst": d, **c.as_dict()} for s, d, c in trees],
+    }
+    if not result["same"]:
+        counts: dict[str, int] = {}
+        for _, _, comparison in trees:
+            for kind, n in comparison.counts.items():
+                counts[kind.value] = counts.get(kind.value, 0) + n
+        kinds = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
+        cancelled = any(comparison.cancelled for _, _, comparison in trees)
+        raise VerificationError(
+            "the copy differs from its source: "
+            + (kinds or "the verification was cancelled")
+            + (" (cancelled)" if cancelled and kinds else ""),
+            result,
+        )
+    return result
+
+
+def compare(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    checksum: bool = False,
+    attrs: frozenset[CompareAttr] = DEFAULT_ATTRS,
+    max_workers: int | None = None,
+    scope: Scope = EVERYTHING,
+    cancel: threading.Event | None = None,
+    on_difference: Callable[[Difference], None] | None = None,
+    plugins: Plugins = None,
+    retries: int = RETRIES,
+    retry_delay: float = RETRY_DELAY,
+) -> Comparison:
+    """Compare the tree ``src`` with its copy ``dst`` (the copy itself, not its parent).
+
+    :param checksum: also compare the contents of regular files of equal size
+        (``CompareAttr.CHECKSUM`` in ``attrs`` asks for it too).
+    :param attrs: attributes compared where they apply (size, mtime and mode by
+        default; add uid, gid). ``CompareAttr.CTIME`` is refused: no copy keeps it.
+    :param max_workers: workers in flight. By default, as the copy's defaults
+        (:mod:`rcp_core.site.builtin`): :data:`SHARED_WORKERS` where a root is on network or
+        parallel storage, where each request waits for a round trip; else one, since
+        threads on a local disk mostly wait for the GIL, plus one per CPU hashing
+        large segments aside (:meth:`~rcp_core.run.pool.WorkPool.aside`).
+    :param scope: what the copy was asked to copy (default: everything).
+    :param cancel: set it from any thread to stop soon; the result is then
+        ``cancelled`` (and not ``same``).
+    :param on_difference: called with each difference as it is found (also those
+        beyond ``MAX_KEPT``), from worker threads, one call at a time; an exception it
+        raises stops the comparison and is raised here.
+    :param plugins: the run's plugins: a manager, or plugin objects besides the
+        installed site plugins; their ``rcp_classify_error``, told both roots'
+        storage, says which errors are tried again (made at the first error).
+    :param retries: tries again of a read failing with a transient error (0: never).
+    :param retry_delay: the backoff before the first of them, in seconds.
+    :raises UsageError: bad ``attrs``, ``max_workers``, ``retries`` or
+        ``retry_delay``.
+    """
+    check_settings(attrs, max_workers, retries, retry_delay)
+    src, dst = os.fspath(src), os.fspath(dst)
+    limit, aside = _concurrency(src, dst, max_workers)
+    run = ComparisonRun(
+        plugins,
+        (src, dst),
+        retries=retries,
+        retry_delay=retry_delay,
+        checksum=checksum or CompareAttr.CHECKSUM in attrs,
+        attrs=attrs,
+        scope=scope,
+        cancel=cancel or threading.Event(),
+        on_difference=on_difference,
+    )
+    pool = WorkPool(limit, limit, on_crash=run.crash, aside=aside)
+    start = time.monotonic()
+    if not run.stopping:
+        pool.push(PairWalk(run, pool).root, src, dst)
+        pool.run()
+    return run.result(time.monotonic() - start)
+
+
+def check_settings(
+    attrs: frozenset[CompareAttr],
+    max_workers: int | None,
+    retries: int,
+    retry_delay: float,
+) -> None:
+    """Refuse what no comparison takes, on any path (this module's and a store's).
+
+    :raises UsageError: ``CompareAttr.CTIME`` in ``attrs``, ``max_workers`` below 1,
+        a negative ``retries`` or ``retry_delay``.
+    """
+    if CompareAttr.CTIME in attrs:
+        raise UsageError("ctime cannot be verified: no copy preserves it")
+    if max_workers is not None and max_workers < 1:
+        raise UsageError("max-workers must be at least 1")
+    if retries < 0 or retry_delay < 0:
+        raise UsageError("retries and retry-delay must not be negative")
+
+
+def verify_copy(
+    sources: Sequence[str],
+    destination: str,
+    *,
+    checksum: bool,
+    preserve: Preserve,
+    scopes: Mapping[str, Scope] | None = None,
+    max_workers: int | None = None,
+    cancel: threading.Event | None = None,
+    plugins: Plugins = None,
+    retries: int = RETRIES,
+    retry_delay: float = RETRY_DELAY,
+) -> dict[str, Any]:
+    """Compare each source with its copy (:func:`copy_trees`): the verdict
+    (:func:`verdict_of`). Sizes and link targets always count; times, mode and owner
+    only where the copy ``preserve``-d them.
+
+    :param scopes: each destination tree's :class:`Scope` by its path, from
+        :func:`prepare_scopes` before the copy; a tree without one is compared whole.
+    :param plugins: as :func:`compare` takes them; ``retries`` and
+        ``retry_delay``: the copy's.
+    :raises VerificationError: a copy differs.
+    """
+    trees = []
+    for src, dst in copy_trees(sources, destination):
+        result = compare(
+            src,
+            dst,
+            checksum=checksum,
+            attrs=kept_attrs(preserve),
+            scope=(scopes or {}).get(dst, EVERYTHING),
+            max_workers=max_workers,
+            cancel=cancel,
+            plugins=plugins,
+            retries=retries,
+            retry_delay=retry_delay,
+        )
+        trees.append((src, dst, result))
+    return verdict_of(trees)
+
+
+def kept_attrs(preserve: Preserve) -> frozenset[CompareAttr]:
+    """The attributes a copy with ``preserve`` made equal to its source's."""
+    attrs = {CompareAttr.SIZE}
+    if preserve.times:
+        attrs.add(CompareAttr.MTIME)
+    if preserve.mode:
+        attrs.add(CompareAttr.MODE)
+    if preserve.owner:
+        attrs |= {CompareAttr.UID, CompareAttr.GID}
+    return frozenset(attrs)
+
+
+def _concurrency(src: str, dst: str, max_workers: int | None) -> tuple[int, int]:
+    """Workers in flight, and workers that may hash aside (see :func:`compare`)."""
+    limit, aside = max_workers or 1, 0
+    if max_workers is None:
+        aside = len(os.sched_getaffinity(0))
+        for path in (src, dst):
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # the comparison reports it
+            try:
+                if detect(fd).shared:
+                    limit, aside = SHARED_WORKERS, 0
+            finally:
+                os.close(fd)
+    return limit, aside
