@@ -10,11 +10,9 @@
                        serve`` service
 ``plan``               fsspec's transfer plan: the pairs a copy, put or get transfers
 ``storage_options``    the ``rcp`` filesystem's storage options, coerced from strings
-``storecopy``          trees to and from any fsspec store: the store engine's
-                       operations on one entry, and its run
-``storewalk``          the store engine's walk: one directory at a time, post-order
-                       finish, filters, ``--delete`` pruning
-``storetree``          a tree on an fsspec filesystem as the store engine lists it
+``storecopy``          the store engine's front: ``rcp``'s operand rules, then the
+                       generic engine (``rcp_core.engine.portcopy``)
+``storetree``          a tree on an fsspec filesystem: the fsspec backend port
 ``storecompare``       two trees compared wherever fsspec reaches them (``rcmp``)
 ``storehash``          a store comparison's contents: digests where the data is
 =====================  ==============================================================

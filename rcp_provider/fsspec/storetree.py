@@ -1,8 +1,12 @@
-"""A tree on an fsspec filesystem as the store engine sees it.
+"""A tree on an fsspec filesystem: the fsspec backend port.
 
-- :class:`Place`: a path on a filesystem, and what the engine can keep there
+- :class:`Place`: a path on a filesystem, and the backend port
+  (:class:`rcp_core.backends.port.Port`) the generic engine
+  (:mod:`rcp_core.engine.portcopy`) copies through: what the storage keeps
   (:attr:`Place.backend`, the declaration :mod:`rcp_core.backends.capabilities`
-  refuses by);
+  refuses by), one-level listings, atomic writes, removal. A place of this host's
+  files (fsspec's ``LocalFileSystem``) is the engine's own POSIX port
+  (:class:`rcp_core.engine.posixport.PosixPort`) in every operation;
 - :func:`list_dir`: one directory's entries as the engine reads them (names
   checked per component by :mod:`rcp_core.names`, a key ending in ``/`` its
   directory; a source's symlinks followed to files or skipped);
@@ -12,6 +16,13 @@
 The store copy (:mod:`rcp_provider.fsspec.storecopy`) and the store comparison
 (:mod:`rcp_provider.fsspec.storecompare`) list through this module, so what one
 copies is what the other compares.
+
+Port invariants kept here for a store: a file is written with ``autocommit=False``
+and committed only once every chunk is written (discarded otherwise); a local
+file's upload (``put_file``) publishes the object when it ends; a copy within one
+filesystem is its own ``cp_file`` (server-side where the store has one); removing a
+directory removes the keys below it one by one, keeping what the engine protects,
+and never joins a listed name that is not safe.
 """
 
 from __future__ import annotations
@@ -20,35 +31,27 @@ import datetime
 import os
 import posixpath
 import stat
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from rcp_core.backends.capabilities import Backend, Capability, store_backend
+from rcp_core.backends.port import Entry, EntryKind, Listing, Port, Protect
+from rcp_core.engine.posixport import LOCAL, PosixPort
+from rcp_core.engine.tree import joined
 from rcp_core.errors import UnsafeNameError, UsageError
-from rcp_core.names import check_component
+from rcp_core.names import check_component, check_relative
+from rcp_core.run.summary import Tally
 
 OBJECT_STORES = frozenset(
     {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oci"}
 )
 """fsspec protocols of object stores: their directories are key prefixes, which
 need not exist before an object is written below them."""
-ON_POSIX = Backend(
-    "local",
-    frozenset(
-        {
-            Capability.DIRECTORIES,
-            Capability.MODES,
-            Capability.MTIMES,
-            Capability.ATOMIC_RENAME,
-        }
-    ),
-    1000,
-)
-"""A local directory as this engine writes it: it keeps mode and mtime (fsspec's
-float seconds), nothing else."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +73,15 @@ class Place:
         return isinstance(self.fs, LocalFileSystem)
 
     @property
+    def _local(self) -> PosixPort:
+        """This place as the engine's POSIX port (only when :attr:`posix`)."""
+        return PosixPort(self.path)
+
+    @property
     def backend(self) -> Backend:
         """What this engine can keep here."""
         if self.posix:
-            return ON_POSIX
+            return LOCAL
         protocol = self.fs.protocol
         name = protocol if isinstance(protocol, str) else protocol[0]
         return store_backend(f"{name}://", directories=name not in OBJECT_STORES)
@@ -87,28 +95,106 @@ class Place:
     def join(self, rel: str) -> str:
         return posixpath.join(self.path, rel) if rel else self.path
 
+    @property
+    def local_path(self) -> str | None:
+        return self.path if self.posix else None
+
+    def describe(self, rel: str) -> str:
+        return self.join(rel)
+
+    def stat(self, rel: str) -> Entry | None:
+        if self.posix:
+            return self._local.stat(rel)
+        try:
+            return entry_of(self.fs.info(self.join(rel)))
+        except FileNotFoundError:
+            return None
+
+    def list(self, rel: str, *, follow: bool) -> Listing:
+        if self.posix:
+            return self._local.list(rel, follow=follow)
+        found = list_dir(self, self.join(rel), follow=follow)
+        entries = {name: entry_of(info) for name, info in found.infos.items()}
+        return Listing(entries, found.unsafe, found.skipped_links)
+
+    def make_dir(self, rel: str, replacing: Entry | None) -> None:
+        if self.posix:
+            self._local.make_dir(rel, replacing)
+        else:
+            self.fs.makedirs(self.join(rel), exist_ok=True)
+
+    def remove_dir(self, rel: str) -> None:
+        if self.posix:
+            self._local.remove_dir(rel)
+        elif self.has_directories:
+            self.fs.rmdir(self.join(rel))
+
+    def remove(
+        self, rel: str, entry: Entry, tally: Tally, protect: Protect | None
+    ) -> None:
+        if self.posix:
+            self._local.remove(rel, entry, tally, protect)
+            return
+        fs, path = self.fs, self.join(rel)
+        if not entry.is_dir:
+            fs.rm_file(path)
+            tally["removed.files"] += 1
+            tally["removed.bytes"] += entry.size
+            return
+        files, dirs, kept = _below(fs, path, rel, protect)
+        for file_path, size in files:
+            fs.rm_file(file_path)
+            tally["removed.files"] += 1
+            tally["removed.bytes"] += size
+        if not self.has_directories:
+            return  # a prefix: it goes with its last key
+        for dir_rel in sorted(dirs, key=lambda d: -d.count("/")):
+            if dir_rel not in kept:
+                fs.rmdir(self.join(dir_rel))
+                tally["removed.dirs"] += 1
+
+    def read(self, rel: str) -> AbstractContextManager[BinaryIO]:
+        if self.posix:
+            return self._local.read(rel)
+        opened: AbstractContextManager[BinaryIO] = self.fs.open(self.join(rel), "rb")
+        return opened
+
+    def write(self, rel: str, chunks: Iterator[bytes]) -> None:
+        if self.posix:
+            self._local.write(rel, chunks)
+            return
+        writer = self.fs.open(self.join(rel), "wb", autocommit=False)
+        try:
+            for chunk in chunks:
+                writer.write(chunk)
+            writer.close()
+        except BaseException:
+            writer.discard()
+            raise
+        writer.commit()
+
+    def copy_in(self, source: Port, src_rel: str, rel: str) -> bool:
+        if self.posix:
+            return False
+        local = source.local_path
+        if local is not None:
+            path = os.path.join(local, src_rel) if src_rel else local
+            self.fs.put_file(path, self.join(rel))
+            return True
+        if isinstance(source, Place) and source.fs is self.fs:
+            self.fs.cp_file(source.join(src_rel), self.join(rel))
+            return True
+        return False
+
+    def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:
+        if self.posix:
+            self._local.set_meta(rel, entry, mode, times)
+
 
 @dataclass(frozen=True, slots=True)
-class Item:
-    """One entry of the source tree: its path relative to the root, and fsspec's info
-    (``type``, ``size``, maybe ``mtime`` and ``mode``)."""
-
-    rel: str
-    info: dict[str, Any]
-
-    @property
-    def is_dir(self) -> bool:
-        return bool(self.info.get("type") == "directory")
-
-    @property
-    def is_special(self) -> bool:
-        """A FIFO, socket or device of a POSIX source (no store has one)."""
-        return bool(self.info.get("type") == "other")
-
-
-@dataclass(frozen=True, slots=True)
-class Listing:
-    """One directory's entries, one level, as the engine reads them.
+class InfoListing:
+    """One directory's fsspec infos, one level (what :meth:`Place.list` and the
+    store comparison read).
 
     :param infos: fsspec's infos by name; each name is one safe component
         (:func:`~rcp_core.names.check_component`).
@@ -124,7 +210,7 @@ class Listing:
     skipped_links: int = 0
 
 
-def list_dir(place: Place, path: str, *, follow: bool) -> Listing:
+def list_dir(place: Place, path: str, *, follow: bool) -> InfoListing:
     """The entries of the directory ``path`` of ``place`` (one level: memory follows
     the directory, never the tree).
 
@@ -165,31 +251,17 @@ def list_dir(place: Place, path: str, *, follow: bool) -> Listing:
                 continue
             entry = followed
         infos.setdefault(name, entry)
-    return Listing(infos, unsafe, skipped)
+    return InfoListing(infos, unsafe, skipped)
 
 
-def _posix_listing(path: str, follow: bool) -> Listing:
-    infos: dict[str, dict[str, Any]] = {}
-    skipped = 0
-    with os.scandir(path) as entries:
-        for entry in entries:
-            try:
-                st = entry.stat(follow_symlinks=False)
-                if follow and stat.S_ISLNK(st.st_mode):
-                    st = entry.stat(follow_symlinks=True)
-                    if stat.S_ISDIR(st.st_mode):
-                        skipped += 1  # never entered through a link
-                        continue
-            except FileNotFoundError:
-                if follow and entry.is_symlink():
-                    skipped += 1  # dangling: nothing to copy
-                continue  # gone meanwhile
-            if stat.S_ISDIR(st.st_mode):
-                kind = "directory"
-            else:
-                kind = "file" if stat.S_ISREG(st.st_mode) else "other"
-            infos[entry.name] = _posix_info(entry.path, st, kind)
-    return Listing(infos, {}, skipped)
+def _posix_listing(path: str, follow: bool) -> InfoListing:
+    """The engine's POSIX listing (:meth:`PosixPort.list`) as fsspec infos."""
+    found = PosixPort(path).list("", follow=follow)
+    infos = {
+        name: _posix_info(os.path.join(path, name), entry)
+        for name, entry in found.entries.items()
+    }
+    return InfoListing(infos, {}, found.skipped_links)
 
 
 def _followed(place: Place, link: dict[str, Any]) -> dict[str, Any] | None:
@@ -204,14 +276,43 @@ def _followed(place: Place, link: dict[str, Any]) -> dict[str, Any] | None:
     return {**target, "name": link["name"]}
 
 
-def _posix_info(path: str, st: os.stat_result, kind: str) -> dict[str, Any]:
+def _posix_info(path: str, entry: Entry) -> dict[str, Any]:
+    kind = entry.kind.value if entry.kind is not EntryKind.SYMLINK else "other"
+    mtime = entry.mtime_ns / 1e9 if entry.mtime_ns is not None else None
     return {
         "name": path,
         "type": kind,
-        "size": st.st_size,
-        "mode": st.st_mode,
-        "mtime": st.st_mtime,
+        "size": entry.size,
+        "mode": entry.mode,
+        "mtime": mtime,
     }
+
+
+def entry_of(info: dict[str, Any]) -> Entry:
+    """An fsspec info as a port's entry: its kind (a ``mode``'s where the
+    filesystem gives one), size, mode, mtime (fsspec's float seconds, to the
+    nanosecond) and the store's modification time (:func:`mtime_of`)."""
+    mode = info.get("mode")
+    mode = mode if isinstance(mode, int) and not isinstance(mode, bool) else None
+    kind = EntryKind.DIRECTORY if info.get("type") == "directory" else EntryKind.FILE
+    if info.get("type") == "other":
+        kind = EntryKind.OTHER
+    if mode is not None and stat.S_IFMT(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), EntryKind.OTHER)
+    mtime = info.get("mtime")
+    mtime_ns = None
+    if isinstance(mtime, (int, float)) and not isinstance(mtime, bool):
+        mtime_ns = round(mtime * 1e9)
+    modified = mtime_of(info)
+    modified_ns = round(modified * 1e9) if modified is not None else None
+    return Entry(kind, int(info.get("size") or 0), mode, mtime_ns, modified_ns)
+
+
+_KINDS = {
+    stat.S_IFDIR: EntryKind.DIRECTORY,
+    stat.S_IFREG: EntryKind.FILE,
+    stat.S_IFLNK: EntryKind.SYMLINK,
+}
 
 
 def relative(path: str, root: str) -> str | None:
@@ -256,3 +357,47 @@ def mtime_of(info: dict[str, Any]) -> float | None:
         if isinstance(value, datetime.datetime):
             return value.timestamp()
     return None
+
+
+def _below(
+    fs: Any, path: str, rel: str, protect: Protect | None
+) -> tuple[list[tuple[str, int]], list[str], set[str]]:
+    """What removing the store directory ``path`` (at ``rel``) removes: its files
+    (path, size) and directories (relative paths, ``rel`` itself included), and the
+    directories that stay because they hold an entry ``protect`` claims or one whose
+    name is not safe (never joined, never removed)."""
+    files: list[tuple[str, int]] = []
+    dirs: list[str] = [rel]
+    kept: set[str] = set()
+    protected: list[str] = []
+    for listed, info in sorted(fs.find(path, withdirs=True, detail=True).items()):
+        sub = relative(listed, path)
+        if not sub:
+            continue
+        is_dir = info.get("type") == "directory" or sub.endswith("/")
+        sub = sub.rstrip("/") if is_dir else sub
+        try:
+            entry_rel = joined(rel, check_relative(sub))
+        except UnsafeNameError:
+            kept.update(_holding(rel, sub))
+            continue
+        if any(entry_rel.startswith(p + "/") for p in protected) or (
+            protect is not None and protect(entry_rel, is_dir)
+        ):
+            protected.append(entry_rel)
+            kept.update(_holding(rel, sub))
+            continue
+        if is_dir:
+            dirs.append(entry_rel)
+        else:
+            files.append((listed, int(info.get("size") or 0)))
+    return files, dirs, kept
+
+
+def _holding(rel: str, sub: str) -> set[str]:
+    """``rel`` and the directories between it and its entry ``sub``."""
+    found, current = {rel}, rel
+    for part in sub.split("/")[:-1]:
+        current = joined(current, part)
+        found.add(current)
+    return found

@@ -6,6 +6,8 @@
 ``capabilities``  what each storage keeps, what each engine honours, and the one refusal
                   of what a pair cannot do
 ``operands``      operand syntax: ``[user@]host[:port]:/path`` and URLs
+``port``          the backend port: the storage operations the generic engine needs,
+                  one directory at a time (``Port``, ``Entry``, ``Listing``)
 ``features``      the feature table (the README's), derived from the declarations
 ================  ======================================================================
 """

@@ -1,9 +1,10 @@
-"""The local copy engine: a tree walked over open directory descriptors, each
-entry copied with the local copy's rules, helper processes for the other cores.
+"""The copy engine: a tree walked over open directory descriptors, each entry
+copied with the local copy's rules, helper processes for the other cores; and the
+generic engine that copies between any two backend ports with the same rules.
 
-A run is :mod:`rcp_core.engine.copyrun` (``rcp_core.copy``). The remote roles
-and the tools reuse its pieces (directory lifecycle, entries, metadata,
-filters). Modules:
+A run is :mod:`rcp_core.engine.copyrun` (``rcp_core.copy``); a copy with a store
+on a side is :mod:`rcp_core.engine.portcopy`. The remote roles and the tools reuse
+the pieces (directory lifecycle, entries, metadata, filters). Modules:
 
 ===============  =======================================================================
 ``copyrun``      a copy run (``Engine``, ``copy``): storage, concurrency, helpers,
@@ -29,6 +30,12 @@ filters). Modules:
 ``filters``      include/exclude globs, filter files, ``.gitignore`` stacks
 ``removeentry``  removing one destination entry in place, fd-relative (replacements,
                  ``--delete``)
+``portcopy``     the generic engine: a tree copied between two backend ports
+                 (``copy_ports``), and its operations on one entry
+``portwalk``     the generic engine's walk: one directory at a time, post-order
+                 finish, filters, ``--delete`` pruning
+``posixport``    this host's files as a backend port (the generic engine's side of a
+                 local tree)
 ``helpers``      helper processes that copy directories' file batches on the other cores
 ===============  =======================================================================
 """

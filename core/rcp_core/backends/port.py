@@ -1,0 +1,188 @@
+"""The backend port: the storage operations the generic engine needs, one directory at
+a time.
+
+A :class:`Port` is a tree on some storage, named by paths relative to its root (``""``
+is the root, components joined by ``/``). The generic engine
+(:mod:`rcp_core.engine.portcopy`) copies between any two ports; this host's files are
+:class:`rcp_core.backends.posix.PosixPort`, any fsspec store the provider's port
+(``rcp_provider.fsspec.storetree.Place``), and a site may provide its own through the
+``rcp_backend_for`` hook.
+
+Invariants every port keeps:
+
+- **one level at a time**: :meth:`Port.list` lists one directory, never a tree, so
+  the engine's memory follows the directories in flight;
+- **names checked**: every name a listing gives is one safe component
+  (:func:`rcp_core.names.check_component`); the rest are in :attr:`Listing.unsafe`
+  and nothing below one is ever listed;
+- **nothing half-written under its name**: :meth:`Port.write` publishes the file only
+  once every chunk is written, and leaves nothing under the name if the chunks stop
+  with an exception;
+- **no writing through a symlink**: a destination's symlink is an entry of its own
+  (:attr:`EntryKind.SYMLINK` when not followed), replaced or removed, never entered;
+- **errors are OSError** (an entry error of the run) for what the storage refuses or
+  cannot do; anything else is a defect that stops the run.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import BinaryIO, Protocol
+
+from rcp_core.backends.capabilities import Backend
+from rcp_core.errors import UnsafeNameError
+from rcp_core.run.summary import Tally
+
+Protect = Callable[[str, bool], bool]
+"""``protect(rel, is_dir)``: keep this entry when removing a tree (``rel`` relative
+to the port's root)."""
+
+
+class EntryKind(enum.Enum):
+    """What an entry is."""
+
+    FILE = "file"
+    DIRECTORY = "directory"
+    SYMLINK = "symlink"
+    OTHER = "other"
+    """A FIFO, socket or device."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One entry as a port sees it.
+
+    :param kind: what it is.
+    :param size: its size in bytes (a file's data; 0 where the storage has none).
+    :param mode: its permission bits, where the storage keeps them.
+    :param mtime_ns: its settable modification time, where the storage keeps one
+        (:attr:`~rcp_core.backends.capabilities.Capability.MTIMES`): compared by the
+        policy and kept by a copy.
+    :param modified_ns: when the storage says it last changed (an object store's
+        upload time included): what a destination with times gets when there is no
+        ``mtime_ns``; never compared.
+    """
+
+    kind: EntryKind
+    size: int = 0
+    mode: int | None = None
+    mtime_ns: int | None = None
+    modified_ns: int | None = None
+
+    @property
+    def is_dir(self) -> bool:
+        return self.kind is EntryKind.DIRECTORY
+
+    def stat(self) -> os.stat_result:
+        """As a stat result, for the local copy's rules
+        (:func:`rcp_core.engine.existing.decide`): its type, size, permission bits
+        (``0o644`` without a mode) and ``mtime_ns`` (0 without one)."""
+        kind = _IFMT[self.kind]
+        perms = stat.S_IMODE(self.mode) if self.mode is not None else 0o644
+        mtime_ns = self.mtime_ns or 0
+        seconds = mtime_ns // 10**9
+        return os.stat_result(
+            (kind | perms, 0, 0, 1, 0, 0, self.size, seconds, seconds, seconds),
+            {
+                "st_mtime_ns": mtime_ns,
+                "st_atime_ns": mtime_ns,
+                "st_ctime_ns": mtime_ns,
+            },
+        )
+
+
+_IFMT = {
+    EntryKind.FILE: stat.S_IFREG,
+    EntryKind.DIRECTORY: stat.S_IFDIR,
+    EntryKind.SYMLINK: stat.S_IFLNK,
+    EntryKind.OTHER: stat.S_IFIFO,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One directory's entries, one level.
+
+    :param entries: by name; each name is one safe component.
+    :param unsafe: the listed names that are not safe, and why, by how they were
+        listed (a prefix with its ``/``: ``set//z`` lists ``/`` in ``set``).
+    :param skipped_links: symlinks a following listing did not follow (to a
+        directory, dangling, out of a service's roots).
+    """
+
+    entries: dict[str, Entry]
+    unsafe: dict[str, UnsafeNameError]
+    skipped_links: int = 0
+
+
+class Port(Protocol):
+    """A tree on some storage (see the module's invariants)."""
+
+    @property
+    def backend(self) -> Backend:
+        """What the storage keeps (its declared capabilities)."""
+        ...
+
+    @property
+    def local_path(self) -> str | None:
+        """The root as a path of this host, if it is one (the data path may then
+        use the storage's own upload from a local file)."""
+        ...
+
+    def describe(self, rel: str) -> str:
+        """``rel`` as users name it (a path, a URL)."""
+        ...
+
+    def stat(self, rel: str) -> Entry | None:
+        """The entry at ``rel`` (a symlink there followed), ``None`` if nothing is."""
+        ...
+
+    def list(self, rel: str, *, follow: bool) -> Listing:
+        """The directory ``rel``'s entries. With ``follow`` (a source), a symlink is
+        its target's file when it leads to one, else skipped and counted; without
+        it, a symlink is a :attr:`EntryKind.SYMLINK` entry.
+
+        :raises FileNotFoundError: nothing is there.
+        """
+        ...
+
+    def make_dir(self, rel: str, replacing: Entry | None) -> None:
+        """Make the directory ``rel`` (its parent exists); ``replacing`` an entry of
+        another kind there, which goes first where the storage cannot hold both."""
+        ...
+
+    def remove_dir(self, rel: str) -> None:
+        """Remove the empty directory ``rel`` (nothing, on a store of prefixes)."""
+        ...
+
+    def remove(
+        self, rel: str, entry: Entry, tally: Tally, protect: Protect | None
+    ) -> None:
+        """Remove ``rel`` (a whole tree if a directory), counting what goes as
+        ``removed.*``; keep what ``protect`` claims and the directories holding it."""
+        ...
+
+    def read(self, rel: str) -> AbstractContextManager[BinaryIO]:
+        """The file ``rel``, open for reading."""
+        ...
+
+    def write(self, rel: str, chunks: Iterator[bytes]) -> None:
+        """Write ``chunks`` to the file ``rel``, published whole when they end
+        (replacing what was there); nothing under the name if they raise."""
+        ...
+
+    def copy_in(self, source: Port, src_rel: str, rel: str) -> bool:
+        """Copy ``source``'s file ``src_rel`` to ``rel`` by a path faster than
+        streaming it through this process (the storage's server-side copy, its
+        upload of a local file), if the pair has one; whether it did."""
+        ...
+
+    def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:
+        """Give ``rel`` the ``entry``'s permission bits (``mode``) and modification
+        time (``times``) where this storage keeps them; nothing elsewhere."""
+        ...

@@ -1,0 +1,289 @@
+"""The generic engine: a tree copied between any two backend ports.
+
+The fd-relative fast path (:mod:`rcp_core.engine.copyrun`) copies between trees of
+this host, and the remote roles between hosts; a copy with a store on either side
+(``memory://``, an object store, any fsspec filesystem, a site's own backend) is
+copied here, through the ports (:class:`rcp_core.backends.port.Port`), with the
+engine's rules:
+
+- **one directory at a time** (:mod:`rcp_core.engine.portwalk`): each directory is
+  listed one level when its turn comes, so memory follows the directories in
+  flight, never the tree; a directory's destination is made before its entries, its
+  metadata set after them; at most ``max_workers`` (default 16) entries are worked
+  on at once, each by one thread;
+- **existing files**: by the local copy's rules
+  (:func:`rcp_core.engine.existing.decide`): ``IGNORE_EXISTING`` keeps every
+  existing file, ``OVERWRITE`` replaces those that differ and ``UPDATE`` those older
+  than the source; "differ" is by ``overwrite_compare``: the size, and the mtime
+  where both sides keep settable ones (:attr:`Capability.MTIMES`: an object store's
+  time is its upload's, never the source's, so a pair with a store compares by
+  size, and ``UPDATE`` replaces what differs in size);
+- **filters and mirroring** as the local copy's: ``includes``, ``excludes``, a
+  ``filter_file`` and ``gitignore`` choose the entries; ``delete`` removes what the
+  source does not have, ``delete_excluded`` also what the filters exclude (the
+  walk's invariants);
+- **refused, never ignored**: what this engine or the pair cannot do
+  (:func:`rcp_core.backends.capabilities.refusals`) is a
+  :class:`~rcp_core.errors.UsageError` before anything is written;
+- **the data path** of each file: the destination's own faster path where the pair
+  has one (:meth:`~rcp_core.backends.port.Port.copy_in`: a store's server-side
+  copy, its upload of a local file), else streamed in chunks through this process;
+  either way the file is published whole or not at all;
+- **cancel**: setting ``cancel`` stops the copy: no entry is started after it, a file
+  being streamed stops at its next chunk and is never published, and the run raises
+  :class:`~rcp_core.errors.CopyFailedError` (``stopped``);
+- **dry runs**: with ``dry_run``, nothing is written; each decision is said in the
+  local copy's words (:meth:`rcp_core.settings.DryRun.line`);
+- **throttle**: ``ops_throttle`` entries per second at most;
+- **metadata**: the source's mode and mtime, where the destination keeps them
+  (``preserve``), directories after their files;
+- **errors**: the run runtime's (:class:`rcp_core.run.runtime.Runtime`): transient
+  ones, as this host's site plugins classify them, are retried with backoff; others
+  are collected and deduplicated, and the run raises
+  :class:`~rcp_core.errors.CopyFailedError` with its partial summary
+  (``fail_early``: at the first, the entries not started are not copied);
+- **symlinks** of a source are followed to files by its port's listing, a link to a
+  directory is skipped (counted ``skipped.symlinks``, never looped through);
+- **specials** of a source (FIFOs, sockets, devices) cannot be recreated here: each
+  is an entry error, or counted ``skipped.specials`` with ``skip_specials``;
+- **names** come from the ports' listings, each one safe component; a name a store
+  listed that is not safe is an entry error (``list``), nothing below it is listed.
+
+The result is the engine's :class:`~rcp_core.run.summary.Summary`; ``on_progress``
+gets :class:`~rcp_core.run.progress.Progress` snapshots from the engine's monitor
+thread (:class:`rcp_core.run.monitor.Monitor`), which also watches ``cancel``.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import resource
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import BinaryIO, TypeVar
+
+from rcp_core.backends.capabilities import Capability, refuse
+from rcp_core.backends.port import Entry, EntryKind, Port
+from rcp_core.backends.routing import Engine
+from rcp_core.engine.existing import NEW, Action, decide
+from rcp_core.engine.portwalk import Made, PortWalk
+from rcp_core.errors import CopyFailedError, UsageError
+from rcp_core.run.monitor import Monitor
+from rcp_core.run.progress import Progress
+from rcp_core.run.runtime import Runtime
+from rcp_core.run.summary import Resources, Summary, Tally, merge
+from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy
+from rcp_core.site.plugins import plugin_manager
+
+log = logging.getLogger("rcp_core")
+
+DEFAULT_WORKERS = 16
+"""Entries in flight when the settings do not say (stores answer slowly, in parallel)."""
+CHUNK = 4 << 20
+"""Bytes read and written at a time when a file is streamed."""
+
+T = TypeVar("T")
+
+
+def copy_ports(
+    source: Port,
+    target: Port,
+    settings: CopySettings | None = None,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_interval: float = 1.0,
+    cancel: threading.Event | None = None,
+) -> Summary:
+    """Copy ``source``'s root to exactly ``target``'s root; the summary.
+
+    The operand rules (where the root goes, whether an existing one may be changed)
+    are the front-end's, applied before; here the target's root is what the
+    source's root becomes.
+
+    :raises UsageError: the source does not exist, or settings the pair cannot
+        honour; nothing was written.
+    :raises CopyFailedError: some entries were not copied, or ``cancel`` stopped the
+        copy (the partial summary).
+    :raises Exception: what a worker raised that is no entry error (a store's or this
+        code's defect): the copy stopped, and never ends as if it were complete.
+    """
+    settings = settings or CopySettings()
+    refuse(settings, Engine.STORE, source.backend, target.backend)
+    started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
+    entry = source.stat("")
+    if entry is None:
+        raise UsageError(f"{source.describe('')}: the source does not exist")
+    copy = PortCopy(source, target, settings)
+    walk = PortWalk(copy)
+    monitor = Monitor(
+        walk.pool,
+        None,
+        [on_progress] if on_progress is not None else [],
+        progress_interval,
+        cancel or threading.Event(),
+        lambda: copy.stop("cancelled"),
+    )
+    monitor.start()
+    try:
+        walk.run(entry, target.stat(""))
+    finally:
+        monitor.stop()
+    counts = merge(walk.pool.tallies)
+    summary = Summary(
+        counts, Resources.since(started, usage), tuple(copy.errors.report())
+    )
+    if counts["errors"] or copy.stop_reason == "cancelled":
+        raise CopyFailedError(summary, list(summary.errors), copy.stopping)
+    return summary
+
+
+class _Stopped(Exception):
+    """A file's copy abandoned because the run stopped."""
+
+
+class PortCopy(Runtime):
+    """One copy's operations on single entries, and its runtime (errors, retries,
+    stop, throttle, classified by this host's site plugins)."""
+
+    def __init__(self, source: Port, target: Port, settings: CopySettings) -> None:
+        super().__init__(
+            plugin_manager().hook,
+            retries=settings.retries,
+            retry_delay=settings.retry_delay,
+            fail_early=settings.fail_early,
+            ops_throttle=settings.ops_throttle,
+        )
+        self.source, self.target, self.settings = source, target, settings
+        self.workers = settings.max_workers or DEFAULT_WORKERS
+        self.timed = all(
+            port.backend.has(Capability.MTIMES) for port in (source, target)
+        )
+        """Whether mtimes tell files apart: both sides keep settable ones."""
+
+    def entry(self, tally: Tally, op: str, rel: str, step: Callable[[], T]) -> T | None:
+        """``step``'s result (transient errors retried), after a throttle token;
+        ``None`` when it failed (recorded as ``op`` on ``rel``) or the run stopped."""
+        if self.throttle is not None and not self.stopping:
+            self.throttle.take()  # may wait: the run may stop meanwhile
+        if self.stopping:
+            return None
+        try:
+            return self.attempt(step)
+        except _Stopped:
+            return (
+                None  # left as it was: the stop is the run's outcome, not this entry's
+            )
+        except OSError as exc:
+            self.record(tally, self.error(op, rel or ".", exc))
+            return None
+
+    def make_dir(
+        self, rel: str, entry: Entry, there: Entry | None, tally: Tally
+    ) -> Made:
+        """Find or make the destination of the source directory ``rel``. An entry
+        of another kind there is kept if the policy keeps it, else replaced (on a
+        store of prefixes the directory is made beside it: a key and a prefix may
+        share a name)."""
+        if there is not None and there.is_dir:
+            return Made.FOUND
+        reason = NEW
+        if there is not None:
+            action, reason = self.decision(entry, there)
+            if action is Action.KEEP:
+                tally["skipped.dirs"] += 1
+                self.dry("keep", "dir", rel, reason)
+                return Made.KEPT
+        if not self.dry("create", "dir", rel, reason):
+            self.target.make_dir(rel, there)
+        return Made.CREATED
+
+    def copy_entry(
+        self, rel: str, entry: Entry, there: Entry | None, tally: Tally
+    ) -> bool:
+        """Copy the source's non-directory ``rel`` as the policy says; ``True``
+        (it is done)."""
+        if entry.kind is EntryKind.OTHER:
+            self._special(rel, tally)
+        else:
+            self._copy_file(rel, entry, there, tally)
+        return True
+
+    def _special(self, rel: str, tally: Tally) -> None:
+        """A FIFO, socket or device: skipped with ``skip_specials``, else an error."""
+        if not self.settings.skip_specials:
+            raise OSError(
+                errno.EOPNOTSUPP,
+                "a FIFO, socket or device cannot be copied to or from a URL "
+                "(--skip-specials skips it)",
+            )
+        self.dry("skip", "special", rel, "--skip-specials")
+        tally["skipped.specials"] += 1
+
+    def _copy_file(
+        self, rel: str, entry: Entry, there: Entry | None, tally: Tally
+    ) -> None:
+        action, reason = (
+            (Action.REPLACE, NEW) if there is None else self.decision(entry, there)
+        )
+        if action is Action.UNCHANGED:
+            tally["unchanged.files"] += 1
+            self.dry("unchanged", "file", rel, reason)
+            return
+        if action is Action.KEEP:
+            tally["skipped.files"] += 1
+            self.dry("keep", "file", rel, reason)
+            return
+        if self.dry("copy" if there is None else "replace", "file", rel, reason):
+            tally["copied.files"] += 1
+            tally["copied.bytes"] += entry.size
+            return
+        if self.target.copy_in(self.source, rel, rel):
+            tally.moved(entry.size)
+        else:
+            with self.source.read(rel) as reader:
+                self.target.write(rel, self._chunks(reader, tally))
+        self.set_meta(rel, entry)
+        tally["copied.files"] += 1
+        tally["copied.bytes"] += entry.size
+
+    def decision(self, entry: Entry, there: Entry) -> tuple[Action, str]:
+        """What the policy does with the existing ``there``: the local copy's rules
+        (:func:`rcp_core.engine.existing.decide`) on both sides' entries. Where a side
+        has no settable mtime (:attr:`timed` false) times tell nothing: ``mtime`` is
+        not compared and ``update`` replaces what differs, as ``overwrite`` does."""
+        policy, compare = self.settings.existing, self.settings.overwrite_compare
+        if not self.timed:
+            compare = compare - {CompareAttr.MTIME}
+            if policy is ExistingPolicy.UPDATE:
+                policy = ExistingPolicy.OVERWRITE
+        return decide(policy, compare, entry.stat(), there.stat())
+
+    def dry(self, action: str, kind: str, rel: str, reason: str) -> bool:
+        """Say one dry-run line (:meth:`DryRun.line`, the one phrasing); whether
+        this is a dry run (then nothing is written)."""
+        if self.settings.dry_run is None:
+            return False
+        where = self.target.describe(rel)
+        line = self.settings.dry_run.line(action, kind, where, reason)
+        if line is not None:
+            log.info("%s", line)
+        return True
+
+    def _chunks(self, reader: BinaryIO, tally: Tally) -> Iterator[bytes]:
+        """``reader``'s data, counted as it moves.
+
+        :raises _Stopped: the run stopped first (the port drops what was written).
+        """
+        while data := reader.read(CHUNK):
+            if self.stopping:
+                raise _Stopped
+            tally.moved(len(data))
+            yield data
+
+    def set_meta(self, rel: str, entry: Entry) -> None:
+        """The source's mode and mtime on ``rel``, as ``preserve`` asks and where
+        the destination keeps them."""
+        preserve = self.settings.preserve
+        self.target.set_meta(rel, entry, preserve.mode, preserve.times)

@@ -1,0 +1,154 @@
+"""This host's files as a backend port (:class:`rcp_core.backends.port.Port`).
+
+The generic engine (:mod:`rcp_core.engine.portcopy`) reaches a local tree through
+this port when the other side of the copy is a store; a copy between two local
+trees is the fd-relative fast path (:mod:`rcp_core.engine.copyrun`).
+
+- a listing is one ``scandir`` with an ``lstat`` per entry (and a ``stat`` through a
+  followed symlink); names come from this host's kernel;
+- a file is written to a temporary beside it (:func:`rcp_core.engine.temporaries.
+  temp_name`, the shape a later run sweeps) and renamed over its name once complete;
+- a directory is made ``0o777`` less the umask (its mode follows with its metadata);
+  an entry of another kind in its place is unlinked first, so a symlink there is
+  never written through;
+- removal is the local engine's fd-relative one
+  (:func:`rcp_core.engine.removeentry.remove_entry`: never through a symlink);
+- mode and mtime are kept to the nanosecond.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import BinaryIO
+
+from rcp_core.backends.capabilities import Backend, Capability
+from rcp_core.backends.port import Entry, EntryKind, Listing, Port, Protect
+from rcp_core.engine.removeentry import remove_entry
+from rcp_core.engine.temporaries import temp_name
+from rcp_core.engine.tree import DIR_FLAGS
+from rcp_core.run.summary import Tally
+
+LOCAL = Backend(
+    "local",
+    frozenset(
+        {
+            Capability.DIRECTORIES,
+            Capability.MODES,
+            Capability.MTIMES,
+            Capability.ATOMIC_RENAME,
+        }
+    ),
+    1,
+)
+"""A local tree as the generic engine writes it: mode and mtime to the nanosecond,
+nothing else (owners, xattrs, links and specials are the fast path's)."""
+
+
+def entry_of(st: os.stat_result) -> Entry:
+    """A stat result as a port's entry."""
+    if stat.S_ISDIR(st.st_mode):
+        kind = EntryKind.DIRECTORY
+    elif stat.S_ISREG(st.st_mode):
+        kind = EntryKind.FILE
+    elif stat.S_ISLNK(st.st_mode):
+        kind = EntryKind.SYMLINK
+    else:
+        kind = EntryKind.OTHER
+    return Entry(kind, st.st_size, st.st_mode, st.st_mtime_ns, st.st_mtime_ns)
+
+
+class PosixPort:
+    """A tree of this host at ``root`` (a path)."""
+
+    backend = LOCAL
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    @property
+    def local_path(self) -> str | None:
+        return self.root
+
+    def describe(self, rel: str) -> str:
+        return os.path.join(self.root, rel) if rel else self.root
+
+    def stat(self, rel: str) -> Entry | None:
+        try:
+            return entry_of(os.stat(self.describe(rel)))
+        except FileNotFoundError:
+            return None
+
+    def list(self, rel: str, *, follow: bool) -> Listing:
+        entries: dict[str, Entry] = {}
+        skipped = 0
+        with os.scandir(self.describe(rel)) as found:
+            for dirent in found:
+                try:
+                    st = dirent.stat(follow_symlinks=False)
+                    if follow and stat.S_ISLNK(st.st_mode):
+                        st = dirent.stat(follow_symlinks=True)
+                        if stat.S_ISDIR(st.st_mode):
+                            skipped += 1  # never entered through a link
+                            continue
+                except FileNotFoundError:
+                    if follow and dirent.is_symlink():
+                        skipped += 1  # dangling: nothing to copy
+                    continue  # gone meanwhile
+                entries[dirent.name] = entry_of(st)
+        return Listing(entries, {}, skipped)
+
+    def make_dir(self, rel: str, replacing: Entry | None) -> None:
+        path = self.describe(rel)
+        if replacing is not None:
+            os.unlink(path)  # replaced, never written through (a symlink)
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            if not os.path.isdir(path) or os.path.islink(path):
+                raise
+
+    def remove_dir(self, rel: str) -> None:
+        os.rmdir(self.describe(rel))
+
+    def remove(
+        self, rel: str, entry: Entry, tally: Tally, protect: Protect | None
+    ) -> None:
+        parent, name = os.path.split(self.describe(rel))
+        fd = os.open(parent, DIR_FLAGS | os.O_NOFOLLOW)
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            remove_entry(fd, name, st, tally, rel=rel, protect=protect)
+        finally:
+            os.close(fd)
+
+    def read(self, rel: str) -> AbstractContextManager[BinaryIO]:
+        return open(self.describe(rel), "rb")
+
+    def write(self, rel: str, chunks: Iterator[bytes]) -> None:
+        path = self.describe(rel)
+        directory, name = os.path.split(path)
+        temporary = os.path.join(directory, temp_name(name))
+        try:
+            with open(temporary, "xb") as out:
+                for chunk in chunks:
+                    out.write(chunk)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+            raise
+
+    def copy_in(self, source: Port, src_rel: str, rel: str) -> bool:
+        return False  # a local pair is the fast path's; a store's data streams here
+
+    def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:
+        path = self.describe(rel)
+        if mode and entry.mode is not None:
+            os.chmod(path, stat.S_IMODE(entry.mode))
+        mtime_ns = entry.mtime_ns if entry.mtime_ns is not None else entry.modified_ns
+        if times and mtime_ns is not None:
+            os.utime(path, ns=(mtime_ns, mtime_ns))
