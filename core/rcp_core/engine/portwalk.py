@@ -159,14 +159,15 @@ class PortWalk:
         self._scan(tally, node)
 
     def _scan(self, tally: Tally, node: PortDir) -> None:
-        """List ``node``'s source (and, if it existed, destination) and push its
-        entries; then drop the scan's own reference."""
+        """List ``node``'s source (and, if it existed, destination; each listing
+        tried again on a transient error) and push its entries; then drop the
+        scan's own reference."""
         copy = self.copy
         try:
             if copy.stopping:
                 node.incomplete = True
                 return
-            listing = self.source.list(node.rel, follow=True)
+            listing = copy.attempt(lambda: self.source.list(node.rel, follow=True))
             tally["scanned.dirs"] += 1
             there = {} if node.fresh else self._destination(node)
             ignore_file = listing.entries.get(".gitignore")
@@ -186,9 +187,12 @@ class PortWalk:
         an object store's prefix need not exist). A name that is not safe is left
         out: no source name (all safe) matches it, and it is never joined."""
         try:
-            return self.target.list(node.rel, follow=False).entries
+            listing = self.copy.attempt(
+                lambda: self.target.list(node.rel, follow=False)
+            )
         except FileNotFoundError:
             return {}
+        return listing.entries
 
     def _gitignores(self, node: PortDir) -> GitIgnores:
         """``node``'s stack with its source's ``.gitignore`` (read as git reads it)."""

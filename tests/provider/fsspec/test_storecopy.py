@@ -318,3 +318,37 @@ def test_a_symlink_where_a_directory_goes_is_replaced_not_followed(
     summary = copy_tree(memory, local(dst), kept)
     assert summary["skipped.dirs"] == 1
     assert list(elsewhere.iterdir()) == []
+
+
+class FlakyListing(MemoryFileSystem):
+    """A memory store whose listing of chosen directories fails once with
+    ``EAGAIN`` (a store's throttling answer), then succeeds."""
+
+    protocol = "flakylisting"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.flaky: set[str] = set()
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Any:
+        name = self._strip_protocol(path).rsplit("/", 1)[-1]
+        if name in self.flaky:
+            self.flaky.discard(name)
+            raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN), path)
+        return super().ls(path, detail=detail, **kwargs)
+
+
+def test_a_listing_failing_once_is_tried_again(tmp_path: Path) -> None:
+    """A transient error listing a source directory, or the destination's, is
+    retried: the copy is whole, with no error."""
+    store = FlakyListing(skip_instance_cache=True)
+    root = f"/t{uuid.uuid4().hex}"
+    copy_tree(local(make_tree(tmp_path / "src", TREE)), Place(store, root))
+    store.flaky = {"many", "sub"}
+    summary = copy_tree(Place(store, root), local(tmp_path / "dst"))
+    assert summary["errors"] == 0 and not store.flaky
+    assert files_of(tmp_path / "dst") == files_of(tmp_path / "src")
+    store.flaky = {"many"}
+    settings = CopySettings(existing=ExistingPolicy.OVERWRITE)
+    summary = copy_tree(local(tmp_path / "src"), Place(store, root), settings)
+    assert summary["errors"] == 0 and not store.flaky
