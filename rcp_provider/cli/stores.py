@@ -1,6 +1,12 @@
 """``rcp`` with a URL store operand (``memory://``, ``s3://bucket/key``, any fsspec
-store but this host's files and ``rcpd serve`` services): a copy through the store
-engine, :mod:`rcp_provider.fsspec.storecopy`.
+store but this host's files and ``rcpd serve`` services, a site's own backend): a
+copy through the store engine, :mod:`rcp_provider.fsspec.storecopy`.
+
+Each operand is a backend port (:func:`port`): a local path this host's
+:class:`~rcp_core.engine.posixport.PosixPort`, a service the ``rcp`` filesystem's
+place, and a URL store whatever backend plugin answers ``rcp_backend_for`` for it
+(a site's, else fsspec's: :mod:`rcp_provider.fsspec.plugin`), asked once per
+operand before anything is written.
 
 One source and one destination (several sources are refused when the operands are
 routed: :func:`rcp_core.backends.capabilities.refuse_route`); a destination ending
@@ -13,15 +19,21 @@ fsspec and the store's package are imported only for a URL.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rcp_core import CopySettings, Summary, UsageError
-from rcp_core.backends.routing import Route
+from rcp_core.backends.operands import split_url
+from rcp_core.backends.routing import Operand, Route, Storage
 from rcp_core.run.progress import Progress
+from rcp_core.site.plugins import plugin_manager
 from rcp_provider.cli.common import in_worker
 
 if TYPE_CHECKING:
+    import pluggy
+
+    from rcp_core.backends.port import Port
     from rcp_provider.fsspec.storetree import Place
 
 
@@ -34,24 +46,49 @@ def run(
     :func:`~rcp_core.backends.capabilities.refuse_route`) to its destination; the
     summary.
 
-    :raises UsageError: an unsupported option, a URL fsspec cannot open (an unknown
-        protocol, its package missing), or the operand rules.
+    :raises UsageError: an unsupported option, a URL no backend serves or its
+        backend cannot open, or the operand rules.
     :raises CopyFailedError: some entries were not copied.
     """
     from rcp_provider.fsspec.storecopy import copy_tree
 
-    source, destination = route.paths
+    hook = plugin_manager(backends=True).hook
+    (source,) = route.sources
+    source_port, destination_port = port(source, hook), port(route.destination, hook)
     return in_worker(
         lambda cancel: copy_tree(
-            place(source),
-            place(destination.rstrip("/") or destination),
+            source_port,
+            destination_port,
             settings,
-            into=destination.endswith("/"),
+            into=route.destination.text.endswith("/"),
             on_progress=renderer,
             cancel=cancel,
         ),
         "rcp-store",
     )
+
+
+def port(operand: Operand, hook: pluggy.HookRelay) -> Port:
+    """The backend port of one operand of a store route (``hook``: a manager's with
+    the backend plugins), its trailing ``/`` aside.
+
+    :raises UsageError: no backend plugin serves a URL store's scheme, or the one
+        that does cannot open it.
+    """
+    if operand.storage is Storage.LOCAL:
+        from rcp_core.engine.posixport import PosixPort
+
+        return PosixPort(os.path.abspath(operand.path))
+    url = operand.text.rstrip("/") or operand.text
+    if operand.storage is Storage.SERVICE:
+        return place(url)  # rcp's own filesystem, no site's to serve
+    found: Port | None = hook.rcp_backend_for(url=url)
+    if found is None:
+        scheme, _ = split_url(url) or ("", "")  # routed as a URL: it has one
+        raise UsageError(
+            f"no backend for {scheme}://: install its fsspec package or a site plugin"
+        )
+    return found
 
 
 def place(operand: str, **storage_options: Any) -> Place:

@@ -102,6 +102,27 @@ class Place:
     def describe(self, rel: str) -> str:
         return self.join(rel)
 
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.path.rstrip("/"))
+
+    def at(self, rel: str) -> Place:
+        return Place(self.fs, self.join(rel))
+
+    def parent(self) -> Place | None:
+        above = posixpath.dirname(self.path.rstrip("/"))
+        return Place(self.fs, above) if above else None
+
+    def holds(self, other: Port) -> bool:
+        """On this host's files, any port whose root is a local path may be below;
+        elsewhere a place of the same kind of filesystem."""
+        if self.posix:
+            return self._local.holds(other)
+        if not isinstance(other, Place) or type(other.fs) is not type(self.fs):
+            return False
+        root = self.path.rstrip("/")
+        return other.path == self.path or other.path.startswith(root + "/")
+
     def stat(self, rel: str) -> Entry | None:
         if self.posix:
             return self._local.stat(rel)

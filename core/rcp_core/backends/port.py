@@ -4,7 +4,7 @@ a time.
 A :class:`Port` is a tree on some storage, named by paths relative to its root (``""``
 is the root, components joined by ``/``). The generic engine
 (:mod:`rcp_core.engine.portcopy`) copies between any two ports; this host's files are
-:class:`rcp_core.backends.posix.PosixPort`, any fsspec store the provider's port
+:class:`rcp_core.engine.posixport.PosixPort`, any fsspec store the provider's port
 (``rcp_provider.fsspec.storetree.Place``), and a site may provide its own through the
 ``rcp_backend_for`` hook.
 
@@ -21,7 +21,10 @@ Invariants every port keeps:
 - **no writing through a symlink**: a destination's symlink is an entry of its own
   (:attr:`EntryKind.SYMLINK` when not followed), replaced or removed, never entered;
 - **errors are OSError** (an entry error of the run) for what the storage refuses or
-  cannot do; anything else is a defect that stops the run.
+  cannot do; anything else is a defect that stops the run;
+- **trees name trees**: :meth:`Port.at` and :meth:`Port.parent` are ports of the
+  same storage, made without I/O, so a front-end applies ``rcp``'s operand rules
+  (:mod:`rcp_provider.fsspec.storecopy`) to any port before anything is written.
 """
 
 from __future__ import annotations
@@ -136,6 +139,27 @@ class Port(Protocol):
 
     def describe(self, rel: str) -> str:
         """``rel`` as users name it (a path, a URL)."""
+        ...
+
+    @property
+    def name(self) -> str:
+        """The root's own name, its last component (what ``DST/`` receives it
+        under); ``""`` at the top of the storage."""
+        ...
+
+    def at(self, rel: str) -> Port:
+        """The tree at ``rel`` below the root (safe components; it need not exist),
+        a port of the same storage."""
+        ...
+
+    def parent(self) -> Port | None:
+        """The tree holding the root, a port of the same storage; ``None`` at the
+        top of the storage (nothing above it can be missing)."""
+        ...
+
+    def holds(self, other: Port) -> bool:
+        """Whether ``other``'s root is this root or below it, on the same storage
+        (so copying this tree there would copy into itself)."""
         ...
 
     def stat(self, rel: str) -> Entry | None:

@@ -13,7 +13,9 @@ trees is the fd-relative fast path (:mod:`rcp_core.engine.copyrun`).
   never written through;
 - removal is the local engine's fd-relative one
   (:func:`rcp_core.engine.removeentry.remove_entry`: never through a symlink);
-- mode and mtime are kept to the nanosecond.
+- mode and mtime are kept to the nanosecond;
+- its name, its parent and what it holds are read from the root's absolute path,
+  no symlink resolved (a relative root is the working directory's).
 """
 
 from __future__ import annotations
@@ -75,6 +77,26 @@ class PosixPort:
 
     def describe(self, rel: str) -> str:
         return os.path.join(self.root, rel) if rel else self.root
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(os.path.abspath(self.root))
+
+    def at(self, rel: str) -> PosixPort:
+        return PosixPort(self.describe(rel))
+
+    def parent(self) -> PosixPort | None:
+        absolute = os.path.abspath(self.root)
+        above = os.path.dirname(absolute)
+        return PosixPort(above) if above != absolute else None
+
+    def holds(self, other: Port) -> bool:
+        """Any port whose root is a path of this host
+        (:attr:`~rcp_core.backends.port.Port.local_path`) may be below."""
+        if other.local_path is None:
+            return False
+        root, path = os.path.abspath(self.root), os.path.abspath(other.local_path)
+        return path == root or path.startswith(root.rstrip("/") + "/")
 
     def stat(self, rel: str) -> Entry | None:
         try:

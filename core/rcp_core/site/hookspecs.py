@@ -8,6 +8,10 @@ wins and the built-in answer is the fallback.
 Per-file hooks (:func:`rcp_choose_method`, :func:`rcp_pre_create`,
 :func:`rcp_file_copied`) are called only when a plugin other than the built-in one
 implements them, so they cost nothing otherwise.
+
+:func:`rcp_backend_for` is asked only by a copy with a URL store operand, whose
+manager loads the ``rcp.backends`` entry-point group too
+(:func:`rcp_core.site.plugins.plugin_manager`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    from rcp_core.backends.port import Port
     from rcp_core.run.progress import Progress
     from rcp_core.run.runtime import Kind
     from rcp_core.run.summary import Summary
@@ -26,6 +31,36 @@ if TYPE_CHECKING:
 hookspec = pluggy.HookspecMarker("rcp")
 hookimpl = pluggy.HookimplMarker("rcp")
 """Decorate a plugin's hook implementations with this (``rcp_core.hookimpl``)."""
+
+
+@hookspec(firstresult=True)
+def rcp_backend_for(url: str) -> Port | None:
+    """The backend port of the tree ``url`` names, if this plugin serves its scheme
+    (or the mount it names); ``None`` otherwise.
+
+    Called once per operand that routing classifies as a URL store
+    (:attr:`rcp_core.backends.routing.Storage.STORE`: never a local path, a
+    ``host:`` operand or an ``rcpd serve`` service), in the thread that starts the
+    copy, before anything is written. firstresult: the first answer that is not
+    ``None`` wins; the fsspec backend (``rcp_provider.fsspec.plugin``, every
+    protocol fsspec knows) answers ``trylast``, so a site's plugin serving a scheme
+    fsspec also knows is asked first.
+
+    The port returned keeps every invariant of :mod:`rcp_core.backends.port` (one
+    level listed at a time, names checked, nothing half-written under its name, no
+    writing through a symlink, errors as :class:`OSError`); its root is what
+    ``url`` names, which need not exist yet (a copy's destination). The copy reaches
+    the storage through the port alone, so the engine's features (filters,
+    ``--delete``, the existing-file policy, dry runs) work on it as on any other.
+
+    A plugin does no I/O beyond what opening the storage needs (a client, a
+    session): the operand rules, then the copy, do the rest.
+
+    :param url: the operand as given, without the trailing ``/`` that asks for a
+        copy into it.
+    :raises UsageError: the URL is this plugin's but it cannot open it (a bad
+        address, credentials missing).
+    """
 
 
 @hookspec(firstresult=True)

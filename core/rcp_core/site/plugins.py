@@ -2,9 +2,16 @@
 
 The manager is made per call and passed into the engine, never global. Order of
 registration: the built-in plugin (``trylast``), site plugins from the ``rcp``
-entry-point group (unless ``RCP_DISABLE_PLUGINS`` is set to a non-empty value), then
-explicit ``plugins=[...]`` (tests, per-call overrides). Hooks are validated with
-``check_pending()``, so a misspelled hook name fails at once.
+entry-point group (unless ``RCP_DISABLE_PLUGINS`` is set to a non-empty value), with
+``backends`` the backend plugins of the ``rcp.backends`` group (the fsspec backend,
+a site's own storage: what ``rcp_backend_for`` asks; never skipped by
+``RCP_DISABLE_PLUGINS``, which rules out tuning, not the storages ``rcp`` can reach),
+then explicit ``plugins=[...]`` (tests, per-call overrides). Hooks are validated
+with ``check_pending()``, so a misspelled hook name fails at once.
+
+Backend plugins have a group of their own so that only a copy with a URL store
+operand loads them: the provider declares one, and loading any group costs the
+lookup below.
 
 Finding entry points through :mod:`importlib.metadata` costs a command-line run about
 30 ms of imports alone, so :func:`may_declare` first reads the installed
@@ -25,19 +32,30 @@ from rcp_core.site import hookspecs
 from rcp_core.site.builtin import BuiltinPlugin
 
 PROJECT = "rcp"
+BACKENDS = "rcp.backends"
 BUILTIN = "rcp-builtin"
 DISABLE_ENV = "RCP_DISABLE_PLUGINS"
 
 
 def plugin_manager(
-    plugins: Iterable[object] = (), *, entry_points: bool = True
+    plugins: Iterable[object] = (), *, entry_points: bool = True, backends: bool = False
 ) -> pluggy.PluginManager:
-    """A manager with the built-in plugin, installed site plugins and ``plugins``."""
+    """A manager with the built-in plugin, installed site plugins (with
+    ``backends``, the installed backend plugins too) and ``plugins``."""
     pm = pluggy.PluginManager(PROJECT)
     pm.add_hookspecs(hookspecs)
     pm.register(BuiltinPlugin(), name=BUILTIN)
-    if entry_points and not os.environ.get(DISABLE_ENV) and may_declare(PROJECT):
-        pm.load_setuptools_entrypoints(PROJECT)
+    groups = [
+        group
+        for group, wanted in (
+            (PROJECT, not os.environ.get(DISABLE_ENV)),
+            (BACKENDS, backends),
+        )
+        if entry_points and wanted and may_declare(group)
+    ]
+    for group in groups:
+        pm.load_setuptools_entrypoints(group)
+    if groups:
         for name, plugin in pm.list_name_plugin():
             if isinstance(plugin, type):
                 # Its hooks would fail on first call, in a worker; fail here instead.

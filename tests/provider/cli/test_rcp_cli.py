@@ -175,7 +175,10 @@ def test_a_local_url_is_copied_by_the_local_engine(src: Path, tmp_path: Path) ->
         assert (dst / "big").read_bytes() == (src / "big").read_bytes()
     unknown = rcp(str(src), "nosuch://bucket/x")
     assert unknown.returncode == 2
-    assert "Protocol not known" in unknown.stderr
+    assert unknown.stderr == (
+        "rcp: error: no backend for nosuch://: "
+        "install its fsspec package or a site plugin\n"
+    )
 
 
 STORE_REFUSALS: dict[str, tuple[str, ...]] = {

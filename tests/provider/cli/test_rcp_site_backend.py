@@ -1,0 +1,144 @@
+"""``rcp`` with a site's own backend: ``sitefs://`` (:mod:`support.sitefs`, a port no
+fsspec filesystem is behind), installed as a site installs one, through an
+``rcp.backends`` entry point, and reached through the ``rcp_backend_for`` hook.
+
+The copies run ``rcp``'s own ``main`` in this process, so the installed entry point
+(a ``*.dist-info`` on ``sys.path``) is found as a fresh process would find it. What
+they show: the operand rules, the refusals, ``--exclude`` and ``--delete`` hold on
+a site's backend as on any other, because the engine reaches it through its port
+alone.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from rcp_provider.cli.rcp import main
+from support import sitefs
+from support.treecmp import compare_trees
+
+
+@pytest.fixture
+def storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The ``sitefs`` storage ``store`` (empty), its plugin installed."""
+    site = tmp_path / "site-packages"
+    info = site / "rcp_test_sitefs-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: rcp-test-sitefs\nVersion: 1.0\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[rcp.backends]\nsitefs = support.sitefs:plugin\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv(sitefs.ROOT_ENV, str(tmp_path / "sitefs"))
+    monkeypatch.setattr(sitefs.plugin, "asked", [])
+    store = tmp_path / "sitefs" / "store"
+    store.mkdir(parents=True)
+    return store
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Path:
+    root = tmp_path / "src"
+    (root / "d" / "deep").mkdir(parents=True)
+    (root / "top").write_bytes(b"top\n")
+    (root / "d" / "a.txt").write_bytes(os.urandom(5000))
+    (root / "d" / "skip.log").write_bytes(b"excluded\n")
+    (root / "d" / "deep" / "b").write_bytes(os.urandom(3 << 20))
+    return root
+
+
+def files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if not p.is_dir()}
+
+
+def test_a_tree_goes_to_a_site_backend_and_back(
+    storage: Path, src: Path, tmp_path: Path
+) -> None:
+    """Both directions stream through the site's port, its data whole."""
+    assert main([str(src), "sitefs://store/dst"]) == 0
+    assert sitefs.plugin.asked == ["sitefs://store/dst"]
+    assert compare_trees(src, storage / "dst", mode=False, times=False) == []
+    back = tmp_path / "back"
+    back.mkdir()
+    assert main(["sitefs://store/dst", f"{back}/"]) == 0
+    assert compare_trees(src, back / "dst", mode=False, times=False) == []
+
+
+def test_exclude_and_delete_hold_on_a_site_backend(
+    storage: Path, src: Path, tmp_path: Path
+) -> None:
+    """An excluded name is neither copied nor deleted; what the source no longer
+    has goes, in both directions."""
+    (storage / "dst" / "d").mkdir(parents=True)
+    (storage / "dst" / "stale").write_bytes(b"gone from the source\n")
+    (storage / "dst" / "d" / "kept.log").write_bytes(b"excluded: protected\n")
+    args = ["-o", "--delete", "--exclude", "*.log"]
+    assert main([*args, str(src), "sitefs://store/dst"]) == 0
+    assert files(storage / "dst") == {"top", "d/a.txt", "d/kept.log", "d/deep/b"}
+    assert (storage / "dst" / "d" / "deep" / "b").read_bytes() == (
+        src / "d" / "deep" / "b"
+    ).read_bytes()
+
+    back = tmp_path / "back"
+    (back / "old").mkdir(parents=True)
+    (back / "old" / "x").write_bytes(b"not in the store\n")
+    (back / "mine.log").write_bytes(b"excluded: protected\n")
+    assert main([*args, "sitefs://store/dst", str(back)]) == 0
+    assert files(back) == {"top", "d/a.txt", "d/deep/b", "mine.log"}
+
+
+def test_the_operand_rules_hold_on_a_site_backend(
+    storage: Path, src: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Checked through the port (``at``, ``parent``, ``holds``), named by its URLs,
+    nothing written."""
+    assert main([str(src), "sitefs://store/dst"]) == 0
+    before = files(storage)
+    capsys.readouterr()
+    refused = {
+        "sitefs://store/dst exists (choose a policy that allows changing it)": [
+            str(src),
+            "sitefs://store/dst",
+        ],
+        "sitefs://store/none/dst: its parent directory does not exist": [
+            str(src),
+            "sitefs://store/none/dst",
+        ],
+        "sitefs://store/dst/d/dst is inside its source sitefs://store/dst": [
+            "-o",
+            "sitefs://store/dst",
+            "sitefs://store/dst/d/",
+        ],
+        "sitefs://store/gone: the source does not exist": [
+            "sitefs://store/gone",
+            str(src.parent / "out"),
+        ],
+        "not supported from local to sitefs://: --preserve mode": [
+            "--preserve",
+            "mode",
+            str(src),
+            "sitefs://store/new",
+        ],
+    }
+    for message, args in refused.items():
+        assert main(args) == 2, args
+        assert capsys.readouterr().err == f"rcp: error: {message}\n"
+    assert files(storage) == before
+    (storage / "into").mkdir()
+    assert main([str(src / "d"), "sitefs://store/into/"]) == 0
+    assert files(storage / "into") == {"d/a.txt", "d/skip.log", "d/deep/b"}
+
+
+def test_without_the_plugin_no_backend_serves_its_scheme(
+    src: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([str(src), "sitefs://store/dst"]) == 2
+    assert capsys.readouterr().err == (
+        "rcp: error: no backend for sitefs://: "
+        "install its fsspec package or a site plugin\n"
+    )
