@@ -106,3 +106,24 @@ def place(operand: str, **storage_options: Any) -> Place:
         ) from exc
     except ValueError as exc:
         raise UsageError(f"{operand}: {exc}") from exc
+
+
+def refuse_verify(route: Route) -> None:
+    """Refuse ``--verify`` where a site's backend serves a store operand: the
+    comparison reads stores through fsspec (:mod:`rcp_provider.fsspec.storecompare`),
+    not through ports, so it could not read that side. Asked before the copy.
+
+    :raises UsageError: a store operand's backend is not fsspec's.
+    """
+    from rcp_provider.fsspec.storetree import Place
+
+    hook = plugin_manager(backends=True).hook
+    for operand in (*route.sources, route.destination):
+        if operand.storage is Storage.STORE and not isinstance(
+            port(operand, hook), Place
+        ):
+            scheme, _ = split_url(operand.text) or ("", "")
+            raise UsageError(
+                f"--verify is not supported with {scheme}:// (a site backend: the "
+                "comparison reads URL stores through fsspec)"
+            )

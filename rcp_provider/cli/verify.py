@@ -67,14 +67,20 @@ class Verification:
         *self.sources, self.destination = route.paths
         self.store = route.engine is Engine.STORE
         self.local = route.engine is Engine.LOCAL
+        self.route = route
         self.scopes: dict[str, Scope] = {}
 
     def prepare(self) -> None:
         """Record what the copy needs recorded before it starts (:class:`Scope`).
 
-        :raises UsageError: a filter that does not compile.
+        :raises UsageError: a filter that does not compile, or a store operand the
+            comparison cannot read (:func:`~rcp_provider.cli.stores.refuse_verify`).
         :raises RemoteError: a destination host's session could not be started.
         """
+        if self.store:
+            from rcp_provider.cli.stores import refuse_verify
+
+            refuse_verify(self.route)
         if self.local:
             self.scopes = prepare_scopes(self.sources, self.destination, self.settings)
             return

@@ -124,6 +124,13 @@ def test_the_operand_rules_hold_on_a_site_backend(
             str(src),
             "sitefs://store/new",
         ],
+        "--verify is not supported with sitefs:// (a site backend: the comparison "
+        "reads URL stores through fsspec)": [
+            "--verify",
+            "checksum",
+            str(src),
+            "sitefs://store/new",
+        ],
     }
     for message, args in refused.items():
         assert main(args) == 2, args
