@@ -126,7 +126,7 @@ def place(
     sessions: contextlib.ExitStack,
     root: str | None = None,
 ) -> Place:
-    """The place ``operand`` names (a path, a URL: :func:`stores.place`); for
+    """The place ``operand`` names (a path, a URL: :meth:`Place.of`); for
     ``host:/path``, on an ``rcpd serve --session`` started there over SSH
     (:func:`add_launch_options`), confined to ``root`` (default: the path), for as
     long as ``sessions`` lasts.
@@ -135,13 +135,12 @@ def place(
     :raises RemoteError: the session could not be started.
     """
     from rcp_core.remote.ssh import ssh_service
-    from rcp_provider.cli.stores import place as store_place
     from rcp_provider.fsspec.service import RcpServiceFileSystem
     from rcp_provider.fsspec.storetree import Place
 
     where = parse_operand(operand)
     if where is None:
-        return store_place(operand)
+        return Place.of(operand)
     confined = dataclasses.replace(where, path=root or where.path)
     timeout = args.remote_timeout
     session = sessions.enter_context(ssh_service(confined, launch_of(args), timeout))
@@ -218,8 +217,8 @@ def _with_services(
     reaches it (the URL's host and port, the fingerprint and token of its storage
     options), on a connection of this copy's own, closed at its end."""
     from rcp_core.remote.servicemaster import service_copy
-    from rcp_provider.cli.stores import place as store_place
     from rcp_provider.fsspec.storage_options import service_path, service_url_options
+    from rcp_provider.fsspec.storetree import Place
 
     with contextlib.ExitStack() as connections:
 
@@ -231,7 +230,7 @@ def _with_services(
             services = {str(service_url_options(o.text)) for o in operands}
             if len(services) > 1:
                 raise UsageError("the sources must all be on one service")
-            first = store_place(operands[0].text, skip_instance_cache=True)
+            first = Place.of(operands[0].text, skip_instance_cache=True)
             connections.callback(first.fs.client.close)
             return first.fs.client, [service_path(o.text) for o in operands]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rcp_core import CopySettings, Summary, UsageError
 from rcp_core.backends.operands import split_url
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     import pluggy
 
     from rcp_core.backends.port import Port
-    from rcp_provider.fsspec.storetree import Place
 
 
 def run(
@@ -81,7 +80,9 @@ def port(operand: Operand, hook: pluggy.HookRelay) -> Port:
         return PosixPort(os.path.abspath(operand.path))
     url = operand.text.rstrip("/") or operand.text
     if operand.storage is Storage.SERVICE:
-        return place(url)  # rcp's own filesystem, no site's to serve
+        from rcp_provider.fsspec.storetree import Place
+
+        return Place.of(url)  # rcp's own filesystem, no site's to serve
     found: Port | None = hook.rcp_backend_for(url=url)
     if found is None:
         scheme, _ = split_url(url) or ("", "")  # routed as a URL: it has one
@@ -89,23 +90,6 @@ def port(operand: Operand, hook: pluggy.HookRelay) -> Port:
             f"no backend for {scheme}://: install its fsspec package or a site plugin"
         )
     return found
-
-
-def place(operand: str, **storage_options: Any) -> Place:
-    """The place a URL (or path) names (with fsspec's ``storage_options``).
-
-    :raises UsageError: fsspec does not know its protocol, or its package is missing.
-    """
-    from rcp_provider.fsspec.storetree import Place
-
-    try:
-        return Place.of(operand, **storage_options)
-    except ImportError as exc:
-        raise UsageError(
-            f"{operand}: its fsspec package is not installed ({exc})"
-        ) from exc
-    except ValueError as exc:
-        raise UsageError(f"{operand}: {exc}") from exc
 
 
 def refuse_verify(route: Route) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rcp_core.backends.operands import split_url
-from rcp_core.errors import UsageError
 from rcp_core.site.hookspecs import hookimpl
 
 if TYPE_CHECKING:
@@ -41,14 +40,7 @@ class FsspecBackends:
             return None
         from rcp_provider.fsspec.storetree import Place
 
-        try:
-            return Place.of(url)
-        except ImportError as exc:
-            raise UsageError(
-                f"{url}: its fsspec package is not installed ({exc})"
-            ) from exc
-        except ValueError as exc:
-            raise UsageError(f"{url}: {exc}") from exc
+        return Place.of(url)
 
 
 plugin = FsspecBackends()

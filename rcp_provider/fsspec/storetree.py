@@ -63,8 +63,20 @@ class Place:
 
     @classmethod
     def of(cls, url: str, **storage_options: Any) -> Place:
-        """The place a URL (``memory://x``, ``s3://bucket/key``, a local path) names."""
-        fs, path = fsspec.url_to_fs(url, **storage_options)
+        """The place a URL (``memory://x``, ``s3://bucket/key``, a local path) names
+        (with fsspec's ``storage_options``).
+
+        :raises UsageError: fsspec does not know its protocol, or its package is
+            missing.
+        """
+        try:
+            fs, path = fsspec.url_to_fs(url, **storage_options)
+        except ImportError as exc:
+            raise UsageError(
+                f"{url}: its fsspec package is not installed ({exc})"
+            ) from exc
+        except ValueError as exc:
+            raise UsageError(f"{url}: {exc}") from exc
         return cls(fs, path)
 
     @property
