@@ -9,19 +9,26 @@
 
 Every refusal is a :class:`~rcp_core.errors.UsageError` raised before anything is written.
 A copy from another host checks its destination by the same rules
-(:func:`check_destination`), on the destination's host.
+(:func:`check_destination`), on the destination's host; a copy with a store side by
+the same rules on its backend ports (:func:`port_target`; a storage without
+directories of its own, an object store's prefixes, has no parent to miss).
 Paths are mapped with ``os.path`` arithmetic on whole components, never string replace.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rcp_core.errors import UsageError
 from rcp_core.settings import CopySettings, ExistingPolicy
+
+if TYPE_CHECKING:
+    from rcp_core.backends.port import Port
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +106,7 @@ def plan_jobs(operands: Sequence[str], settings: CopySettings) -> list[Job]:
         ):
             raise UsageError(f"source {operand!r} and destination are the same")
         if stat.S_ISDIR(st.st_mode) and _inside(target, os.path.realpath(source_path)):
-            raise UsageError(f"destination is inside the source {operand!r}")
+            raise _within(operand)
         exists = refuse_existing(os.path.join(dst_parent, dst_name), settings.existing)
         jobs.append(Job(src_parent, src_name, dst_parent, dst_name, exists, follow))
 
@@ -119,10 +126,24 @@ def destination_root(destination: str, into: bool, shown: str | None = None) -> 
     dst_abs = os.path.abspath(destination)
     shown = shown or destination
     if into and not os.path.isdir(dst_abs):
-        raise UsageError(f"destination directory {shown!r} does not exist")
+        raise _missing(shown, into)
     if not into and not os.path.isdir(os.path.dirname(dst_abs)):
-        raise UsageError(f"destination parent of {shown!r} does not exist")
+        raise _missing(shown, into)
     return dst_abs
+
+
+def _missing(shown: str, into: bool) -> UsageError:
+    """The refusal of a missing ``DST/`` (``into``) or parent of ``DST``."""
+    if into:
+        return UsageError(f"destination directory {shown!r} does not exist")
+    return UsageError(f"destination parent of {shown!r} does not exist")
+
+
+def _exists(shown: str) -> UsageError:
+    """The refusal of an existing destination without a policy that changes it."""
+    return UsageError(
+        f"destination {shown!r} exists (use --overwrite, --update or --ignore-existing)"
+    )
 
 
 def refuse_existing(
@@ -136,10 +157,7 @@ def refuse_existing(
     """
     exists = os.path.lexists(path)
     if exists and existing is ExistingPolicy.ERROR:
-        raise UsageError(
-            f"destination {shown or path!r} exists "
-            "(use --overwrite, --update or --ignore-existing)"
-        )
+        raise _exists(shown or path)
     return exists
 
 
@@ -170,3 +188,39 @@ def check_destination(
             refuse_existing(path, existing, os.path.join(shown, name))
     else:
         refuse_existing(dst_abs, existing, shown)
+
+
+def _within(source: str) -> UsageError:
+    """The refusal of a destination inside its (directory) source."""
+    return UsageError(f"destination is inside the source {source!r}")
+
+
+def port_target(
+    source: Port, destination: Port, into: bool, existing: ExistingPolicy
+) -> Port:
+    """Where ``source``'s root goes on ``destination`` (into it under the source's
+    name with ``into``), checked through the ports alone, so every backend gets the
+    rules and messages of a local copy: a missing source, a missing ``DST/`` or
+    parent of ``DST`` (on a storage with directories of its own), an existing
+    target without a policy, a target inside its source.
+
+    :raises UsageError: naming the operand, before anything is written.
+    """
+    # Here, not at the top: every walk imports this module (Job), and only a copy
+    # with a store side needs the declarations (and the routing they import).
+    from rcp_core.backends.capabilities import Capability
+
+    shown = source.describe("")
+    if source.stat("") is None:
+        raise UsageError(f"source {shown!r}: {os.strerror(errno.ENOENT)}")
+    target = destination.at(source.name) if into else destination
+    parent = target.parent()
+    if target.backend.has(Capability.DIRECTORIES) and parent is not None:
+        above = parent.stat("")
+        if above is None or not above.is_dir:
+            raise _missing(destination.describe(""), into)
+    if existing is ExistingPolicy.ERROR and target.stat("") is not None:
+        raise _exists(target.describe(""))
+    if source.holds(target):
+        raise _within(shown)
+    return target

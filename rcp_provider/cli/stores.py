@@ -1,6 +1,6 @@
 """``rcp`` with a URL store operand (``memory://``, ``s3://bucket/key``, any fsspec
 store but this host's files and ``rcpd serve`` services, a site's own backend): a
-copy through the store engine, :mod:`rcp_provider.fsspec.storecopy`.
+copy through the generic engine, :mod:`rcp_core.engine.portcopy`.
 
 Each operand is a backend port (:func:`port`): a local path this host's
 :class:`~rcp_core.engine.posixport.PosixPort`, a service the ``rcp`` filesystem's
@@ -49,7 +49,7 @@ def run(
         backend cannot open, or the operand rules.
     :raises CopyFailedError: some entries were not copied.
     """
-    from rcp_provider.fsspec.storecopy import copy_tree
+    from rcp_core.engine.portcopy import copy_tree
 
     hook = plugin_manager(backends=True).hook
     (source,) = route.sources

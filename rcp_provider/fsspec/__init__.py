@@ -12,8 +12,6 @@
 ``plugin``             the fsspec backend: every protocol fsspec knows, as a backend
                        plugin (``rcp_backend_for``)
 ``storage_options``    the ``rcp`` filesystem's storage options, coerced from strings
-``storecopy``          the store engine's front: ``rcp``'s operand rules on any two
-                       ports, then the generic engine (``rcp_core.engine.portcopy``)
 ``storetree``          a tree on an fsspec filesystem: the fsspec backend port
 ``storecompare``       two trees compared wherever fsspec reaches them (``rcmp``)
 ``storehash``          a store comparison's contents: digests where the data is

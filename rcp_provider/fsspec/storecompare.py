@@ -31,7 +31,7 @@ here, by the same rules (:mod:`rcp_core.tools.verify.differences`) and into the 
 - a :class:`~rcp_core.tools.verify.compare.Scope` (a copy's verification) leaves out what
   the copy was not asked to copy, by the rules :func:`rcp_core.tools.verify.compare.compare`
   follows; with ``follow`` the source is listed as the generic store copy reads it
-  (:mod:`rcp_provider.fsspec.storecopy`: symlinks followed, specials left out).
+  (:mod:`rcp_core.engine.portcopy`: symlinks followed, specials left out).
 
 Memory: both listings are held whole (paired in sorted order), with the first
 :data:`~rcp_core.tools.verify.differences.MAX_KEPT` differences. Size: over 400 lines, as

@@ -13,7 +13,7 @@
 - :func:`stat_of`, :func:`mtime_of`: an fsspec info as the local copy's rules read
   it.
 
-The store copy (:mod:`rcp_provider.fsspec.storecopy`) and the store comparison
+The store copy (:mod:`rcp_core.engine.portcopy`) and the store comparison
 (:mod:`rcp_provider.fsspec.storecompare`) list through this module, so what one
 copies is what the other compares.
 

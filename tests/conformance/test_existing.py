@@ -13,7 +13,7 @@ What "identical" and "older" mean depends on the pair's times:
   one;
 - a backend without settable mtimes (``sized``: ``memory://``, S3, whose time is its
   upload's, not the file's): files are compared by size, under ``-o`` and
-  ``--update`` alike (``rcp_provider.fsspec.storecopy``: "most stores compare by size").
+  ``--update`` alike (``rcp_core.engine.portcopy``: "most stores compare by size").
 
 ``--ignore-existing`` keeps every existing file; a file only the source has is
 copied under every policy; one only the destination has stays.

@@ -24,7 +24,7 @@ Invariants every port keeps:
   cannot do; anything else is a defect that stops the run;
 - **trees name trees**: :meth:`Port.at` and :meth:`Port.parent` are ports of the
   same storage, made without I/O, so a front-end applies ``rcp``'s operand rules
-  (:mod:`rcp_provider.fsspec.storecopy`) to any port before anything is written.
+  (:func:`rcp_core.paths.port_target`) to any port before anything is written.
 """
 
 from __future__ import annotations

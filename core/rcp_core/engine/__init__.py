@@ -31,7 +31,7 @@ the pieces (directory lifecycle, entries, metadata, filters). Modules:
 ``removeentry``  removing one destination entry in place, fd-relative (replacements,
                  ``--delete``)
 ``portcopy``     the generic engine: a tree copied between two backend ports
-                 (``copy_ports``), and its operations on one entry
+                 (``copy_tree``), and its operations on one entry
 ``portwalk``     the generic engine's walk: one directory at a time, post-order
                  finish, filters, ``--delete`` pruning
 ``posixport``    this host's files as a backend port (the generic engine's side of a

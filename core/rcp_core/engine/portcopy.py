@@ -6,6 +6,9 @@ this host, and the remote roles between hosts; a copy with a store on either sid
 copied here, through the ports (:class:`rcp_core.backends.port.Port`), with the
 engine's rules:
 
+- **operands** as ``rcp``'s (:func:`rcp_core.paths.port_target`): the source is
+  copied to exactly ``destination``, or into it under its own name with ``into``;
+  what the rules refuse is refused before anything is written;
 - **one directory at a time** (:mod:`rcp_core.engine.portwalk`): each directory is
   listed one level when its turn comes, so memory follows the directories in
   flight, never the tree; a directory's destination is made before its entries, its
@@ -70,6 +73,7 @@ from rcp_core.backends.routing import Engine
 from rcp_core.engine.existing import NEW, Action, decide
 from rcp_core.engine.portwalk import Made, PortWalk
 from rcp_core.errors import CopyFailedError, UsageError
+from rcp_core.paths import port_target
 from rcp_core.run.monitor import Monitor
 from rcp_core.run.progress import Progress
 from rcp_core.run.runtime import Runtime
@@ -87,34 +91,33 @@ CHUNK = 4 << 20
 T = TypeVar("T")
 
 
-def copy_ports(
+def copy_tree(
     source: Port,
-    target: Port,
+    destination: Port,
     settings: CopySettings | None = None,
     *,
+    into: bool = False,
     on_progress: Callable[[Progress], None] | None = None,
     progress_interval: float = 1.0,
     cancel: threading.Event | None = None,
 ) -> Summary:
-    """Copy ``source``'s root to exactly ``target``'s root; the summary.
+    """Copy ``source``'s root to ``destination`` (into it under the source's name
+    with ``into``: ``rcp SRC DST/``); the summary.
 
-    The operand rules (where the root goes, whether an existing one may be changed)
-    are the front-end's, applied before; here the target's root is what the
-    source's root becomes.
-
-    :raises UsageError: the source does not exist, or settings the pair cannot
-        honour; nothing was written.
+    :raises UsageError: settings the pair cannot honour (refused first), or the
+        operand rules (:func:`rcp_core.paths.port_target`); nothing was written.
     :raises CopyFailedError: some entries were not copied, or ``cancel`` stopped the
         copy (the partial summary).
     :raises Exception: what a worker raised that is no entry error (a store's or this
         code's defect): the copy stopped, and never ends as if it were complete.
     """
     settings = settings or CopySettings()
-    refuse(settings, Engine.STORE, source.backend, target.backend)
+    refuse(settings, Engine.STORE, source.backend, destination.backend)
+    target = port_target(source, destination, into, settings.existing)
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
     entry = source.stat("")
-    if entry is None:
-        raise UsageError(f"{source.describe('')}: the source does not exist")
+    if entry is None:  # gone since the operand rules looked
+        raise UsageError(f"source {source.describe('')!r}: it is gone")
     copy = PortCopy(source, target, settings)
     walk = PortWalk(copy)
     monitor = Monitor(

@@ -20,8 +20,8 @@ import pytest
 from rcp_core import CopySettings, UsageError
 from rcp_core.backends.capabilities import NOT_HONOURED
 from rcp_core.backends.routing import Engine
+from rcp_core.engine.portcopy import copy_tree
 from rcp_provider.cli.rcp import main
-from rcp_provider.fsspec.storecopy import copy_tree
 from rcp_provider.fsspec.storetree import Place
 from support.nobody import RCP
 

@@ -101,20 +101,21 @@ def test_the_operand_rules_hold_on_a_site_backend(
     before = files(storage)
     capsys.readouterr()
     refused = {
-        "sitefs://store/dst exists (choose a policy that allows changing it)": [
+        "destination 'sitefs://store/dst' exists "
+        "(use --overwrite, --update or --ignore-existing)": [
             str(src),
             "sitefs://store/dst",
         ],
-        "sitefs://store/none/dst: its parent directory does not exist": [
+        "destination parent of 'sitefs://store/none/dst' does not exist": [
             str(src),
             "sitefs://store/none/dst",
         ],
-        "sitefs://store/dst/d/dst is inside its source sitefs://store/dst": [
+        "destination is inside the source 'sitefs://store/dst'": [
             "-o",
             "sitefs://store/dst",
             "sitefs://store/dst/d/",
         ],
-        "sitefs://store/gone: the source does not exist": [
+        "source 'sitefs://store/gone': No such file or directory": [
             "sitefs://store/gone",
             str(src.parent / "out"),
         ],

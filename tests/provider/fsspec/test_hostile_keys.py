@@ -2,7 +2,7 @@
 
 An object store takes any key: ``set/../../../x``, ``set//z``, ``set/./w``, one with a
 NUL. Copied from a real S3 API (``moto_server`` on loopback, s3fs its client) and from
-``memory://`` -- through :func:`~rcp_provider.fsspec.storecopy.copy_tree` and through
+``memory://`` -- through :func:`~rcp_core.engine.portcopy.copy_tree` and through
 ``rcp`` itself -- every such name is an entry error, counted and reported, never a write;
 every other object is copied; nothing appears outside the destination. A tree that
 holds such names is not compared through them either (``rcmp``'s store comparison).
@@ -21,11 +21,11 @@ import fsspec
 import pytest
 from fsspec.implementations.local import LocalFileSystem
 
+from rcp_core.engine.portcopy import copy_tree
 from rcp_core.errors import CopyFailedError
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.tools.verify.differences import DiffKind
 from rcp_provider.fsspec.storecompare import compare_places
-from rcp_provider.fsspec.storecopy import copy_tree
 from rcp_provider.fsspec.storetree import Place
 from support.s3 import S3
 

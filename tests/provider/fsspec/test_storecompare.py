@@ -14,9 +14,9 @@ from fsspec.implementations.dirfs import DirFileSystem
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
+from rcp_core.engine.portcopy import copy_tree
 from rcp_core.tools.verify.differences import DiffKind
 from rcp_provider.fsspec.storecompare import compare_places
-from rcp_provider.fsspec.storecopy import copy_tree
 from rcp_provider.fsspec.storetree import Place
 from support.treespec import Dir, File, Spec, Symlink, make_tree
 
