@@ -40,6 +40,9 @@ engine's rules:
 - **throttle**: ``ops_throttle`` entries per second at most;
 - **metadata**: the source's mode and mtime, where the destination keeps them
   (``preserve``), directories after their files;
+- **the end**: the run runtime's (:meth:`~rcp_core.run.runtime.Runtime.conclude`):
+  the site plugins' ``rcp_run_finished`` sees the summary or the failure, as for a
+  local copy;
 - **errors**: the run runtime's (:class:`rcp_core.run.runtime.Runtime`): transient
   ones, as this host's site plugins classify them, are retried with backoff; others
   are collected and deduplicated, and the run raises
@@ -64,15 +67,15 @@ import logging
 import resource
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import BinaryIO, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, BinaryIO, TypeVar
 
 from rcp_core.backends.capabilities import Capability, refuse
 from rcp_core.backends.port import Entry, EntryKind, Port
 from rcp_core.backends.routing import Engine
 from rcp_core.engine.existing import NEW, Action, decide
 from rcp_core.engine.portwalk import Made, PortWalk
-from rcp_core.errors import CopyFailedError, UsageError
+from rcp_core.errors import UsageError
 from rcp_core.paths import port_target
 from rcp_core.run.monitor import Monitor
 from rcp_core.run.progress import Progress
@@ -100,9 +103,13 @@ def copy_tree(
     on_progress: Callable[[Progress], None] | None = None,
     progress_interval: float = 1.0,
     cancel: threading.Event | None = None,
+    plugins: Iterable[object] = (),
 ) -> Summary:
     """Copy ``source``'s root to ``destination`` (into it under the source's name
     with ``into``: ``rcp SRC DST/``); the summary.
+
+    :param plugins: site plugins beside the installed ones (tests, per-call
+        overrides), as :func:`rcp_core.site.plugins.plugin_manager` takes them.
 
     :raises UsageError: settings the pair cannot honour (refused first), or the
         operand rules (:func:`rcp_core.paths.port_target`); nothing was written.
@@ -118,7 +125,7 @@ def copy_tree(
     entry = source.stat("")
     if entry is None:  # gone since the operand rules looked
         raise UsageError(f"source {source.describe('')!r}: it is gone")
-    copy = PortCopy(source, target, settings)
+    copy = PortCopy(source, target, settings, plugin_manager(plugins).hook)
     walk = PortWalk(copy)
     monitor = Monitor(
         walk.pool,
@@ -131,15 +138,14 @@ def copy_tree(
     monitor.start()
     try:
         walk.run(entry, target.stat(""))
+    except BaseException as exc:
+        copy.hook.rcp_run_finished(summary=None, error=exc)
+        raise
     finally:
         monitor.stop()
     counts = merge(walk.pool.tallies)
-    summary = Summary(
-        counts, Resources.since(started, usage), tuple(copy.errors.report())
-    )
-    if counts["errors"] or copy.stop_reason == "cancelled":
-        raise CopyFailedError(summary, list(summary.errors), copy.stopping)
-    return summary
+    resources = Resources.since(started, usage)
+    return copy.conclude(counts, resources, dry_run=settings.dry_run is not None)
 
 
 class _Stopped(Exception):
@@ -150,9 +156,11 @@ class PortCopy(Runtime):
     """One copy's operations on single entries, and its runtime (errors, retries,
     stop, throttle, classified by this host's site plugins)."""
 
-    def __init__(self, source: Port, target: Port, settings: CopySettings) -> None:
+    def __init__(
+        self, source: Port, target: Port, settings: CopySettings, hook: Any
+    ) -> None:
         super().__init__(
-            plugin_manager().hook,
+            hook,
             retries=settings.retries,
             retry_delay=settings.retry_delay,
             fail_early=settings.fail_early,

@@ -42,8 +42,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from rcp_core.errors import EntryError, FatalError, RcpError
-from rcp_core.run.summary import Tally
+from rcp_core.errors import CopyFailedError, EntryError, FatalError, RcpError
+from rcp_core.run.summary import Resources, Summary, Tally
 from rcp_core.run.throttle import TokenBucket
 
 log = logging.getLogger("rcp_core")
@@ -299,6 +299,35 @@ class Runtime:
         that keeps its own record of errors, as a comparison does, asks this)."""
         if isinstance(error, FatalError) or self.fail_early:
             self.stop(str(error))
+
+    def conclude(
+        self,
+        counts: dict[str, int],
+        resources: Resources,
+        *,
+        dry_run: bool = False,
+        what: str = "copy",
+    ) -> Summary:
+        """The run's end: its summary, told to the ``rcp_run_finished`` hook; a run
+        with failed entries, or cancelled, raises
+        :class:`~rcp_core.errors.CopyFailedError` (``what`` names the run), told to
+        the hook as the error.
+        """
+        summary = Summary(
+            counts=counts,
+            resources=resources,
+            errors=tuple(self.errors.report()),
+            dry_run=dry_run,
+        )
+        failure: CopyFailedError | None = None
+        if counts["errors"] or self.stop_reason == "cancelled":
+            failure = CopyFailedError(
+                summary, list(summary.errors), self.stopping, what=what
+            )
+        self.hook.rcp_run_finished(summary=summary, error=failure)
+        if failure is not None:
+            raise failure
+        return summary
 
     def stop(self, reason: str) -> None:
         """Start nothing new from now on; the callbacks run once, in this thread."""

@@ -20,6 +20,7 @@ from rcp_core.engine.portcopy import copy_tree
 from rcp_core.errors import CopyFailedError, UsageError
 from rcp_core.run.progress import Progress
 from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_core.site.hookspecs import hookimpl
 from rcp_provider.fsspec.storetree import Place
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
@@ -354,3 +355,28 @@ def test_a_listing_failing_once_is_tried_again(tmp_path: Path) -> None:
     summary = copy_tree(local(tmp_path / "src"), Place(store, root), settings)
     assert summary["errors"] == 0
     assert not store.flaky
+
+
+class Finished:
+    """A site plugin that records what ``rcp_run_finished`` is told."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[Any, BaseException | None]] = []
+
+    @hookimpl
+    def rcp_run_finished(self, summary: Any, error: BaseException | None) -> None:
+        self.told.append((summary, error))
+
+
+def test_a_site_plugin_sees_a_store_copy_finish(tmp_path: Path, memory: Place) -> None:
+    """``rcp_run_finished`` sees a store copy's summary, and its failure, as it sees
+    a local copy's."""
+    src = make_tree(tmp_path / "src", TREE)
+    finished = Finished()
+    summary = copy_tree(local(src), memory, plugins=[finished])
+    assert finished.told == [(summary, None)]
+    os.mkfifo(src / "pipe")  # no store can hold it: an entry error
+    settings = CopySettings(existing=ExistingPolicy.OVERWRITE)
+    with pytest.raises(CopyFailedError) as failed:
+        copy_tree(local(src), memory, settings, plugins=[finished])
+    assert finished.told[-1] == (failed.value.summary, failed.value)

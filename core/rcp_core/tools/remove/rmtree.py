@@ -53,7 +53,7 @@ import pluggy
 from rcp_core.engine.filters import Filter, Verdict
 from rcp_core.engine.removeentry import count_removed
 from rcp_core.engine.tree import DIR_FLAGS, Lifecycle, Node
-from rcp_core.errors import CopyFailedError, UsageError
+from rcp_core.errors import UsageError
 from rcp_core.run.monitor import Monitor, Observer
 from rcp_core.run.pool import WorkPool
 from rcp_core.run.runtime import Runtime
@@ -178,17 +178,7 @@ def remove(
     finally:
         monitor.stop()
     counts = merge(run.pool.tallies)
-    summary = Summary(
-        counts, Resources.since(started, usage), tuple(run.errors.report())
-    )
-    if counts["errors"] or run.stop_reason == "cancelled":
-        failure = CopyFailedError(
-            summary, list(summary.errors), run.stopping, what="remove"
-        )
-        plugins.hook.rcp_run_finished(summary=summary, error=failure)
-        raise failure
-    plugins.hook.rcp_run_finished(summary=summary, error=None)
-    return summary
+    return run.conclude(counts, Resources.since(started, usage), what="remove")
 
 
 def _threads_for_processes(chosen: Concurrency) -> Concurrency:
