@@ -28,7 +28,7 @@ from rcp_core.errors import UsageError
 from rcp_core.settings import CopySettings, ExistingPolicy
 
 if TYPE_CHECKING:
-    from rcp_core.backends.port import Port
+    from rcp_core.backends.port import Entry, Port
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,9 +197,10 @@ def _within(source: str) -> UsageError:
 
 def port_target(
     source: Port, destination: Port, into: bool, existing: ExistingPolicy
-) -> Port:
+) -> tuple[Port, Entry]:
     """Where ``source``'s root goes on ``destination`` (into it under the source's
-    name with ``into``), checked through the ports alone, so every backend gets the
+    name with ``into``), and the source's root as it was read (so the copy does not
+    ask the storage again), checked through the ports alone, so every backend gets the
     rules and messages of a local copy: a missing source, a missing ``DST/`` or
     parent of ``DST`` (on a storage with directories of its own), an existing
     target without a policy, a target inside its source.
@@ -211,7 +212,8 @@ def port_target(
     from rcp_core.backends.capabilities import Capability
 
     shown = source.describe("")
-    if source.stat("") is None:
+    entry = source.stat("")
+    if entry is None:
         raise UsageError(f"source {shown!r}: {os.strerror(errno.ENOENT)}")
     target = destination.at(source.name) if into else destination
     parent = target.parent()
@@ -223,4 +225,4 @@ def port_target(
         raise _exists(target.describe(""))
     if source.holds(target):
         raise _within(shown)
-    return target
+    return target, entry

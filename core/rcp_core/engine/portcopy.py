@@ -75,7 +75,6 @@ from rcp_core.backends.port import Entry, EntryKind, Port
 from rcp_core.backends.routing import Engine
 from rcp_core.engine.existing import NEW, Action, decide
 from rcp_core.engine.portwalk import Made, PortWalk
-from rcp_core.errors import UsageError
 from rcp_core.paths import port_target
 from rcp_core.run.monitor import Monitor
 from rcp_core.run.progress import Progress
@@ -120,11 +119,8 @@ def copy_tree(
     """
     settings = settings or CopySettings()
     refuse(settings, Engine.STORE, source.backend, destination.backend)
-    target = port_target(source, destination, into, settings.existing)
+    target, entry = port_target(source, destination, into, settings.existing)
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
-    entry = source.stat("")
-    if entry is None:  # gone since the operand rules looked
-        raise UsageError(f"source {source.describe('')!r}: it is gone")
     copy = PortCopy(source, target, settings, plugin_manager(plugins).hook)
     walk = PortWalk(copy)
     monitor = Monitor(
