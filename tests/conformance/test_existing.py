@@ -179,3 +179,18 @@ def test_a_file_replaces_a_directory_and_the_reverse_under_overwrite(
     run = pair.rcp("-o", sources=[src], destination=dst)
     assert run.code == 0, run
     assert pair.differences(src, dst) == []
+
+
+@pytest.mark.parametrize(
+    "pair", cases(Feature.REPLACE_KIND, Support.YES), indirect=True
+)
+def test_ignore_existing_keeps_an_entry_of_the_other_kind(pair: Pair) -> None:
+    """``--ignore-existing``: the destination's directory ``f`` stays where the
+    source has a file, its file ``d`` where the source has a directory (whose
+    subtree is then not copied); neither is an error."""
+    src = pair.source(KINDS_SOURCE)
+    dst = pair.existing(KINDS_DESTINATION)
+    run = pair.rcp("--ignore-existing", sources=[src], destination=dst)
+    assert run.code == 0, run
+    assert pair.dst.read(pair.dst.join(dst, "f/y")) == KINDS_DESTINATION["f/y"]
+    assert pair.dst.read(pair.dst.join(dst, "d")) == KINDS_DESTINATION["d"]

@@ -234,7 +234,8 @@ def test_a_symlink_with_the_same_target_but_other_times_gets_the_sources(
     tmp_path: Path, tree_compare: TreeCompare
 ) -> None:
     """A link a killed run made but never dated (the crash suite's master kill found
-    it): the rerun gives it the source's times; an identical link stays as it is."""
+    it): the rerun gives it the source's times in place, as a local copy does (the
+    link is not made again); an identical link stays as it is."""
     src = make_tree(
         tmp_path / "src",
         {"undated": Symlink("nowhere", T1), "dated": Symlink("f", T1)},
@@ -244,11 +245,13 @@ def test_a_symlink_with_the_same_target_but_other_times_gets_the_sources(
         {"undated": Symlink("nowhere", T1 - 10**12), "dated": Symlink("f", T1)},
     )
     dated_ino = os.lstat(dst / "dated").st_ino
+    undated_ino = os.lstat(dst / "undated").st_ino
     settings = CopySettings(existing=ExistingPolicy.OVERWRITE)
     _, written, errors = remote_copy(src, dst, settings)
     assert errors == []
     assert tree_compare(src, dst) == []
     assert os.lstat(dst / "undated").st_mtime_ns == T1
+    assert os.lstat(dst / "undated").st_ino == undated_ino
     assert os.lstat(dst / "dated").st_ino == dated_ino
     assert (written["copied.symlinks"], written["unchanged.symlinks"]) == (1, 1)
 

@@ -20,6 +20,9 @@ the pieces (directory lifecycle, entries, metadata, filters). Modules:
 ``dirs``         destination directories: create or reuse, gitignore stacks,
                  ``--delete``, post-order finish
 ``entries``      copying one file, symlink, hard link or special file
+``destination``  one destination directory of this host: each entry's plan (create,
+                 replace, keep, ...) and putting it in place; the local copy's and
+                 the remote destination's one set of rules
 ``existing``     what to do with a destination entry that already exists
 ``links``        hard-link map of files and symlinks (leader copies, followers link)
 ``metadata``     owner, mode, xattrs/ACLs, times, in that order

@@ -19,8 +19,8 @@ import os
 from collections.abc import Callable
 
 from rcp_core.engine.context import Context
+from rcp_core.engine.destination import Step, extraneous, plan_dir
 from rcp_core.engine.entries import existing
-from rcp_core.engine.existing import Action, decide
 from rcp_core.engine.filters import GitIgnores, Verdict
 from rcp_core.engine.removeentry import Protect, remove_entry
 from rcp_core.engine.temporaries import sweep
@@ -37,22 +37,18 @@ Guarded = Callable[[Tally, DirNode, str, str, Callable[[], None]], bool]
 def make_dst_dir(ctx: Context, tally: Tally, parent: DirNode, node: DirNode) -> bool:
     """Create or reuse the destination directory; ``False`` to skip the subtree."""
     assert node.st is not None
-    old = existing(parent, node.dst_name)
-    if old is not None:
-        action, reason = decide(
-            ctx.settings.existing, ctx.settings.overwrite_compare, node.st, old
-        )
-        if action is Action.KEEP:
-            tally["skipped.dirs"] += 1
-            ctx.dry("keep", "dir", node, node.rel, reason)
-            return False
-        if action is Action.REPLACE:
-            ctx.dry("replace", "dir", node, node.rel, reason)
-            if ctx.dry_run is None:
-                assert parent.dst_fd is not None
-                remove_entry(parent.dst_fd, node.dst_name, old, tally)
-            old = None
-    if old is None:
+    decided = plan_dir(ctx.settings, node.st, existing(parent, node.dst_name))
+    if decided.step is Step.KEEP:
+        tally["skipped.dirs"] += 1
+        ctx.dry("keep", "dir", node, node.rel, decided.reason)
+        return False
+    if decided.step is Step.REPLACE:
+        ctx.dry("replace", "dir", node, node.rel, decided.reason)
+        if ctx.dry_run is None:
+            assert parent.dst_fd is not None
+            assert decided.old is not None
+            remove_entry(parent.dst_fd, node.dst_name, decided.old, tally)
+    if decided.step is not Step.REUSE:
         node.fresh = node.created = True
         if ctx.dry_run is not None:
             ctx.dry("create", "dir", node, node.rel)
@@ -94,20 +90,18 @@ def prune(ctx: Context, tally: Tally, node: DirNode) -> None:
     protect: Protect | None = None
     if ctx.filter.active and not ctx.settings.delete_excluded:
         protect = excluded
-    with os.scandir(dst_fd) as it:
-        for entry in it:
-            name = entry.name
-            rel = node.child_rel(name)
-            is_dir = entry.is_dir(follow_symlinks=False)
-            if ctx.filter.active and excluded(rel, is_dir):
-                if not ctx.settings.delete_excluded:
-                    continue  # protected: excluded names are not ours to remove
-            elif in_source(node.src_fd, name):
-                continue
-            ctx.dry("remove", "entry", node, rel, "not in source")
-            if ctx.dry_run is None:
-                st = entry.stat(follow_symlinks=False)
-                remove_entry(dst_fd, name, st, tally, rel=rel, protect=protect)
+
+    def keeps(name: str, is_dir: bool) -> bool:
+        if ctx.filter.active and excluded(node.child_rel(name), is_dir):
+            return not ctx.settings.delete_excluded  # excluded names are not ours
+        return in_source(node.src_fd, name)
+
+    for entry in extraneous(dst_fd, keeps):
+        rel = node.child_rel(entry.name)
+        ctx.dry("remove", "entry", node, rel, "not in source")
+        if ctx.dry_run is None:
+            st = entry.stat(follow_symlinks=False)
+            remove_entry(dst_fd, entry.name, st, tally, rel=rel, protect=protect)
 
 
 def clear_leftovers(ctx: Context, tally: Tally, node: DirNode) -> None:

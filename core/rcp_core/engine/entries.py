@@ -25,11 +25,20 @@ import stat
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rcp_core.engine import destination
 from rcp_core.engine.context import Context
-from rcp_core.engine.existing import NEW, Action, attrs_equal, decide, same_content
+from rcp_core.engine.destination import (
+    CREATE,
+    Plan,
+    Step,
+    commit,
+    make_hard_link,
+    make_special,
+    make_symlink,
+)
+from rcp_core.engine.existing import attrs_equal, same_content
 from rcp_core.engine.links import Leader
 from rcp_core.engine.methods import METHODS
-from rcp_core.engine.removeentry import remove_entry
 from rcp_core.engine.temporaries import temp_name
 from rcp_core.engine.tree import DirNode
 from rcp_core.errors import PluginError, SourceChangedError, SourceCutShortError
@@ -52,64 +61,29 @@ millisecond or more in the kernel without the GIL, worth another worker's start.
 
 def existing(node: DirNode, name: str) -> os.stat_result | None:
     """``lstat`` of the destination entry, or ``None`` when it cannot exist or doesn't."""
-    if node.fresh or node.dst_fd is None:
-        return None
-    try:
-        return os.lstat(name, dir_fd=node.dst_fd)
-    except FileNotFoundError:
-        return None
-
-
-def _commit(
-    node: DirNode, tmp: str, name: str, old: os.stat_result, tally: Tally
-) -> None:
-    """Move the finished ``tmp`` over ``name``; a directory in the way goes first.
-
-    If this fails, ``tmp`` is removed: no temporary name outlives its call.
-    """
-    assert node.dst_fd is not None
-    dst_fd = node.dst_fd
-
-    def clear_way() -> None:
-        if stat.S_ISDIR(old.st_mode):
-            remove_entry(dst_fd, name, old, tally)
-
-    rename_over(dst_fd, tmp, name, first=clear_way)
-
-
-def rename_over(
-    dir_fd: int, tmp: str, name: str, first: Callable[[], None] | None = None
-) -> None:
-    """Rename the finished ``tmp`` over ``name`` in ``dir_fd`` (after ``first``, if
-    given); if anything fails, ``tmp`` is removed: no temporary name outlives this."""
-    try:
-        if first is not None:
-            first()
-        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp, dir_fd=dir_fd)
-        raise
+    return destination.existing(node.dst_fd, node.fresh, name)
 
 
 def _plan(
     ctx: Context, node: DirNode, dst_name: str, src_st: os.stat_result, src_fd: int
-) -> tuple[Action | None, os.stat_result | None, str]:
-    """What to do with the destination: ``None`` = create, else an :class:`Action`."""
+) -> Plan:
+    """What to do with the destination (:func:`rcp_core.engine.destination.plan`),
+    and with ``checksum`` a content comparison of a file whose metadata agree."""
     old = existing(node, dst_name)
     if old is None:
-        return None, None, NEW
-    settings = ctx.settings
-    action, reason = decide(settings.existing, settings.overwrite_compare, src_st, old)
+        return CREATE
+    decided = destination.plan(
+        ctx.settings, ctx.metadata, node.dst_fd, dst_name, src_st, old
+    )
     if (
-        action is Action.UNCHANGED
-        and CompareAttr.CHECKSUM in settings.overwrite_compare
+        decided.step is Step.UNCHANGED
+        and CompareAttr.CHECKSUM in ctx.settings.overwrite_compare
         and stat.S_ISREG(old.st_mode)
     ):
         assert node.dst_fd is not None
         if not same_content(src_fd, node.dst_fd, dst_name, src_st.st_size):
-            return Action.REPLACE, old, "content differs"
-    return action, old, reason
+            return Plan(Step.REPLACE, old, "content differs")
+    return decided
 
 
 def copy_file(
@@ -199,12 +173,13 @@ def _copy_data(
     rel: str,
 ) -> bool:
     """Write the file; ``True`` when the destination now holds the source's data."""
-    action, old, reason = _plan(ctx, node, dst_name, st, src)
-    if action is Action.UNCHANGED:
+    decided = _plan(ctx, node, dst_name, st, src)
+    old, reason = decided.old, decided.reason
+    if decided.step is Step.UNCHANGED:
         tally["unchanged.files"] += 1
         ctx.dry("unchanged", "file", node, rel, reason)
         return True
-    if action is Action.KEEP:
+    if decided.step is Step.KEEP:
         tally["skipped.files"] += 1
         ctx.dry("keep", "file", node, rel, reason)
         return False
@@ -218,7 +193,7 @@ def _copy_data(
         tally["copied.bytes"] += st.st_size
         return True
     assert node.dst_fd is not None
-    target = temp_name(dst_name) if old is not None else dst_name
+    target = decided.new_name(dst_name)
     start = None
     destination = None
     if ctx.choose_method or ctx.pre_create:
@@ -262,8 +237,7 @@ def _copy_data(
         os.unlink(target, dir_fd=node.dst_fd)
         raise
     os.close(dst)
-    if old is not None:
-        _commit(node, target, dst_name, old, tally)
+    commit(node.dst_fd, target, dst_name, old, tally)
     tally["copied.files"] += 1
     tally["copied.bytes"] += copied
     if method is not None:
@@ -311,8 +285,7 @@ def _link_dest(
             if exc.errno in (errno.EXDEV, errno.EMLINK, errno.EPERM):
                 return False
             raise
-        if old is not None:
-            _commit(node, target, dst_name, old, tally)
+        commit(node.dst_fd, target, dst_name, old, tally)
     tally["copied.files"] += 1
     tally["method.link"] += 1
     return True
@@ -373,37 +346,29 @@ def _link(
 ) -> bool:
     """Make ``dst_name`` another name of the leader's copy; ``False`` to copy instead."""
     old = existing(node, dst_name)
+    first = None
     if old is not None:
         try:
             with leader.located() as (leader_dir, leader_name):
                 first = os.lstat(leader_name, dir_fd=leader_dir)
         except FileNotFoundError:
             return False
-        if (first.st_dev, first.st_ino) == (old.st_dev, old.st_ino):
-            tally["unchanged.hardlinks"] += 1
-            ctx.dry("unchanged", "hard link", node, rel, "already linked")
-            return True
-        if ctx.settings.existing.value == "ignore-existing":
-            tally["skipped.hardlinks"] += 1
-            ctx.dry("keep", "hard link", node, rel, "destination exists")
-            return True
+    decided = destination.plan_link(ctx.settings, old, first)
+    if decided.step is Step.UNCHANGED:
+        tally["unchanged.hardlinks"] += 1
+        ctx.dry("unchanged", "hard link", node, rel, decided.reason)
+        return True
+    if decided.step is Step.KEEP:
+        tally["skipped.hardlinks"] += 1
+        ctx.dry("keep", "hard link", node, rel, decided.reason)
+        return True
     if ctx.dry_run is not None:
         tally["copied.hardlinks"] += 1
         ctx.dry("link", "hard link", node, rel, f"to {leader.path}")
         return True
     assert node.dst_fd is not None
-    target = temp_name(dst_name) if old is not None else dst_name
-    with leader.located() as (leader_dir, leader_name):
-        os.link(
-            leader_name,
-            target,
-            src_dir_fd=leader_dir,
-            dst_dir_fd=node.dst_fd,
-            follow_symlinks=False,
-        )
-    if old is not None:
-        _commit(node, target, dst_name, old, tally)
-    tally["copied.hardlinks"] += 1
+    with leader.located() as located:
+        make_hard_link(node.dst_fd, dst_name, located, decided, tally)
     return True
 
 
@@ -444,48 +409,26 @@ def _make_symlink(
     destination now holds it (``False``: an entry the policy keeps is there)."""
     target = os.readlink(name, dir_fd=node.src_fd)
     old = existing(node, dst_name)
-    if old is not None:
-        assert node.dst_fd is not None
-        action, reason = decide(
-            ctx.settings.existing, ctx.settings.overwrite_compare, st, old
-        )
-        if (
-            action is Action.REPLACE
-            and stat.S_ISLNK(old.st_mode)
-            and os.readlink(dst_name, dir_fd=node.dst_fd) == target
-        ):
-            if ctx.metadata.agrees_by_name(st, old):
-                action, reason = Action.UNCHANGED, "same target"
-            else:
-                # Only its metadata differs (say a killed run made it but never
-                # set them): set them on the link in place.
-                tally["copied.symlinks"] += 1
-                ctx.dry("update", "symlink", node, rel, "same target, other metadata")
-                if ctx.dry_run is None:
-                    ctx.metadata.apply_by_name(node.dst_fd, dst_name, st)
-                return True
-        if action is Action.KEEP:
-            tally["skipped.symlinks"] += 1
-            ctx.dry("keep", "symlink", node, rel, reason)
-            return False
-        if action is Action.UNCHANGED:
-            tally["unchanged.symlinks"] += 1
-            ctx.dry("unchanged", "symlink", node, rel, reason)
-            return True
-    tally["copied.symlinks"] += 1
+    decided = destination.plan(
+        ctx.settings, ctx.metadata, node.dst_fd, dst_name, st, old, link=target
+    )
+    if decided.step is Step.KEEP:
+        tally["skipped.symlinks"] += 1
+        ctx.dry("keep", "symlink", node, rel, decided.reason)
+        return False
+    if decided.step is Step.UNCHANGED:
+        tally["unchanged.symlinks"] += 1
+        ctx.dry("unchanged", "symlink", node, rel, decided.reason)
+        return True
     if ctx.dry_run is not None:
-        ctx.dry("replace" if old else "copy", "symlink", node, rel, f"-> {target}")
+        tally["copied.symlinks"] += 1
+        if decided.step is Step.RETOUCH:
+            ctx.dry("update", "symlink", node, rel, decided.reason)
+        else:
+            ctx.dry("replace" if old else "copy", "symlink", node, rel, f"-> {target}")
         return True
     assert node.dst_fd is not None
-    link_name = temp_name(dst_name) if old is not None else dst_name
-    os.symlink(target, link_name, dir_fd=node.dst_fd)
-    try:
-        ctx.metadata.apply_by_name(node.dst_fd, link_name, st)
-        if old is not None:
-            _commit(node, link_name, dst_name, old, tally)
-    except BaseException:
-        os.unlink(link_name, dir_fd=node.dst_fd)
-        raise
+    make_symlink(node.dst_fd, dst_name, target, st, decided, ctx.metadata, tally)
     return True
 
 
@@ -525,44 +468,28 @@ def _copy_special(
     st: os.stat_result,
 ) -> None:
     old = existing(node, dst_name)
-    if old is not None:
-        action, reason = decide(
-            ctx.settings.existing, ctx.settings.overwrite_compare, st, old
-        )
-        if action is Action.KEEP:
-            tally["skipped.specials"] += 1
-            ctx.dry("keep", "special", node, rel, reason)
-            return
-        if action is Action.UNCHANGED:
-            tally["unchanged.specials"] += 1
-            ctx.dry("unchanged", "special", node, rel, reason)
-            return
+    decided = destination.plan(
+        ctx.settings, ctx.metadata, node.dst_fd, dst_name, st, old
+    )
+    if decided.step is Step.KEEP:
+        tally["skipped.specials"] += 1
+        ctx.dry("keep", "special", node, rel, decided.reason)
+        return
+    if decided.step is Step.UNCHANGED:
+        tally["unchanged.specials"] += 1
+        ctx.dry("unchanged", "special", node, rel, decided.reason)
+        return
     if ctx.dry_run is not None:
         tally["copied.specials"] += 1
         ctx.dry("replace" if old else "create", "special", node, rel)
         return
     assert node.dst_fd is not None
-    target = temp_name(dst_name) if old is not None else dst_name
-    try:
-        if stat.S_ISFIFO(st.st_mode):
-            os.mkfifo(target, 0o600, dir_fd=node.dst_fd)
-        else:
-            os.mknod(
-                target,
-                stat.S_IFMT(st.st_mode) | 0o600,
-                st.st_rdev,
-                dir_fd=node.dst_fd,
-            )
-    except PermissionError:
-        if not ctx.settings.skip_specials:
-            raise
-        tally["skipped.specials"] += 1
-        return
-    try:
-        ctx.metadata.apply_by_name(node.dst_fd, target, st)
-        if old is not None:
-            _commit(node, target, dst_name, old, tally)
-    except BaseException:
-        os.unlink(target, dir_fd=node.dst_fd)
-        raise
-    tally["copied.specials"] += 1
+    make_special(
+        node.dst_fd,
+        dst_name,
+        st,
+        decided,
+        ctx.metadata,
+        tally,
+        skip_specials=ctx.settings.skip_specials,
+    )

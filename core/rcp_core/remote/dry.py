@@ -15,19 +15,21 @@ is -1) and everything below it would be new, so nothing below it is looked up.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
 from collections.abc import Callable
 from typing import Any
 
-from rcp_core.engine.existing import Action, decide
+from rcp_core.engine.destination import Step, plan_dir, plan_link
+from rcp_core.engine.links import located
 from rcp_core.engine.tree import DIR_FLAGS
 from rcp_core.errors import ProtocolError
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.receive import Link, ReceivedDir, Receiver, kind_of
 from rcp_core.remote.roleruntime import RoleRun
-from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_core.settings import CopySettings
 
 VIRTUAL = -1
 """The descriptor of a directory that does not exist (it would be created)."""
@@ -62,22 +64,17 @@ class DryReceiver(Receiver):
 
     def _make_dir(
         self, parent: ReceivedDir, name: str, st: os.stat_result
-    ) -> tuple[int, bool]:
+    ) -> tuple[int, bool] | None:
         rel = parent.child_rel(name)
-        old = self._existing(parent, name)
-        if old is not None and stat.S_ISDIR(old.st_mode):
+        decided = plan_dir(self.settings, st, self._existing(parent, name))
+        if decided.step is Step.REUSE:
             return os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent.fd), False
-        if old is not None:
-            if self.settings.existing is ExistingPolicy.ERROR:
-                raise FileExistsError(errno.EEXIST, "destination exists")
-            action, reason = decide(
-                self.settings.existing, self.settings.overwrite_compare, st, old
-            )
-            if action is not Action.REPLACE:
-                raise FileExistsError(errno.EEXIST, "exists and is not a directory")
-            self._tell("replace", "entry with dir", rel, reason)
-        else:
-            self._tell("create", "dir", rel)
+        if decided.step is Step.KEEP:
+            self._tell("keep", "dir", rel, decided.reason)
+            return None
+        if decided.step is Step.REPLACE:
+            self._tell("replace", "dir", rel, decided.reason)
+        self._tell("create", "dir", rel)
         return VIRTUAL, True
 
     def _complete(self, node: ReceivedDir, parent: ReceivedDir) -> None:
@@ -111,15 +108,18 @@ class DryReceiver(Receiver):
         file or symlink is copied (a symlink's reason: its target), a special
         created; ``True`` when it would be written."""
         rel, kind = node.child_rel(name), kind_of(st).rstrip("s")
-        action, old, reason = self._decide(node, name, st, link)
-        if action in (Action.UNCHANGED, Action.KEEP):
-            outcome = "unchanged" if action is Action.UNCHANGED else "skipped"
+        decided = self._decide(node, name, st, link)
+        old, reason = decided.old, decided.reason
+        if decided.step in (Step.UNCHANGED, Step.KEEP):
+            outcome = "unchanged" if decided.step is Step.UNCHANGED else "skipped"
             self.tally[f"{outcome}.{kind_of(st)}"] += 1
             self._tell(
                 "unchanged" if outcome == "unchanged" else "keep", kind, rel, reason
             )
             return False
-        if stat.S_ISREG(st.st_mode):
+        if decided.step is Step.RETOUCH:
+            self._tell("update", kind, rel, reason)
+        elif stat.S_ISREG(st.st_mode):
             self._tell("replace" if old else "copy", kind, rel, reason)
         elif stat.S_ISLNK(st.st_mode):
             self._tell("replace" if old else "copy", kind, rel, f"-> {link}")
@@ -156,14 +156,25 @@ class DryReceiver(Receiver):
         if link.path is None:
             self._fail(rel, "hard link", OSError(errno.EIO, "its first name failed"))
             return
-        if self._existing(node, name) is not None and (
-            self.settings.existing is ExistingPolicy.IGNORE_EXISTING
-        ):
+        old = self._existing(node, name)
+        there = None
+        if old is not None:
+            # The first name's copy is there if it existed before this dry run.
+            with (
+                contextlib.suppress(OSError),
+                located(self._anchor_fd, link.path) as (fd, first),
+            ):
+                there = os.lstat(first, dir_fd=fd)
+        decided = plan_link(self.settings, old, there)
+        if decided.step is Step.UNCHANGED:
+            self.tally["unchanged.hardlinks"] += 1
+            self._tell("unchanged", "hard link", rel, decided.reason)
+        elif decided.step is Step.KEEP:
             self.tally["skipped.hardlinks"] += 1
-            self._tell("keep", "hard link", rel, "destination exists")
-            return
-        self.tally["copied.hardlinks"] += 1
-        self._tell("link", "hard link", rel, f"to {link.path}")
+            self._tell("keep", "hard link", rel, decided.reason)
+        else:
+            self.tally["copied.hardlinks"] += 1
+            self._tell("link", "hard link", rel, f"to {link.path}")
 
     def chunk(
         self, header: dict[str, Any], data: memoryview, current: Incoming | None

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from rcp_core.errors import ProtocolError
 
 if TYPE_CHECKING:
+    from rcp_core.engine.destination import Plan
     from rcp_core.remote.receive import ReceivedDir, Receiver
 
 log = logging.getLogger("rcp_core")
@@ -44,15 +45,16 @@ class Incoming:
         self.attrs: dict[str, bytes] | None = None
         self.fd: int | None = None
         self.target: str | None = None
+        self.plan: Plan | None = None
         self.written = 0
         self.gone = receiver._stopped(node)
         """Nothing of the file is written: it failed, or the run stopped before it."""
         if self.gone:
             return
         try:
-            self.target = receiver._target(node, name, st)
-            if self.target is not None:
-                target = self.target
+            self.plan = receiver._target(node, name, st)
+            if self.plan is not None:
+                target = self.target = self.plan.new_name(name)
                 self.fd = receiver.runtime.attempt(
                     lambda: receiver.create(node, target, st.st_size)
                 )
@@ -94,6 +96,7 @@ class Incoming:
         """The last frame arrived: size, metadata, rename into place, count."""
         if self.fd is not None:
             assert self.target is not None
+            assert self.plan is not None
             try:
                 os.ftruncate(self.fd, self.st.st_size)
                 self.receiver.metadata.apply(
@@ -105,7 +108,7 @@ class Incoming:
                 os.close(self.fd)
                 self.fd = None
                 try:
-                    self.receiver._commit(self.node, self.target, self.name)
+                    self.receiver.commit(self.node, self.target, self.name, self.plan)
                 except OSError as exc:
                     self._failed("rename into place", exc)
                 else:

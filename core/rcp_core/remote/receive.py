@@ -42,7 +42,6 @@ The same invariants as a local copy (:mod:`rcp_core.engine.entries`):
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import logging
 import os
@@ -52,13 +51,24 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rcp_core.engine.entries import create_file, rename_over
-from rcp_core.engine.existing import NEW, Action, decide
+from rcp_core.engine import destination
+from rcp_core.engine.destination import (
+    Plan,
+    Step,
+    commit,
+    extraneous,
+    make_hard_link,
+    make_special,
+    make_symlink,
+    plan_dir,
+    plan_link,
+)
+from rcp_core.engine.entries import create_file
 from rcp_core.engine.filters import Filter, Verdict
 from rcp_core.engine.links import located
 from rcp_core.engine.metadata import Metadata
 from rcp_core.engine.removeentry import Protect, remove_entry
-from rcp_core.engine.temporaries import sweep, temp_name
+from rcp_core.engine.temporaries import sweep
 from rcp_core.engine.tree import DIR_FLAGS, UNCOUNTED, Lifecycle, Node, joined
 from rcp_core.errors import ProtocolError, UnsafeNameError
 from rcp_core.names import check_component
@@ -311,16 +321,16 @@ class Receiver:
             return decision.verdict is Verdict.EXCLUDE
 
         names = node.names or set()
-        with os.scandir(node.fd) as entries:
-            for entry in entries:
-                name = entry.name
-                if name in names:
-                    continue
-                path = node.child_path(name)
-                is_dir = entry.is_dir(follow_symlinks=False)
-                if name in node.protected or (filtering and excluded(path, is_dir)):
-                    continue
-                yield entry, path, excluded if filtering else None
+
+        def keeps(name: str, is_dir: bool) -> bool:
+            return (
+                name in names
+                or name in node.protected
+                or (filtering and excluded(node.child_path(name), is_dir))
+            )
+
+        for entry in extraneous(node.fd, keeps):
+            yield entry, node.child_path(entry.name), excluded if filtering else None
 
     def exclude(self, dir_id: Any, names: Any) -> None:
         """``dir_excluded``: names in a directory that the source's filters left out
@@ -394,13 +404,16 @@ class Receiver:
             if dir_id in self._dirs:
                 raise ProtocolError(f"directory id {dir_id} sent twice")
         rel = parent.child_rel(name)
-        made: list[tuple[int, bool]] = []
+        made: list[tuple[int, bool] | None] = []
         if self._stopped(parent) or not self._guarded(
             parent,
             rel,
             "create directory",
             lambda: made.append(self._make_dir(parent, name, st)),
         ):
+            return False
+        if made[0] is None:
+            self.tally["skipped.dirs"] += 1
             return False
         fd, fresh = made[0]
         path = "" if parent.id == ANCHOR else parent.child_path(name)
@@ -440,30 +453,23 @@ class Receiver:
 
     def _make_dir(
         self, parent: ReceivedDir, name: str, st: os.stat_result
-    ) -> tuple[int, bool]:
-        old = self._existing(parent, name)
-        if old is not None and self.settings.existing is ExistingPolicy.ERROR:
-            raise FileExistsError(errno.EEXIST, "destination exists")
-        if old is not None and not stat.S_ISDIR(old.st_mode):
-            action, _ = decide(
-                self.settings.existing, self.settings.overwrite_compare, st, old
-            )
-            if action is not Action.REPLACE:
-                raise FileExistsError(errno.EEXIST, "exists and is not a directory")
-            remove_entry(parent.fd, name, old, self.tally)
-            old = None
-        if old is None:
+    ) -> tuple[int, bool] | None:
+        """Create or reuse the directory ``name`` (:func:`plan_dir`): its descriptor
+        and whether this copy made it; ``None`` when the policy keeps the entry of
+        another kind that is there (its subtree is not copied)."""
+        decided = plan_dir(self.settings, st, self._existing(parent, name))
+        if decided.step is Step.KEEP:
+            return None
+        if decided.step is Step.REPLACE:
+            assert decided.old is not None
+            remove_entry(parent.fd, name, decided.old, self.tally)
+        if decided.step is not Step.REUSE:
             os.mkdir(name, 0o700, dir_fd=parent.fd)
         fd = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent.fd)
-        return fd, old is None
+        return fd, decided.step is not Step.REUSE
 
     def _existing(self, parent: ReceivedDir, name: str) -> os.stat_result | None:
-        if parent.fresh:
-            return None
-        try:
-            return os.lstat(name, dir_fd=parent.fd)
-        except FileNotFoundError:
-            return None
+        return destination.existing(parent.fd, parent.fresh, name)
 
     def end_dir(self, dir_id: Any, count: Any, xattrs: Any = None) -> None:
         """``dir_end``: the source sent ``count`` entries of this directory (and its
@@ -630,82 +636,48 @@ class Receiver:
             )
 
     def _make_link(self, link: Link, node: ReceivedDir, name: str) -> None:
-        """An existing entry that already is the first name's inode is unchanged;
-        another one is kept under ``--ignore-existing``, refused by default, else
-        replaced by a rename."""
+        """Link ``name`` to the first name's copy, as :func:`plan_link` decides."""
         if link.path is None:
             raise OSError(errno.EIO, "the inode's first name was not copied")
-        with located(self._anchor_fd, link.path) as (fd, first):
+        with located(self._anchor_fd, link.path) as first:
             old = self._existing(node, name)
-            if old is not None:
-                there = os.lstat(first, dir_fd=fd)
-                if (there.st_dev, there.st_ino) == (old.st_dev, old.st_ino):
-                    self.tally["unchanged.hardlinks"] += 1
-                    return
-                if self.settings.existing is ExistingPolicy.IGNORE_EXISTING:
-                    self.tally["skipped.hardlinks"] += 1
-                    return
-                if self.settings.existing is ExistingPolicy.ERROR:
-                    raise FileExistsError(errno.EEXIST, "destination exists")
-            target = name if old is None else temp_name(name)
-            os.link(
-                first,
-                target,
-                src_dir_fd=fd,
-                dst_dir_fd=node.fd,
-                follow_symlinks=False,
-            )
-        self._commit(node, target, name)
-        self.tally["copied.hardlinks"] += 1
+            there = os.lstat(first[1], dir_fd=first[0]) if old is not None else None
+            decided = plan_link(self.settings, old, there)
+            if decided.step is Step.UNCHANGED:
+                self.tally["unchanged.hardlinks"] += 1
+            elif decided.step is Step.KEEP:
+                self.tally["skipped.hardlinks"] += 1
+            else:
+                make_hard_link(node.fd, name, first, decided, self.tally)
 
     # -- writing -------------------------------------------------------------------
 
     def _target(
         self, node: ReceivedDir, name: str, st: os.stat_result, link: str | None = None
-    ) -> str | None:
-        """The name to create, or ``None`` when the existing entry stays.
+    ) -> Plan | None:
+        """How to write ``name`` (:func:`rcp_core.engine.destination.plan`), or
+        ``None`` when the entry there stays (counted).
 
         :param link: a symlink's target (an existing symlink to it is unchanged).
         """
-        action, old, _ = self._decide(node, name, st, link)
-        if action is None or old is None:
-            return name
-        if action in (Action.UNCHANGED, Action.KEEP):
-            outcome = "unchanged" if action is Action.UNCHANGED else "skipped"
+        decided = self._decide(node, name, st, link)
+        if decided.step in (Step.UNCHANGED, Step.KEEP):
+            outcome = "unchanged" if decided.step is Step.UNCHANGED else "skipped"
             self.tally[f"{outcome}.{kind_of(st)}"] += 1
             return None
-        if action is Action.REPLACE and stat.S_ISDIR(old.st_mode):
-            remove_entry(node.fd, name, old, self.tally)
-            return name
-        return temp_name(name)
+        return decided
 
     def _decide(
         self, node: ReceivedDir, name: str, st: os.stat_result, link: str | None = None
-    ) -> tuple[Action | None, os.stat_result | None, str]:
-        """What to do about ``name`` (``None``: nothing is there, create it), the
-        entry that is there, and why (for a dry run); reads only.
+    ) -> Plan:
+        """What happens to ``name``; reads only.
 
         :raises FileExistsError: it exists and the policy is the default (error).
         """
         old = self._existing(node, name)
-        if old is None:
-            return None, None, NEW
-        if self.settings.existing is ExistingPolicy.ERROR:
-            raise FileExistsError(errno.EEXIST, "destination exists")
-        action, reason = decide(
-            self.settings.existing, self.settings.overwrite_compare, st, old
+        return destination.plan(
+            self.settings, self.metadata, node.fd, name, st, old, link=link
         )
-        if (
-            action is Action.REPLACE
-            and stat.S_ISLNK(st.st_mode)
-            and stat.S_ISLNK(old.st_mode)
-            and os.readlink(name, dir_fd=node.fd) == link
-            and self.metadata.agrees_by_name(st, old)
-        ):
-            # Same target and metadata. A link whose metadata differ (a killed run
-            # made it but never set them) is replaced, so the rerun's copy is exact.
-            action, reason = Action.UNCHANGED, "same target"
-        return action, old, reason
 
     def create(self, node: ReceivedDir, name: str, size: int) -> int:
         """A new file ``name`` in ``node``, open for writing (see
@@ -713,9 +685,10 @@ class Receiver:
         hook = self.runtime.hook if self.runtime.pre_create else None
         return create_file(hook, node.fd, name, size, self.runtime.storage)
 
-    def _commit(self, node: ReceivedDir, tmp: str, name: str) -> None:
-        if tmp != name:
-            rename_over(node.fd, tmp, name)
+    def commit(self, node: ReceivedDir, made: str, name: str, decided: Plan) -> None:
+        """Put the complete file ``made`` in place as ``name``
+        (:func:`rcp_core.engine.destination.commit`)."""
+        commit(node.fd, made, name, decided.old, self.tally)
 
     def _write_file(
         self,
@@ -725,10 +698,11 @@ class Receiver:
         data: memoryview,
         attrs: dict[str, bytes] | None,
     ) -> None:
-        target = self._target(node, name, st)
-        if target is None:
+        decided = self._target(node, name, st)
+        if decided is None:
             return
-        fd = self.create(node, target, st.st_size)
+        made = decided.new_name(name)
+        fd = self.create(node, made, st.st_size)
         try:
             view = data
             while view:
@@ -736,66 +710,42 @@ class Receiver:
             self.metadata.apply(attrs, fd, st, is_dir=False, times=True)
         except BaseException:
             os.close(fd)
-            os.unlink(target, dir_fd=node.fd)
+            os.unlink(made, dir_fd=node.fd)
             raise
         os.close(fd)
-        self._commit(node, target, name)
+        self.commit(node, made, name, decided)
         self.tally["copied.files"] += 1
         self.tally["copied.bytes"] += len(data)
 
     def _write_symlink(
         self, node: ReceivedDir, name: str, st: os.stat_result, target_path: str
     ) -> None:
-        target = self._target(node, name, st, link=target_path)
-        if target is None:
-            return
-        os.symlink(target_path, target, dir_fd=node.fd)
-        self._settle(node, target, name, st, "copied.symlinks")
-
-    def _settle(
-        self,
-        node: ReceivedDir,
-        target: str,
-        name: str,
-        st: os.stat_result,
-        counter: str,
-    ) -> None:
-        """Give the symlink or special file just made as ``target`` its metadata,
-        put it in place as ``name``, count it; it is removed if either step fails."""
-        try:
-            self.metadata.apply_by_name(node.fd, target, st)
-            self._commit(node, target, name)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(target, dir_fd=node.fd)
-            raise
-        self.tally[counter] += 1
+        decided = self._target(node, name, st, link=target_path)
+        if decided is not None:
+            make_symlink(
+                node.fd, name, target_path, st, decided, self.metadata, self.tally
+            )
 
     def _write_special(self, node: ReceivedDir, name: str, st: os.stat_result) -> None:
-        """A FIFO, socket or device, made ``0600`` and given its metadata, like a
-        local copy (``--skip-specials``: a device this process may not make is
-        skipped, not an error)."""
+        """A FIFO, socket or device, made as a local copy makes it
+        (:func:`rcp_core.engine.destination.make_special`)."""
         if (
             stat.S_ISREG(st.st_mode)
             or stat.S_ISDIR(st.st_mode)
             or stat.S_ISLNK(st.st_mode)
         ):
             raise ProtocolError(f"{name}: a special entry of another type")
-        target = self._target(node, name, st)
-        if target is None:
-            return
-        try:
-            if stat.S_ISFIFO(st.st_mode):
-                os.mkfifo(target, 0o600, dir_fd=node.fd)
-            else:
-                kind = stat.S_IFMT(st.st_mode)
-                os.mknod(target, kind | 0o600, st.st_rdev, dir_fd=node.fd)
-        except PermissionError:
-            if not self.settings.skip_specials:
-                raise
-            self.tally["skipped.specials"] += 1
-            return
-        self._settle(node, target, name, st, "copied.specials")
+        decided = self._target(node, name, st)
+        if decided is not None:
+            make_special(
+                node.fd,
+                name,
+                st,
+                decided,
+                self.metadata,
+                self.tally,
+                skip_specials=self.settings.skip_specials,
+            )
 
     # -- large files ---------------------------------------------------------------
 

@@ -30,7 +30,8 @@ import errno
 import os
 import stat
 
-from rcp_core.engine.entries import NEW_FILE_FLAGS, rename_over
+from rcp_core.engine.destination import rename_over
+from rcp_core.engine.entries import NEW_FILE_FLAGS
 from rcp_core.engine.temporaries import temp_name
 from rcp_core.errors import UsageError
 from rcp_core.remote.roots import Confined
