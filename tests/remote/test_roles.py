@@ -20,6 +20,7 @@ import pytest
 
 import rcp_core
 from rcp_core import CopySettings, DryRun, ExistingPolicy, Preserve
+from rcp_core.engine.temporaries import temp_name
 from rcp_core.errors import ProtocolError
 from rcp_core.remote import tls
 from rcp_core.remote.roles import run_destination, run_source
@@ -777,14 +778,18 @@ def test_a_dry_run_explains_each_decision_as_a_local_one_does(
             "link": Symlink("same"),
             "newlink": Symlink("new"),
             "fifo": Fifo(),
+            "was_a_file/in": b"in",
         },
     )
+    leftover = temp_name("older")
     partial: Spec = {
         "same": File(b"same", mtime_ns=T1),
         "resized": File(b"short", mtime_ns=T1),
         "older": File(b"OLDER", mtime_ns=T1),
         "link": Symlink("elsewhere"),
         "sub": Dir(),
+        "was_a_file": File(b"a file where the source has a directory", mtime_ns=T1),
+        leftover: b"left by a killed run",
     }
     settings = CopySettings(existing=existing, dry_run=DryRun.EXPLAIN)
 
@@ -804,5 +809,7 @@ def test_a_dry_run_explains_each_decision_as_a_local_one_does(
     )
     assert remote == local
     assert "would copy file 'set/new' (new)" in local
+    said = f"would remove temporary 'set/{leftover}' (left by an interrupted run)"
+    assert said in local
     if existing is ExistingPolicy.OVERWRITE:
         assert "would replace file 'set/resized' (size differs)" in local

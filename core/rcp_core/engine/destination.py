@@ -21,6 +21,10 @@ copy decide and write alike:
   (:attr:`Step.RETOUCH`: a killed run made it but never set them);
 - **specials** are made ``0600`` and given their metadata after; one this process
   may not make is skipped under ``skip_specials``;
+- **a directory finishes once** (:func:`finish_dir`, post-order, after every entry
+  and subdirectory in it): an empty one the filters only traversed is removed,
+  one that existed loses a killed run's temporaries and is pruned under
+  ``--delete`` (only after a clean subtree), then it gets its metadata, last;
 - every call is relative to an open directory descriptor and never follows a
   symlink at the destination.
 """
@@ -34,6 +38,7 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from rcp_core.engine.existing import NEW, Action, decide
 from rcp_core.engine.metadata import Metadata
@@ -300,3 +305,69 @@ def extraneous(
         for entry in entries:
             if not keeps(entry.name, entry.is_dir(follow_symlinks=False)):
                 yield entry
+
+
+class Finishing(Protocol):
+    """What :func:`finish_dir` reads of a directory in flight (read when each step
+    is due: a step that failed may have made the node ``incomplete``)."""
+
+    created: bool
+    """This copy made it."""
+    fresh: bool
+    """It did not exist before this copy (nothing of an earlier run is in it)."""
+    traverse_only: bool
+    """The filters only descend into it, for matches below."""
+    has_content: bool
+    """Something was copied into it."""
+    incomplete: bool
+    """Something below it was not done (:mod:`rcp_core.engine.tree`)."""
+
+
+N = TypeVar("N", bound=Finishing, contravariant=True)
+
+
+class FinishSteps(Protocol[N]):
+    """The steps of a directory's finish, as one engine carries them out (a dry run
+    says them instead)."""
+
+    def remove_empty(self, tally: Tally, node: N) -> None:
+        """Remove the directory, which this copy made and left empty."""
+
+    def clear_leftovers(self, tally: Tally, node: N) -> None:
+        """Remove the temporaries a killed run left of names the source has
+        (:func:`rcp_core.engine.temporaries.sweep`)."""
+
+    def prune(self, tally: Tally, node: N) -> None:
+        """``--delete``: remove what the source does not have (:func:`extraneous`)."""
+
+    def set_meta(self, tally: Tally, node: N) -> None:
+        """Give the directory the source's metadata."""
+
+
+def finish_dir(
+    settings: CopySettings,
+    tally: Tally,
+    node: N,
+    steps: FinishSteps[N],
+    run: Callable[[str, Callable[[], None]], object],
+) -> bool:
+    """Finish ``node``, every entry and subdirectory of it done (see the module):
+    whether it holds content for its parent (a traverse-only directory left empty
+    does not; it is removed if this copy made it).
+
+    :param run: ``run(op, step)`` carries out one step with the engine's error
+        handling (retries of transient errors; a failure recorded, the node made
+        incomplete).
+    """
+    if node.traverse_only and not node.has_content:
+        if node.created:
+            steps.remove_empty(tally, node)
+        return False
+    if not node.fresh:
+        run("remove temporaries", lambda: steps.clear_leftovers(tally, node))
+    if settings.delete and not node.incomplete and not node.fresh:
+        run("delete", lambda: steps.prune(tally, node))
+    if node.created or settings.existing is not ExistingPolicy.IGNORE_EXISTING:
+        run("set directory metadata", lambda: steps.set_meta(tally, node))
+    tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
+    return True

@@ -18,6 +18,7 @@ import logging
 import os
 from collections.abc import Callable
 
+from rcp_core.engine import destination
 from rcp_core.engine.context import Context
 from rcp_core.engine.destination import Step, extraneous, plan_dir
 from rcp_core.engine.entries import existing
@@ -26,7 +27,6 @@ from rcp_core.engine.removeentry import Protect, remove_entry
 from rcp_core.engine.temporaries import sweep
 from rcp_core.engine.tree import DIR_FLAGS, DirNode
 from rcp_core.run.summary import Tally
-from rcp_core.settings import ExistingPolicy
 
 log = logging.getLogger("rcp_core")
 
@@ -131,8 +131,41 @@ def in_source(src_fd: int, name: str) -> bool:
     return True
 
 
+class _Steps:
+    """A local copy's steps of a directory's finish
+    (:class:`rcp_core.engine.destination.FinishSteps`); a dry run says them."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def remove_empty(self, tally: Tally, node: DirNode) -> None:
+        parent = node.parent
+        if (
+            self.ctx.dry_run is None
+            and parent is not None
+            and parent.dst_fd is not None
+        ):
+            os.rmdir(node.dst_name, dir_fd=parent.dst_fd)
+
+    def clear_leftovers(self, tally: Tally, node: DirNode) -> None:
+        if node.dst_fd is not None:
+            clear_leftovers(self.ctx, tally, node)
+
+    def prune(self, tally: Tally, node: DirNode) -> None:
+        prune(self.ctx, tally, node)
+
+    def set_meta(self, tally: Tally, node: DirNode) -> None:
+        if self.ctx.dry_run is None and node.dst_fd is not None:
+            assert node.st is not None
+            self.ctx.metadata.apply(
+                node.src_fd, node.dst_fd, node.st, is_dir=True, times=True
+            )
+
+
 def finish_dir(ctx: Context, tally: Tally, node: DirNode, guarded: Guarded) -> None:
-    """All children are done: prune, apply metadata, close (post-order).
+    """All children are done: the one finish of a destination directory
+    (:func:`rcp_core.engine.destination.finish_dir`), unless the run stopped; then
+    close it.
 
     :param guarded: runs a step, retrying transient errors and recording others.
     """
@@ -142,44 +175,14 @@ def finish_dir(ctx: Context, tally: Tally, node: DirNode, guarded: Guarded) -> N
             return  # an anchor: nothing of its own to finish
         if ctx.stopping:
             return
-        if node.traverse_only and not node.has_content:
-            if node.created and ctx.dry_run is None and parent.dst_fd is not None:
-                os.rmdir(node.dst_name, dir_fd=parent.dst_fd)
-            return
-        if not node.fresh and node.dst_fd is not None:
-            guarded(
-                tally,
-                node,
-                "remove temporaries",
-                node.rel,
-                lambda: clear_leftovers(ctx, tally, node),
-            )
-        if ctx.settings.delete and not node.incomplete and not node.fresh:
-            guarded(
-                tally,
-                node,
-                "delete",
-                node.rel,
-                lambda: prune(ctx, tally, node),
-            )
-        keep_existing = ctx.settings.existing is ExistingPolicy.IGNORE_EXISTING
-        if (
-            ctx.dry_run is None
-            and node.dst_fd is not None
-            and (node.created or not keep_existing)
+        if destination.finish_dir(
+            ctx.settings,
+            tally,
+            node,
+            _Steps(ctx),
+            lambda op, step: guarded(tally, node, op, node.rel, step),
         ):
-            st, dst_fd = node.st, node.dst_fd
-            guarded(
-                tally,
-                node,
-                "set directory metadata",
-                node.rel,
-                lambda: ctx.metadata.apply(
-                    node.src_fd, dst_fd, st, is_dir=True, times=True
-                ),
-            )
-        tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
-        parent.has_content = True
+            parent.has_content = True
     except OSError as exc:
         ctx.fail(
             tally,

@@ -24,11 +24,13 @@ from typing import Any
 
 from rcp_core.engine.destination import Step, plan_dir, plan_link
 from rcp_core.engine.links import located
+from rcp_core.engine.temporaries import sweep
 from rcp_core.engine.tree import DIR_FLAGS
 from rcp_core.errors import ProtocolError
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.receive import Link, ReceivedDir, Receiver, kind_of
 from rcp_core.remote.roleruntime import RoleRun
+from rcp_core.run.summary import Tally
 from rcp_core.settings import CopySettings
 
 VIRTUAL = -1
@@ -77,21 +79,30 @@ class DryReceiver(Receiver):
         self._tell("create", "dir", rel)
         return VIRTUAL, True
 
-    def _complete(self, node: ReceivedDir, parent: ReceivedDir) -> None:
-        if node.traverse and not node.has_content:
-            return  # it would be removed again: nothing to say
-        if self.settings.delete and not node.incomplete and not node.fresh:
-            self._prune(node)
-        self.tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
-        parent.has_content = True
+    # -- the steps of a directory's finish, said -----------------------------------
+
+    def remove_empty(self, tally: Tally, node: ReceivedDir) -> None:
+        """Nothing to say: it would be made and removed again."""
+
+    def clear_leftovers(self, tally: Tally, node: ReceivedDir) -> None:
+        for name in sweep(node.fd, (node.names or set()).__contains__, dry=True):
+            self._tell(
+                "remove",
+                "temporary",
+                node.child_rel(name),
+                "left by an interrupted run",
+            )
+
+    def prune(self, tally: Tally, node: ReceivedDir) -> None:
+        for entry, _, _ in self._extraneous(node):
+            self._tell("remove", "entry", node.child_rel(entry.name), "not in source")
+
+    def set_meta(self, tally: Tally, node: ReceivedDir) -> None:
+        """Nothing is written."""
 
     def _release(self, node: ReceivedDir) -> None:
         if node.fd != VIRTUAL:
             os.close(node.fd)
-
-    def _prune(self, node: ReceivedDir) -> None:
-        for entry, _, _ in self._extraneous(node):
-            self._tell("remove", "entry", node.child_rel(entry.name), "not in source")
 
     @property
     def wants_manifests(self) -> bool:

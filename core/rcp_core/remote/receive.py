@@ -105,8 +105,8 @@ class ReceivedDir(Node["ReceivedDir"]):
     (:mod:`rcp_core.engine.tree`).
 
     :param path: its path as the filters see it (``""`` for the copy's root).
-    :param traverse: the filters only descend into it: removed at the end if it
-        stayed empty.
+    :param traverse_only: the filters only descend into it: removed at the end if
+        it stayed empty.
     :param expected: the entry count ``dir_end`` announced; ``received``: the entries
         done so far (both only to refuse a peer that sends more than it counted).
     :param names: in a directory that existed, every name the source sent for it
@@ -122,7 +122,7 @@ class ReceivedDir(Node["ReceivedDir"]):
     created: bool
     path: str = ""
     under_include: bool = False
-    traverse: bool = False
+    traverse_only: bool = False
     expected: int | None = None
     received: int = 0
     has_content: bool = False
@@ -252,11 +252,24 @@ class Receiver:
         self.tree.release(self.tally, node, n)
 
     def _finish(self, tally: Tally, node: ReceivedDir) -> None:
-        """Post-order end of a directory (:meth:`_complete`), then forget it."""
+        """Post-order end of a directory: the one finish of a destination directory
+        (:func:`rcp_core.engine.destination.finish_dir`, as a local copy's), unless
+        the run stopped; then forget it."""
         parent = node.parent
         try:
-            if node.st is not None and parent is not None:  # not the anchor
-                self._complete(node, parent)
+            if (
+                parent is not None  # not the anchor
+                and node.st is not None
+                and not self.runtime.stopping
+                and destination.finish_dir(
+                    self.settings,
+                    tally,
+                    node,
+                    self,
+                    lambda op, step: self._guarded(node, node.rel, op, step),
+                )
+            ):
+                parent.has_content = True
         except OSError as exc:
             self._fail(node.rel, "finish directory", exc)
             node.incomplete = True
@@ -267,43 +280,36 @@ class Receiver:
             if parent is None:
                 self.done.set()
 
-    def _complete(self, node: ReceivedDir, parent: ReceivedDir) -> None:
-        """An empty traverse-only directory is removed; any other that existed loses
-        the temporaries a killed run left and is pruned under ``--delete``; then it
-        gets its metadata, unless it existed and ``--ignore-existing`` keeps it as it
-        was (as :func:`rcp_core.engine.dirs.finish_dir` does)."""
-        assert node.st is not None
-        if node.traverse and not node.has_content:
-            if node.created:
-                os.rmdir(node.name, dir_fd=parent.fd)
-            return
-        if node.names is not None:
-            for name in sweep(node.fd, node.names.__contains__):
-                self.tally["removed.files"] += 1
-                log.info("removed %r, left by an interrupted run", node.child_rel(name))
-        if self.settings.delete and not node.incomplete and not node.fresh:
-            self._prune(node)
-        keep_existing = self.settings.existing is ExistingPolicy.IGNORE_EXISTING
-        if node.created or not keep_existing:
-            self.metadata.apply(node.xattrs, node.fd, node.st, is_dir=True, times=True)
-        self.tally["copied.dirs" if node.created else "unchanged.dirs"] += 1
-        parent.has_content = True
+    # -- the steps of a directory's finish (destination.FinishSteps) ----------------
 
-    def _release(self, node: ReceivedDir) -> None:
-        """Close a finished (or abandoned) directory's descriptor."""
-        os.close(node.fd)
+    def remove_empty(self, tally: Tally, node: ReceivedDir) -> None:
+        assert node.parent is not None
+        os.rmdir(node.name, dir_fd=node.parent.fd)
 
-    def _prune(self, node: ReceivedDir) -> None:
+    def clear_leftovers(self, tally: Tally, node: ReceivedDir) -> None:
+        for name in sweep(node.fd, (node.names or set()).__contains__):
+            tally["removed.files"] += 1
+            log.info("removed %r, left by an interrupted run", node.child_rel(name))
+
+    def prune(self, tally: Tally, node: ReceivedDir) -> None:
         """``--delete``: remove what the source did not send (:meth:`_extraneous`)."""
         for entry, path, protect in self._extraneous(node):
             remove_entry(
                 node.fd,
                 entry.name,
                 entry.stat(follow_symlinks=False),
-                self.tally,
+                tally,
                 rel=path,
                 protect=protect,
             )
+
+    def set_meta(self, tally: Tally, node: ReceivedDir) -> None:
+        assert node.st is not None
+        self.metadata.apply(node.xattrs, node.fd, node.st, is_dir=True, times=True)
+
+    def _release(self, node: ReceivedDir) -> None:
+        """Close a finished (or abandoned) directory's descriptor."""
+        os.close(node.fd)
 
     def _extraneous(
         self, node: ReceivedDir
@@ -437,7 +443,7 @@ class Receiver:
             created=fresh,
             path=path,
             under_include=under,
-            traverse=traverse,
+            traverse_only=traverse,
             names=None if fresh else set(),
         )
         with self._lock:
