@@ -35,7 +35,6 @@ from rcp_core.engine.filters import GitIgnores
 from rcp_core.engine.helpers.ondemand import Crew
 from rcp_core.engine.tree import DIR_FLAGS, DirNode
 from rcp_core.engine.walk import Op, Walker, chunking
-from rcp_core.errors import CopyFailedError
 from rcp_core.paths import Job, plan_jobs
 from rcp_core.run.monitor import Monitor, Observer
 from rcp_core.run.pool import WorkPool
@@ -244,21 +243,11 @@ class Engine:
                 crew.batches if crew else 0,
             )
         counts = merge([*self.pool.tallies, *(crew.tallies if crew else ())])
-        summary = Summary(
-            counts=counts,
-            resources=Resources.since(monitor.started, usage, children),
-            errors=tuple(self.ctx.errors.report()),
+        return self.ctx.conclude(
+            counts,
+            Resources.since(monitor.started, usage, children),
             dry_run=self.settings.dry_run is not None,
         )
-        failure: CopyFailedError | None = None
-        if counts["errors"] or self.ctx.stop_reason == "cancelled":
-            failure = CopyFailedError(
-                summary, list(summary.errors), stopped=self.ctx.stopping
-            )
-        self.hook.rcp_run_finished(summary=summary, error=failure)
-        if failure is not None:
-            raise failure
-        return summary
 
 
 def copy(
