@@ -79,6 +79,18 @@ class Plan:
         temporary one (:func:`commit` puts it in place)."""
         return name if self.old is None else temp_name(name)
 
+    def stays(self, tally: Tally, kind: str) -> str | None:
+        """If the entry there stays as it is (unchanged, or kept by the policy):
+        count it (``unchanged.KIND``, ``skipped.KIND``) and give the dry run's word
+        for it (``unchanged``, ``keep``); ``None`` when the plan writes."""
+        if self.step is Step.UNCHANGED:
+            tally["unchanged." + kind] += 1
+            return "unchanged"
+        if self.step is Step.KEEP:
+            tally["skipped." + kind] += 1
+            return "keep"
+        return None
+
 
 CREATE = Plan(Step.CREATE, None, NEW)
 """The plan of every entry that is not there yet."""

@@ -175,14 +175,10 @@ def _copy_data(
     """Write the file; ``True`` when the destination now holds the source's data."""
     decided = _plan(ctx, node, dst_name, st, src)
     old, reason = decided.old, decided.reason
-    if decided.step is Step.UNCHANGED:
-        tally["unchanged.files"] += 1
-        ctx.dry("unchanged", "file", node, rel, reason)
-        return True
-    if decided.step is Step.KEEP:
-        tally["skipped.files"] += 1
-        ctx.dry("keep", "file", node, rel, reason)
-        return False
+    word = decided.stays(tally, "files")
+    if word is not None:
+        ctx.dry(word, "file", node, rel, reason)
+        return decided.step is Step.UNCHANGED
     if ctx.settings.link_dest is not None and _link_dest(
         ctx, tally, node, st, dst_name, rel, old
     ):
@@ -354,13 +350,9 @@ def _link(
         except FileNotFoundError:
             return False
     decided = destination.plan_link(ctx.settings, old, first)
-    if decided.step is Step.UNCHANGED:
-        tally["unchanged.hardlinks"] += 1
-        ctx.dry("unchanged", "hard link", node, rel, decided.reason)
-        return True
-    if decided.step is Step.KEEP:
-        tally["skipped.hardlinks"] += 1
-        ctx.dry("keep", "hard link", node, rel, decided.reason)
+    word = decided.stays(tally, "hardlinks")
+    if word is not None:
+        ctx.dry(word, "hard link", node, rel, decided.reason)
         return True
     if ctx.dry_run is not None:
         tally["copied.hardlinks"] += 1
@@ -412,14 +404,10 @@ def _make_symlink(
     decided = destination.plan(
         ctx.settings, ctx.metadata, node.dst_fd, dst_name, st, old, link=target
     )
-    if decided.step is Step.KEEP:
-        tally["skipped.symlinks"] += 1
-        ctx.dry("keep", "symlink", node, rel, decided.reason)
-        return False
-    if decided.step is Step.UNCHANGED:
-        tally["unchanged.symlinks"] += 1
-        ctx.dry("unchanged", "symlink", node, rel, decided.reason)
-        return True
+    word = decided.stays(tally, "symlinks")
+    if word is not None:
+        ctx.dry(word, "symlink", node, rel, decided.reason)
+        return decided.step is Step.UNCHANGED
     if ctx.dry_run is not None:
         tally["copied.symlinks"] += 1
         if decided.step is Step.RETOUCH:
@@ -471,13 +459,9 @@ def _copy_special(
     decided = destination.plan(
         ctx.settings, ctx.metadata, node.dst_fd, dst_name, st, old
     )
-    if decided.step is Step.KEEP:
-        tally["skipped.specials"] += 1
-        ctx.dry("keep", "special", node, rel, decided.reason)
-        return
-    if decided.step is Step.UNCHANGED:
-        tally["unchanged.specials"] += 1
-        ctx.dry("unchanged", "special", node, rel, decided.reason)
+    word = decided.stays(tally, "specials")
+    if word is not None:
+        ctx.dry(word, "special", node, rel, decided.reason)
         return
     if ctx.dry_run is not None:
         tally["copied.specials"] += 1

@@ -121,12 +121,9 @@ class DryReceiver(Receiver):
         rel, kind = node.child_rel(name), kind_of(st).rstrip("s")
         decided = self._decide(node, name, st, link)
         old, reason = decided.old, decided.reason
-        if decided.step in (Step.UNCHANGED, Step.KEEP):
-            outcome = "unchanged" if decided.step is Step.UNCHANGED else "skipped"
-            self.tally[f"{outcome}.{kind_of(st)}"] += 1
-            self._tell(
-                "unchanged" if outcome == "unchanged" else "keep", kind, rel, reason
-            )
+        word = decided.stays(self.tally, kind_of(st))
+        if word is not None:
+            self._tell(word, kind, rel, reason)
             return False
         if decided.step is Step.RETOUCH:
             self._tell("update", kind, rel, reason)
@@ -177,12 +174,9 @@ class DryReceiver(Receiver):
             ):
                 there = os.lstat(first, dir_fd=fd)
         decided = plan_link(self.settings, old, there)
-        if decided.step is Step.UNCHANGED:
-            self.tally["unchanged.hardlinks"] += 1
-            self._tell("unchanged", "hard link", rel, decided.reason)
-        elif decided.step is Step.KEEP:
-            self.tally["skipped.hardlinks"] += 1
-            self._tell("keep", "hard link", rel, decided.reason)
+        word = decided.stays(self.tally, "hardlinks")
+        if word is not None:
+            self._tell(word, "hard link", rel, decided.reason)
         else:
             self.tally["copied.hardlinks"] += 1
             self._tell("link", "hard link", rel, f"to {link.path}")

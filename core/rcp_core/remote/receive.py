@@ -649,11 +649,7 @@ class Receiver:
             old = self._existing(node, name)
             there = os.lstat(first[1], dir_fd=first[0]) if old is not None else None
             decided = plan_link(self.settings, old, there)
-            if decided.step is Step.UNCHANGED:
-                self.tally["unchanged.hardlinks"] += 1
-            elif decided.step is Step.KEEP:
-                self.tally["skipped.hardlinks"] += 1
-            else:
+            if decided.stays(self.tally, "hardlinks") is None:
                 make_hard_link(node.fd, name, first, decided, self.tally)
 
     # -- writing -------------------------------------------------------------------
@@ -667,11 +663,7 @@ class Receiver:
         :param link: a symlink's target (an existing symlink to it is unchanged).
         """
         decided = self._decide(node, name, st, link)
-        if decided.step in (Step.UNCHANGED, Step.KEEP):
-            outcome = "unchanged" if decided.step is Step.UNCHANGED else "skipped"
-            self.tally[f"{outcome}.{kind_of(st)}"] += 1
-            return None
-        return decided
+        return None if decided.stays(self.tally, kind_of(st)) else decided
 
     def _decide(
         self, node: ReceivedDir, name: str, st: os.stat_result, link: str | None = None
