@@ -10,8 +10,10 @@ It is the copy engine (:func:`rcp_core.copy`) with a link-dest tree
 (:attr:`rcp_core.CopySettings.link_dest`), so the walk is parallel and the copy's rules
 hold: DST is refused if it exists, unless ``--delete`` mirrors into it; filters and
 dry runs work as for ``rcp``; a file that cannot be linked (another filesystem, the
-inode's link limit) is copied. Exit status as ``rcp``'s: 0, 1 (some entries failed),
-2 (bad input, nothing touched), 130.
+inode's link limit) is copied. Every operand is a tree of this host (a path, or a
+``file://`` URL): a hard link cannot reach another host or a store, so ``host:``,
+``rcp://`` and store URLs are refused, naming the operand. Exit status as ``rcp``'s:
+0, 1 (some entries failed), 2 (bad input, nothing touched), 130.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sys
 from collections.abc import Sequence
 
 from rcp_core import CompareAttr, CopySettings, ExistingPolicy, UsageError, copy
+from rcp_core.backends.routing import Storage, operand
 from rcp_provider.cli.common import (
     OneLineErrorParser,
     add_output_options,
@@ -69,8 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
 def settings_from(args: argparse.Namespace) -> CopySettings:
     """The copy's settings for these flags.
 
-    :raises UsageError: SRC is not a directory, or a bad comparison.
+    :raises UsageError: an operand not of this host, SRC not a directory, or a bad
+        comparison.
     """
+    for name in ("src", "dst", "update"):
+        if getattr(args, name) is not None:
+            setattr(args, name, _local(getattr(args, name)))
     if not os.path.isdir(args.src):
         raise UsageError(f"{args.src}: not a directory")
     return settings_from_args(
@@ -81,6 +88,20 @@ def settings_from(args: argparse.Namespace) -> CopySettings:
         link_dest=os.path.abspath(args.src),
         link_compare=CompareAttr.parse(args.update_compare),
     )
+
+
+def _local(text: str) -> str:
+    """The path of this host that the operand ``text`` names.
+
+    :raises UsageError: it names another host, a service or a store.
+    """
+    named = operand(text)
+    if named.storage is not Storage.LOCAL:
+        raise UsageError(
+            f"{text}: rlink links trees of this host's filesystem, not a "
+            f"{named.storage.value} (a hard link cannot reach it)"
+        )
+    return named.path
 
 
 @logging_restored

@@ -103,3 +103,38 @@ def test_bad_input(tmp_path: Path) -> None:
     assert rlink(day1, tmp_path / "x", "--update-compare", "checksum").returncode == 2
     with pytest.raises(UsageError, match="absolute"):
         CopySettings(link_dest="relative/dir")
+
+
+@pytest.mark.parametrize(
+    ("where", "kind"),
+    [
+        ("memory://snap", "URL store"),
+        ("otherhost:/snap", "host:"),
+        ("rcp://otherhost:7000/snap", "rcpd serve"),
+    ],
+)
+@pytest.mark.parametrize("role", ["src", "dst", "update"])
+def test_an_operand_not_of_this_host_is_refused_by_name(
+    tmp_path: Path, where: str, kind: str, role: str
+) -> None:
+    """A hard link cannot reach another host or a store: each such operand is one
+    line naming it and its kind, exit 2, nothing made."""
+    day1 = make_tree(tmp_path / "day1", DAY1)
+    args = {"src": day1, "dst": tmp_path / "snap", "update": None}
+    args[role] = where if role != "update" else None
+    extra = ["--update", where] if role == "update" else []
+    result = rlink(args["src"], args["dst"], *extra)
+    assert result.returncode == 2, result
+    assert f"{where}: rlink links trees of this host's filesystem, not a {kind}" in (
+        result.stderr
+    )
+    assert not (tmp_path / "snap").exists()
+
+
+def test_a_file_url_is_a_tree_of_this_host(
+    tmp_path: Path, tree_compare: TreeCompare
+) -> None:
+    day1 = make_tree(tmp_path / "day1", DAY1)
+    result = rlink(f"file://{day1}", f"file://{tmp_path / 'snap'}")
+    assert result.returncode == 0, result
+    assert tree_compare(day1, tmp_path / "snap") == []
