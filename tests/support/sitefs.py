@@ -94,6 +94,9 @@ class SitePort:
     def write(self, rel: str, chunks: Iterator[bytes]) -> None:
         self.files.write(rel, chunks)
 
+    def digest(self, rel: str, offset: int, length: int) -> bytes | None:
+        return None  # no hashing of its own: a comparison reads the data
+
     def copy_in(self, source: Port, src_rel: str, rel: str) -> bool:
         return False  # no faster path: the data streams
 

@@ -41,6 +41,11 @@ from rcp_core.backends.capabilities import Backend
 from rcp_core.errors import UnsafeNameError
 from rcp_core.run.summary import Tally
 
+DIGEST_RANGE = 256 << 20
+"""The most bytes one :meth:`Port.digest` is asked to hash: about a quarter second of
+BLAKE3 on one core (what one ``digest`` request of a service may hash,
+:data:`rcp_core.remote.filewire.MAX_DIGEST`)."""
+
 Protect = Callable[[str, bool], bool]
 """``protect(rel, is_dir)``: keep this entry when removing a tree (``rel`` relative
 to the port's root)."""
@@ -58,17 +63,25 @@ class EntryKind(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One entry as a port sees it.
+    """One entry as a port sees it. What a storage does not keep is ``None``, and a
+    comparison compares an attribute only where both sides have it.
 
     :param kind: what it is.
     :param size: its size in bytes (a file's data; 0 where the storage has none).
-    :param mode: its permission bits, where the storage keeps them.
+    :param mode: its ``st_mode`` where the storage keeps one: the permission bits,
+        and the file type where the storage gives it (a FIFO, socket or device is
+        told apart from another only by these).
     :param mtime_ns: its settable modification time, where the storage keeps one
         (:attr:`~rcp_core.backends.capabilities.Capability.MTIMES`): compared by the
         policy and kept by a copy.
     :param modified_ns: when the storage says it last changed (an object store's
         upload time included): what a destination with times gets when there is no
         ``mtime_ns``; never compared.
+    :param uid: its owner, where the storage has owners.
+    :param gid: its group, where the storage has owners.
+    :param target: a symlink's target, where the listing gives it (an entry listed
+        without following symlinks).
+    :param rdev: a device's number, where the storage has devices.
     """
 
     kind: EntryKind
@@ -76,6 +89,10 @@ class Entry:
     mode: int | None = None
     mtime_ns: int | None = None
     modified_ns: int | None = None
+    uid: int | None = None
+    gid: int | None = None
+    target: str | None = None
+    rdev: int | None = None
 
     @property
     def is_dir(self) -> bool:
@@ -83,18 +100,25 @@ class Entry:
 
     def stat(self) -> os.stat_result:
         """As a stat result, for the local copy's rules
-        (:func:`rcp_core.engine.existing.decide`): its type, size, permission bits
-        (``0o644`` without a mode) and ``mtime_ns`` (0 without one)."""
+        (:func:`rcp_core.engine.existing.decide`) and a comparison's
+        (:mod:`rcp_core.tools.verify.differences`): its type (``mode``'s where it
+        gives one), size, permission bits (``0o644`` without a mode), ``mtime_ns``
+        (0 without one), owner and device number (0 without them)."""
         kind = _IFMT[self.kind]
-        perms = stat.S_IMODE(self.mode) if self.mode is not None else 0o644
+        perms = 0o644
+        if self.mode is not None:
+            kind = stat.S_IFMT(self.mode) or kind
+            perms = stat.S_IMODE(self.mode)
         mtime_ns = self.mtime_ns or 0
         seconds = mtime_ns // 10**9
+        owner = (self.uid or 0, self.gid or 0)
         return os.stat_result(
-            (kind | perms, 0, 0, 1, 0, 0, self.size, seconds, seconds, seconds),
+            (kind | perms, 0, 0, 1, *owner, self.size, seconds, seconds, seconds),
             {
                 "st_mtime_ns": mtime_ns,
                 "st_atime_ns": mtime_ns,
                 "st_ctime_ns": mtime_ns,
+                "st_rdev": self.rdev or 0,
             },
         )
 
@@ -198,6 +222,14 @@ class Port(Protocol):
     def write(self, rel: str, chunks: Iterator[bytes]) -> None:
         """Write ``chunks`` to the file ``rel``, published whole when they end
         (replacing what was there); nothing under the name if they raise."""
+        ...
+
+    def digest(self, rel: str, offset: int, length: int) -> bytes | None:
+        """The BLAKE3 digest of ``length`` bytes (at most :data:`DIGEST_RANGE`) of
+        the file ``rel`` from ``offset`` (fewer only where the file ends), taken
+        where the data is (a service hashes on its host: no data crosses the
+        network); ``None`` where this port has no such way, and the comparison reads
+        the file through :meth:`read`."""
         ...
 
     def copy_in(self, source: Port, src_rel: str, rel: str) -> bool:

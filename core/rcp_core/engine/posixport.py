@@ -5,7 +5,9 @@ this port when the other side of the copy is a store; a copy between two local
 trees is the fd-relative fast path (:mod:`rcp_core.engine.copyrun`).
 
 - a listing is one ``scandir`` with an ``lstat`` per entry (and a ``stat`` through a
-  followed symlink); names come from this host's kernel;
+  followed symlink, a ``readlink`` of one not followed); names come from this host's
+  kernel; an entry has everything ``lstat`` says (owner, device number) and a
+  symlink its target;
 - a file is written to a temporary beside it (:func:`rcp_core.engine.temporaries.
   temp_name`, the shape a later run sweeps) and renamed over its name once complete;
 - a directory is made ``0o777`` less the umask (its mode follows with its metadata);
@@ -50,8 +52,8 @@ LOCAL = Backend(
 nothing else (owners, xattrs, links and specials are the fast path's)."""
 
 
-def entry_of(st: os.stat_result) -> Entry:
-    """A stat result as a port's entry."""
+def entry_of(st: os.stat_result, target: str | None = None) -> Entry:
+    """A stat result as a port's entry (with a symlink's ``target``, if read)."""
     if stat.S_ISDIR(st.st_mode):
         kind = EntryKind.DIRECTORY
     elif stat.S_ISREG(st.st_mode):
@@ -60,7 +62,18 @@ def entry_of(st: os.stat_result) -> Entry:
         kind = EntryKind.SYMLINK
     else:
         kind = EntryKind.OTHER
-    return Entry(kind, st.st_size, st.st_mode, st.st_mtime_ns, st.st_mtime_ns)
+    rdev = st.st_rdev if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else None
+    return Entry(
+        kind,
+        st.st_size,
+        st.st_mode,
+        st.st_mtime_ns,
+        st.st_mtime_ns,
+        st.st_uid,
+        st.st_gid,
+        target,
+        rdev,
+    )
 
 
 class PosixPort:
@@ -116,11 +129,14 @@ class PosixPort:
                         if stat.S_ISDIR(st.st_mode):
                             skipped += 1  # never entered through a link
                             continue
+                    target = None
+                    if stat.S_ISLNK(st.st_mode):
+                        target = os.readlink(dirent.path)
                 except FileNotFoundError:
                     if follow and dirent.is_symlink():
                         skipped += 1  # dangling: nothing to copy
                     continue  # gone meanwhile
-                entries[dirent.name] = entry_of(st)
+                entries[dirent.name] = entry_of(st, target)
         return Listing(entries, {}, skipped)
 
     def make_dir(self, rel: str, replacing: Entry | None) -> None:
@@ -163,6 +179,9 @@ class PosixPort:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
             raise
+
+    def digest(self, rel: str, offset: int, length: int) -> bytes | None:
+        return None  # the data is here: read it
 
     def copy_in(self, source: Port, src_rel: str, rel: str) -> bool:
         return False  # a local pair is the fast path's; a store's data streams here

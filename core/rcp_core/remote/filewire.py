@@ -30,15 +30,16 @@ import stat
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rcp_core.backends.port import DIGEST_RANGE
 from rcp_core.errors import ProtocolError, RemoteFileError, remote_file_error
 from rcp_core.remote.meta import meta_of, stat_of
 from rcp_core.remote.receive import check_name
 
 MAX_READ = 4 << 20
 MAX_WRITE = 4 << 20
-MAX_DIGEST = 256 << 20
+MAX_DIGEST = DIGEST_RANGE
 """Bytes one ``digest`` hashes at most: about a quarter second of BLAKE3 on one core,
-well within an answer's timeout."""
+well within an answer's timeout (what a backend port's digest is asked for at once)."""
 MAX_ENTRIES = 1000
 MAX_LIST_BYTES = 1 << 20
 MAX_WRITERS = 16
