@@ -44,8 +44,6 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
-from blake3 import blake3
-
 from rcp_core.errors import PathRefusedError, ProtocolError, UsageError
 from rcp_core.remote.filewire import (
     MAX_DIGEST,
@@ -61,6 +59,7 @@ from rcp_core.remote.listing import Listing
 from rcp_core.remote.roots import Confined, Roots
 from rcp_core.remote.upload import Upload
 from rcp_core.remote.wire import FrameKind
+from rcp_core.tools.verify.digests import at_offset, blake3_of
 
 log = logging.getLogger("rcp_core")
 
@@ -284,15 +283,10 @@ class FileSession:
             raise UsageError(f"digest: at most {MAX_DIGEST} bytes per request")
         with closing(self.roots.source(path)) as at:
             fd, st = _open_regular(at)
-        hasher = blake3()
-        hashed = 0
         try:
-            while hashed < length:
-                piece = os.pread(fd, min(DIGEST_READ, length - hashed), offset + hashed)
-                if not piece:
-                    break
-                hasher.update(piece)
-                hashed += len(piece)
+            digest, hashed = blake3_of(
+                at_offset(fd, offset), length, bytearray(DIGEST_READ)
+            )
         finally:
             os.close(fd)
         return Reply(
@@ -301,7 +295,7 @@ class FileSession:
                 "offset": offset,
                 "hashed": hashed,
                 "size": st.st_size,
-                "blake3": hasher.hexdigest(),
+                "blake3": digest.hex(),
             }
         )
 

@@ -14,6 +14,8 @@ content (``rcmp``, ``rcp --verify``, the compare operator). Modules:
                  unit)
 ``hashing``      file contents compared by BLAKE3 per segment, large files by several
                  workers
+``digests``      the one BLAKE3 hasher: a local file's, a store's stream, a service's
+                 ``digest`` request
 ``differences``  what a comparison finds: differences, their sum, the attribute rules
 ===============  =======================================================================
 """

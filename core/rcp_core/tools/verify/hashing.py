@@ -28,13 +28,12 @@ import stat
 import threading
 from collections.abc import Callable
 
-from blake3 import blake3
-
 from rcp_core.engine.chunks import ChunkedCopy
 from rcp_core.errors import EntryError
 from rcp_core.run.pool import WorkPool
 from rcp_core.run.summary import Tally
 from rcp_core.tools.verify.comparerun import ComparisonRun
+from rcp_core.tools.verify.digests import Stopped, at_offset, blake3_of
 
 SEGMENT = 16 << 20
 """Bytes of one file hashed by one worker; larger files are split across workers."""
@@ -53,10 +52,6 @@ class _Mismatch(Exception):
         super().__init__(offset, length)
         self.offset = offset
         self.length = length
-
-
-class _Stopped(Exception):
-    """The comparison is stopping: stops the file's other segments; never escapes."""
 
 
 def _open_file(dir_fd: int | None, name: str, side: str, rel: str) -> int:
@@ -123,7 +118,7 @@ class Contents:
                     self._segments(src_fd, dst_fd, rel, size)
                 finally:
                     os.close(dst_fd)
-            except _Stopped:
+            except Stopped:  # stops the file's other segments too
                 return None
             except _Mismatch as exc:
                 where = ""
@@ -172,23 +167,11 @@ class Contents:
         buf: bytearray | None = getattr(self._local, "buf", None)
         if buf is None:
             buf = self._local.buf = bytearray(READ_SIZE)
-        view = memoryview(buf)
-        hasher = blake3()
-        end = offset + length
-        done = 0
         try:
-            while offset < end:
-                if self.run.stopping:
-                    raise _Stopped
-                try:
-                    n = os.preadv(fd, [view[: min(READ_SIZE, end - offset)]], offset)
-                except OSError as exc:
-                    raise EntryError(f"read {side}", rel, exc) from exc
-                if not n:
-                    break
-                hasher.update(view[:n])
-                offset += n
-                done += n
-        finally:
-            self.run.count(data=done)
-        return hasher.digest()
+            digest, done = blake3_of(
+                at_offset(fd, offset), length, buf, lambda: self.run.stopping
+            )
+        except OSError as exc:
+            raise EntryError(f"read {side}", rel, exc) from exc
+        self.run.count(data=done)
+        return digest
