@@ -70,6 +70,10 @@ class DiffKind(enum.Enum):
     """The entry could not be read on one side, so it was not (fully) compared."""
 
 
+Found = list[tuple[DiffKind, str]]
+"""The differences of one path, as ``(kind, detail)``."""
+
+
 @dataclass(frozen=True, slots=True)
 class Difference:
     """One difference at ``path``: relative to the roots, POSIX, ``"."`` for the roots
@@ -174,12 +178,17 @@ def _ns(ns: int) -> str:
 
 
 def attr_differences(
-    attrs: frozenset[CompareAttr], a: os.stat_result, b: os.stat_result
-) -> list[tuple[DiffKind, str]]:
+    attrs: frozenset[CompareAttr],
+    a: os.stat_result,
+    b: os.stat_result,
+    mtime_within: int = 1,
+) -> Found:
     """The attributes of ``attrs`` that apply to two entries of ``a``'s type and
-    differ, as ``(kind, detail)`` in a fixed order (see the module docstring)."""
+    differ, as ``(kind, detail)`` in a fixed order (see the module docstring); two
+    mtimes differ when they are ``mtime_within`` nanoseconds apart or more (a
+    storage that gives them less exactly than to the nanosecond)."""
     fmt = stat.S_IFMT(a.st_mode)
-    out: list[tuple[DiffKind, str]] = []
+    out: Found = []
     owner: list[str] = []
     for attr in _ATTR_ORDER:
         if attr not in attrs or attr_equal(attr, a, b):
@@ -188,8 +197,9 @@ def attr_differences(
             if fmt == stat.S_IFREG:
                 out.append((DiffKind.SIZE, f"size {a.st_size} != {b.st_size}"))
         elif attr is CompareAttr.MTIME:
-            detail = f"mtime {_ns(a.st_mtime_ns)} != {_ns(b.st_mtime_ns)}"
-            out.append((DiffKind.MTIME, detail))
+            if abs(a.st_mtime_ns - b.st_mtime_ns) >= mtime_within:
+                detail = f"mtime {_ns(a.st_mtime_ns)} != {_ns(b.st_mtime_ns)}"
+                out.append((DiffKind.MTIME, detail))
         elif attr is CompareAttr.MODE:
             if fmt != stat.S_IFLNK:
                 modes = stat.S_IMODE(a.st_mode), stat.S_IMODE(b.st_mode)
@@ -201,3 +211,16 @@ def attr_differences(
     if owner:
         out.append((DiffKind.OWNER, ", ".join(owner)))
     return out
+
+
+def link_differences(a: str, b: str) -> Found:
+    """The difference of two symlinks' targets, if they differ."""
+    return [] if a == b else [(DiffKind.LINK, f"link {a!r} != {b!r}")]
+
+
+def content_differs(size: int, segment: int, offset: int, length: int) -> str:
+    """The detail of a ``content`` difference found in the bytes ``offset`` to
+    ``offset + length`` of files of ``size`` bytes hashed per ``segment``: where,
+    when the files have more than one."""
+    where = f" in bytes {offset}-{offset + length - 1}" if size > segment else ""
+    return "content differs" + where

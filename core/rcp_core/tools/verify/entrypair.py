@@ -1,5 +1,9 @@
 """Comparing one path present on both sides: type, attributes, target, contents.
 
+:func:`judge` is the rule every comparison follows for such a path (two local trees
+here, two backend ports in :mod:`rcp_core.tools.verify.portcompare`);
+:class:`EntryPair` applies it to two local trees.
+
 Invariants:
 
 - both sides are ``lstat``-ed, relative to their open parent directory (the roots by
@@ -22,6 +26,7 @@ Invariants:
 
 from __future__ import annotations
 
+import enum
 import os
 import stat
 
@@ -30,15 +35,14 @@ from rcp_core.settings import CompareAttr
 from rcp_core.tools.verify.comparerun import ComparisonRun
 from rcp_core.tools.verify.differences import (
     DiffKind,
+    Found,
     attr_differences,
+    link_differences,
     same_type,
     type_name,
 )
 from rcp_core.tools.verify.hashing import Contents
-from rcp_core.tools.verify.scope import Left
-
-Found = list[tuple[DiffKind, str]]
-"""The differences of one path, as ``(kind, detail)``."""
+from rcp_core.tools.verify.scope import Left, Scope
 
 
 def _targets(
@@ -52,6 +56,55 @@ def _targets(
         except OSError as exc:
             raise EntryError(f"readlink {side}", rel, exc) from exc
     return targets[0], targets[1]
+
+
+class Next(enum.Enum):
+    """What a path present on both sides still needs once :func:`judge` has
+    compared what their metadata says."""
+
+    NOTHING = "nothing"
+    ENTER = "enter"
+    """Both directories: their entries are compared next."""
+    TARGETS = "targets"
+    """Both symlinks: their targets are compared."""
+    CONTENTS = "contents"
+    """Regular files of equal size, with ``checksum``: their contents are compared."""
+
+
+_NOTHING = Next.NOTHING
+
+
+def judge(
+    scope: Scope,
+    attrs: frozenset[CompareAttr],
+    checksum: bool,
+    rel: str,
+    a: os.stat_result,
+    b: os.stat_result,
+    mtime_within: int = 1,
+) -> tuple[Next, Found]:
+    """The rule for one path on both sides, every comparison's (two local trees',
+    two ports'): what else it needs, and the differences of their metadata (see the
+    module's invariants; ``attrs``: those compared, ``mtime_within``: as
+    :func:`~rcp_core.tools.verify.differences.attr_differences` takes it)."""
+    left = scope.left(rel, a)
+    if left is Left.ALONE:
+        return Next.NOTHING, []
+    if not same_type(a, b):
+        return Next.NOTHING, [(DiffKind.TYPE, f"{type_name(a)} != {type_name(b)}")]
+    found = attr_differences(attrs, a, b, mtime_within) if left is None else []
+    mode = a.st_mode
+    if stat.S_ISDIR(mode):
+        return Next.ENTER, found
+    if stat.S_ISLNK(mode):
+        return Next.TARGETS, found
+    if stat.S_ISREG(mode) and checksum:
+        if a.st_size == b.st_size:
+            return Next.CONTENTS, found
+        if CompareAttr.SIZE not in attrs:  # else reported as a size
+            detail = f"content differs: size {a.st_size} != {b.st_size}"
+            found.append((DiffKind.CONTENT, detail))
+    return _NOTHING, found
 
 
 class EntryPair:
@@ -81,26 +134,15 @@ class EntryPair:
             return False, [(DiffKind.MISSING, f"{type_name(a)} missing in destination")]
         except OSError as exc:
             raise EntryError("lstat destination", rel, exc) from exc
-        left = self.scope.left(rel, a)
-        if left is Left.ALONE:
-            return False, []
-        if not same_type(a, b):
-            return False, [(DiffKind.TYPE, f"{type_name(a)} != {type_name(b)}")]
-        found = attr_differences(self.attrs, a, b) if left is None else []
-        if stat.S_ISDIR(a.st_mode):
+        step, found = judge(self.scope, self.attrs, self.checksum, rel, a, b)
+        if step is _NOTHING:  # the hot path: a module constant, not an enum lookup
+            return False, found
+        if step is Next.ENTER:
             return True, found
-        if stat.S_ISLNK(a.st_mode):
-            targets = _targets(src_dir, dst_dir, src, dst, rel)
-            if targets[0] != targets[1]:
-                found.append((DiffKind.LINK, f"link {targets[0]!r} != {targets[1]!r}"))
-        elif stat.S_ISREG(a.st_mode) and self.checksum:
-            if a.st_size == b.st_size:
-                detail = self.contents.compare(
-                    src_dir, dst_dir, src, dst, rel, a.st_size
-                )
-                if detail is not None:
-                    found.append((DiffKind.CONTENT, detail))
-            elif CompareAttr.SIZE not in self.attrs:  # else reported as a size
-                detail = f"content differs: size {a.st_size} != {b.st_size}"
+        if step is Next.TARGETS:
+            found += link_differences(*_targets(src_dir, dst_dir, src, dst, rel))
+        elif step is Next.CONTENTS:
+            detail = self.contents.compare(src_dir, dst_dir, src, dst, rel, a.st_size)
+            if detail is not None:
                 found.append((DiffKind.CONTENT, detail))
         return False, found

@@ -33,6 +33,7 @@ from rcp_core.errors import EntryError
 from rcp_core.run.pool import WorkPool
 from rcp_core.run.summary import Tally
 from rcp_core.tools.verify.comparerun import ComparisonRun
+from rcp_core.tools.verify.differences import content_differs
 from rcp_core.tools.verify.digests import Stopped, at_offset, blake3_of
 
 SEGMENT = 16 << 20
@@ -121,10 +122,7 @@ class Contents:
             except Stopped:  # stops the file's other segments too
                 return None
             except _Mismatch as exc:
-                where = ""
-                if size > SEGMENT:
-                    where = f" in bytes {exc.offset}-{exc.offset + exc.length - 1}"
-                detail = "content differs" + where
+                detail = content_differs(size, SEGMENT, exc.offset, exc.length)
             finally:
                 os.close(src_fd)
         self.run.count(files=1)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
+from typing import cast
 
 from rcp_core.engine.filters import GitIgnores, Verdict
 from rcp_core.engine.tree import DIR_FLAGS, Lifecycle, Node, joined
@@ -266,28 +267,24 @@ class PairWalk:
     def _list_source(self, pair: _Pair) -> _Listing:
         """A unit: the source side's listing, without what the filters exclude."""
         rel, scope = pair.rel, self.scope
-        entries: dict[str, os.DirEntry[str] | None] = {}
         excluded: set[str] = set()
         traversed: set[str] = set()
         try:
             with os.scandir(pair.src_fd) as it:
-                if not scope.filter.active:
-                    entries = {entry.name: entry for entry in it}
-                else:
-                    for entry in it:
-                        name = entry.name
-                        is_dir = entry.is_dir(follow_symlinks=False)
-                        verdict = scope.verdict(
-                            joined(rel, name), is_dir, pair.under, pair.ignores
-                        )
-                        if verdict is Verdict.EXCLUDE:
-                            excluded.add(name)
-                            continue
-                        if verdict is Verdict.TRAVERSE:
-                            traversed.add(name)
-                        entries[name] = entry
+                listed = {entry.name: entry for entry in it}
+            if scope.filter.active:
+                excluded, traversed = scope.sift(
+                    rel,
+                    pair.under,
+                    pair.ignores,
+                    ((n, e.is_dir(follow_symlinks=False)) for n, e in listed.items()),
+                )
+                for name in excluded:
+                    del listed[name]
         except OSError as exc:
             raise EntryError("read source directory", rel, exc) from exc
+        # Each entry is marked None once matched (no copy of a large listing).
+        entries = cast("dict[str, os.DirEntry[str] | None]", listed)
         return _Listing(entries, excluded, traversed, set())
 
     def _match(self, pair: _Pair, listing: _Listing) -> bool:
@@ -316,17 +313,18 @@ class PairWalk:
                     if name in listing.extras:
                         continue  # reported by an earlier try
                     child = joined(rel, name)
-                    if name in listing.excluded:
-                        extra = scope.extras and scope.delete_excluded
-                        what = "excluded entry left in destination"
-                    else:
-                        is_dir = entry.is_dir(follow_symlinks=False)
-                        extra = scope.extra(child, is_dir, pair.under, pair.ignores)
-                        what = f"{entry_type(entry)} only in destination"
-                    if extra:
+                    detail = scope.only_in_destination(
+                        child,
+                        entry.is_dir(follow_symlinks=False),
+                        entry_type(entry),
+                        name in listing.excluded,
+                        pair.under,
+                        pair.ignores,
+                    )
+                    if detail is not None:
                         listing.extras.add(name)
                         alone += 1
-                        self.run.report(child, DiffKind.EXTRA, what)
+                        self.run.report(child, DiffKind.EXTRA, detail)
         except OSError as exc:
             # The next try lists it again; if none is left, which of the names not
             # yet matched are missing is unknown: the error says so.

@@ -22,11 +22,12 @@ import enum
 import os
 import posixpath
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from rcp_core.engine.existing import Action, decide
 from rcp_core.engine.filters import Filter, GitIgnores, Verdict
+from rcp_core.engine.tree import joined
 from rcp_core.settings import CopySettings, ExistingPolicy
 
 SPECIALS = frozenset({stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK})
@@ -125,6 +126,48 @@ class Scope:
             self.delete_excluded
             or self.verdict(rel, is_dir, under, ignores) is not Verdict.EXCLUDE
         )
+
+    def sift(
+        self,
+        rel: str,
+        under: bool,
+        ignores: GitIgnores | None,
+        named: Iterable[tuple[str, bool]],
+    ) -> tuple[set[str], set[str]]:
+        """The filters' verdicts on the entries of the source directory ``rel``
+        (``named``: each name, and whether it is a directory; ``under``, ``ignores``:
+        the directory's): the names they exclude (compared on neither side), and those
+        they only traverse (``missing`` only with an entry below them included)."""
+        excluded: set[str] = set()
+        traversed: set[str] = set()
+        for name, is_dir in named:
+            verdict = self.verdict(joined(rel, name), is_dir, under, ignores)
+            if verdict is Verdict.EXCLUDE:
+                excluded.add(name)
+            elif verdict is Verdict.TRAVERSE:
+                traversed.add(name)
+        return excluded, traversed
+
+    def only_in_destination(
+        self,
+        rel: str,
+        is_dir: bool,
+        what: str,
+        excluded: bool,
+        under: bool,
+        ignores: GitIgnores | None,
+    ) -> str | None:
+        """The detail of the ``extra`` difference of ``rel``, which only the
+        destination has (``what``: its type; ``excluded``: a name the source has and
+        the filters exclude; ``under``, ``ignores``: its directory's), or ``None``
+        where it is no difference."""
+        if excluded:
+            if self.extras and self.delete_excluded:
+                return "excluded entry left in destination"
+            return None
+        if self.extra(rel, is_dir, under, ignores):
+            return f"{what} only in destination"
+        return None
 
     def excused(self, st_mode: int) -> bool:
         """Whether a source entry of this type may be missing in the destination."""
