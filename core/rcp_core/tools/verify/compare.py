@@ -7,7 +7,7 @@ pushes to XCom and what ``rcmp`` prints. :func:`verify_copy` compares each sourc
 with its copy, named by the copy's operand rules: what ``rcp --verify`` and the Airflow
 hook run after a copy; a :class:`~rcp_core.tools.verify.scope.Scope` makes it compare what
 the copy was asked to copy (its filters, specials it may skip, what its policy left alone),
-the same on every path (:mod:`rcp_provider.fsspec.storecompare` takes one too).
+the same on every path (:mod:`rcp_core.tools.verify.portcompare` takes one too).
 
 The parts: :mod:`rcp_core.tools.verify.scope` (what is compared),
 :mod:`rcp_core.tools.verify.comparerun` (the run: errors, retries, the stop, what was
@@ -61,6 +61,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rcp_core.backends.capabilities import KEPT_BY, Backend
+from rcp_core.engine.posixport import PosixPort
 from rcp_core.errors import UsageError, VerificationError
 from rcp_core.run.pool import WorkPool
 from rcp_core.settings import (
@@ -69,6 +71,7 @@ from rcp_core.settings import (
     CompareAttr,
     CopySettings,
     Preserve,
+    PreserveAttr,
 )
 from rcp_core.site.storage import detect
 from rcp_core.tools.verify.comparerun import ComparisonRun
@@ -126,7 +129,9 @@ def prepare_scopes(
     """Before a copy of ``sources`` to ``destination`` on this host: each destination
     tree's :class:`Scope`, by its path (:func:`verify_copy`'s ``scopes``)."""
     return {
-        dst: Scope.of(settings, snapshot(dst) if Scope.keeps(settings) else None)
+        dst: Scope.of(
+            settings, snapshot(PosixPort(dst)) if Scope.keeps(settings) else None
+        )
         for _, dst in copy_trees(sources, destination)
     }
 
@@ -225,7 +230,8 @@ def check_settings(
     retries: int,
     retry_delay: float,
 ) -> None:
-    """Refuse what no comparison takes, on any path (this module's and a store's).
+    """Refuse what no comparison takes, on any path (this module's and
+    :mod:`rcp_core.tools.verify.portcompare`'s).
 
     :raises UsageError: ``CompareAttr.CTIME`` in ``attrs``, ``max_workers`` below 1,
         a negative ``retries`` or ``retry_delay``.
@@ -279,16 +285,23 @@ def verify_copy(
     return verdict_of(trees)
 
 
-def kept_attrs(preserve: Preserve) -> frozenset[CompareAttr]:
-    """The attributes a copy with ``preserve`` made equal to its source's."""
+def kept_attrs(preserve: Preserve, *backends: Backend) -> frozenset[CompareAttr]:
+    """The attributes a copy with ``preserve`` made equal to its source's; with
+    ``backends`` (a copy through the generic engine: its two ports'), those every one
+    of them keeps (that copy keeps an attribute only where both sides have it)."""
     attrs = {CompareAttr.SIZE}
-    if preserve.times:
-        attrs.add(CompareAttr.MTIME)
-    if preserve.mode:
-        attrs.add(CompareAttr.MODE)
-    if preserve.owner:
-        attrs |= {CompareAttr.UID, CompareAttr.GID}
+    for kept, compared in _COMPARED.items():
+        if kept in preserve.attrs and all(b.has(KEPT_BY[kept]) for b in backends):
+            attrs |= compared
     return frozenset(attrs)
+
+
+_COMPARED = {
+    PreserveAttr.TIMES: {CompareAttr.MTIME},
+    PreserveAttr.MODE: {CompareAttr.MODE},
+    PreserveAttr.OWNER: {CompareAttr.UID, CompareAttr.GID},
+}
+"""What a comparison compares of each attribute a copy preserves."""
 
 
 def _concurrency(src: str, dst: str, max_workers: int | None) -> tuple[int, int]:

@@ -3,7 +3,7 @@ copy was asked to copy, and no more.
 
 ``Scope()`` (:data:`EVERYTHING`) compares everything (``rcmp``); :meth:`Scope.of` is a
 copy's, the same on every path (:mod:`rcp_core.tools.verify.pairwalk` for local trees,
-:mod:`rcp_provider.fsspec.storecompare` for stores and hosts).
+:mod:`rcp_core.tools.verify.portcompare` for any other pair of backend ports).
 
 Invariants:
 
@@ -11,24 +11,30 @@ Invariants:
   :class:`~rcp_core.engine.filters.Filter`, what an existing-entry policy keeps is
   :func:`~rcp_core.engine.existing.decide`; nothing here reads a tree but :func:`snapshot`;
 - the root is never filtered (as the copy never filters its operand);
-- :func:`snapshot` never follows a symlink, and records the tree as it is before the
-  copy: what ``existing``'s policy then kept is recognised by comparing the source
-  entry with that record, not with what the copy left.
+- :func:`snapshot` never follows a symlink below the root, and records the tree as it
+  is before the copy, through its backend port (any storage): what ``existing``'s
+  policy then kept is recognised by comparing the source entry with that record, not
+  with what the copy left.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import os
-import posixpath
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rcp_core.engine.existing import Action, decide
 from rcp_core.engine.filters import Filter, GitIgnores, Verdict
 from rcp_core.engine.tree import joined
-from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_core.run.runtime import retrying
+from rcp_core.settings import RETRIES, RETRY_DELAY, CopySettings, ExistingPolicy
+
+if TYPE_CHECKING:
+    from rcp_core.backends.port import Port
 
 SPECIALS = frozenset({stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK})
 """File types a copy may skip when it cannot recreate them (``skip_specials``)."""
@@ -190,26 +196,26 @@ EVERYTHING = Scope()
 """The scope that compares everything (``rcmp``)."""
 
 
-def snapshot(path: str) -> dict[str, os.stat_result] | None:
-    """What the tree at ``path`` holds now (:attr:`Scope.before`), by ``lstat``, never
-    following a symlink; ``None`` if nothing is there.
+def snapshot(port: Port) -> dict[str, os.stat_result] | None:
+    """What the tree of ``port`` holds now (:attr:`Scope.before`), by relative path
+    (the root as ``""``, taken as a copy takes its operand), listed one directory at a
+    time without following a symlink; ``None`` if nothing is there. Each read is
+    tried again on a transient error (the run runtime's default tries).
 
-    :raises OSError: a directory of it cannot be listed.
+    :raises OSError: the root or a directory of it cannot be read.
     """
-    try:
-        top = os.lstat(path)
-    except FileNotFoundError:
+    tried = retrying(RETRIES + 1, RETRY_DELAY)
+    top = tried(lambda: port.stat(""))
+    if top is None:
         return None
-    found = {"": top}
-    if not stat.S_ISDIR(top.st_mode):
-        return found
-
-    def fail(exc: OSError) -> None:
-        raise exc
-
-    for parent, dirs, files in os.walk(path, onerror=fail):
-        rel = os.path.relpath(parent, path)
-        for name in (*dirs, *files):
-            child = name if rel == "." else posixpath.join(rel, name)
-            found[child] = os.lstat(os.path.join(parent, name))
+    found = {"": top.stat()}
+    pending = [""] if top.is_dir else []
+    while pending:
+        rel = pending.pop()
+        listing = tried(functools.partial(port.list, rel, follow=False))
+        for name, entry in listing.entries.items():
+            child = joined(rel, name)
+            found[child] = entry.stat()
+            if entry.is_dir:
+                pending.append(child)
     return found

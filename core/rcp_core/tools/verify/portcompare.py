@@ -1,0 +1,399 @@
+"""Comparing two trees on any backend ports: ``rcmp`` and ``rcp --verify`` wherever a
+side is not this host's files (a URL store, an ``rcpd serve`` service, a ``host:``
+tree, a site's own backend). Two local trees go through
+:func:`rcp_core.tools.verify.compare.compare`'s directory descriptors, the fast path.
+
+One comparison, by the same rules as two local trees': a path on both sides is judged
+by :func:`~rcp_core.tools.verify.entrypair.judge`, a name on one side by the
+:class:`~rcp_core.tools.verify.scope.Scope` (:meth:`~rcp_core.tools.verify.scope.
+Scope.sift`, :meth:`~rcp_core.tools.verify.scope.Scope.only_in_destination`), into
+the same :class:`~rcp_core.tools.verify.differences.Comparison`, on the same run (a
+:class:`~rcp_core.tools.verify.comparerun.ComparisonRun`).
+
+Invariants:
+
+- **read only, one directory at a time**: each side is listed through
+  :meth:`~rcp_core.backends.port.Port.list` one level when its turn comes (a source
+  with ``follow`` as the generic copy reads it: symlinks followed to files); the
+  roots are taken as a copy takes its operands (:meth:`~rcp_core.backends.port.Port.
+  stat`, a symlink followed);
+- **what a side does not give is not compared**: an attribute asked for is compared
+  where both entries have it (a store without modes or mtimes: sizes and contents);
+  mtimes within the coarser of the two ports' time precision
+  (:attr:`~rcp_core.backends.capabilities.Backend.time_precision_ns`; a port that
+  declares none gives them as fsspec does, in float seconds: :data:`FLOAT_MTIME_NS`);
+  symlink targets where both listings give them;
+- **contents** (``checksum``), of regular files of equal size, per
+  :data:`~rcp_core.backends.port.DIGEST_RANGE` segment: each side's digest taken where
+  its data is (:meth:`~rcp_core.backends.port.Port.digest`: a service hashes on its
+  host, no data crosses the network), else read through
+  :meth:`~rcp_core.backends.port.Port.read` and hashed here with the one hasher
+  (:mod:`rcp_core.tools.verify.digests`); the first differing segment ends a file's;
+- **errors** are the run's: the roots' reads, each side's listing of a directory, a
+  ``.gitignore``'s read and one file's contents are each a unit, tried again while
+  it fails with a transient error and reporting nothing until it succeeds; what
+  fails after its tries is an ``error`` difference and the rest goes on (below a
+  directory that could not be listed nothing is compared), a fatal one stops the
+  comparison. A listed name that is not safe is an ``error`` difference, never
+  joined, read or compared, and nothing below it is listed;
+- **cancel** (or a fatal error) stops it: nothing more is listed or hashed, and the
+  result is ``cancelled``, never same;
+- **memory** follows the directories in flight: a directory's two listings live
+  while its item runs; the pool's depth-first stack holds its subdirectories (a path
+  and its filter state) and files to hash (a path and a size).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import threading
+import time
+from typing import TYPE_CHECKING, BinaryIO
+
+from rcp_core.backends.port import DIGEST_RANGE, Entry, EntryKind, Listing, Port
+from rcp_core.engine.filters import GitIgnores, Verdict
+from rcp_core.engine.tree import joined
+from rcp_core.errors import EntryError
+from rcp_core.run.pool import WorkPool
+from rcp_core.run.summary import Tally
+from rcp_core.settings import RETRIES, RETRY_DELAY, CompareAttr
+from rcp_core.tools.verify.compare import check_settings
+from rcp_core.tools.verify.comparerun import ComparisonRun
+from rcp_core.tools.verify.differences import (
+    DEFAULT_ATTRS,
+    Comparison,
+    Difference,
+    DiffKind,
+    content_differs,
+    link_differences,
+    type_name,
+)
+from rcp_core.tools.verify.digests import Stopped, blake3_of, streamed
+from rcp_core.tools.verify.entrypair import Next, judge
+from rcp_core.tools.verify.hashing import READ_SIZE
+from rcp_core.tools.verify.scope import EVERYTHING, Scope
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rcp_core.tools.verify.comparerun import Plugins
+
+DEFAULT_WORKERS = 8
+"""Entries in flight when not told: a store answers each request after a round trip."""
+FLOAT_MTIME_NS = 1000
+"""How far apart two mtimes may be and still be the same where a port declares no
+time precision: a float of today's seconds (fsspec's) holds them to about 0.24 us,
+so a time set from one can fall on either side of a microsecond."""
+
+
+def compare_ports(
+    src: Port,
+    dst: Port,
+    *,
+    checksum: bool = False,
+    attrs: frozenset[CompareAttr] = DEFAULT_ATTRS,
+    max_workers: int | None = None,
+    scope: Scope = EVERYTHING,
+    follow: bool = False,
+    cancel: threading.Event | None = None,
+    on_difference: Callable[[Difference], None] | None = None,
+    plugins: Plugins = None,
+    retries: int = RETRIES,
+    retry_delay: float = RETRY_DELAY,
+) -> Comparison:
+    """Compare the tree ``src`` with its copy ``dst`` (see the module docstring).
+
+    :param follow: list ``src`` as the generic copy reads a source (symlinks
+        followed to files, those to directories or dangling left out).
+    :param max_workers: entries in flight (default :data:`DEFAULT_WORKERS`).
+    :param checksum, attrs, scope, cancel, on_difference, plugins, retries,
+        retry_delay: as :func:`rcp_core.tools.verify.compare.compare` takes them.
+    :raises UsageError: bad ``attrs``, ``max_workers``, ``retries`` or
+        ``retry_delay`` (:func:`rcp_core.tools.verify.compare.check_settings`).
+    """
+    check_settings(attrs, max_workers, retries, retry_delay)
+    run = ComparisonRun(
+        plugins,
+        (src.local_path, dst.local_path),
+        retries=retries,
+        retry_delay=retry_delay,
+        checksum=checksum or CompareAttr.CHECKSUM in attrs,
+        attrs=attrs,
+        scope=scope,
+        cancel=cancel or threading.Event(),
+        on_difference=on_difference,
+    )
+    workers = max_workers or DEFAULT_WORKERS
+    pool = WorkPool(workers, workers, on_crash=run.crash)
+    started = time.monotonic()
+    if not run.stopping:
+        pool.push(_Walk(run, pool, src, dst, follow).root)
+        pool.run()
+    return run.result(time.monotonic() - started)
+
+
+def _known(entry: Entry) -> frozenset[CompareAttr]:
+    """The attributes ``entry``'s port gave."""
+    known = {CompareAttr.SIZE}
+    if entry.mtime_ns is not None:
+        known.add(CompareAttr.MTIME)
+    if entry.mode is not None:
+        known.add(CompareAttr.MODE)
+    if entry.uid is not None:
+        known.add(CompareAttr.UID)
+    if entry.gid is not None:
+        known.add(CompareAttr.GID)
+    return frozenset(known)
+
+
+def _precision(port: Port) -> int:
+    return port.backend.time_precision_ns or FLOAT_MTIME_NS
+
+
+class _Walk:
+    """The work items of one comparison (``fn(tally, *args)`` on the pool; the tally
+    is not used): :meth:`root` starts it."""
+
+    def __init__(
+        self, run: ComparisonRun, pool: WorkPool, src: Port, dst: Port, follow: bool
+    ) -> None:
+        self.run = run
+        self.pool = pool
+        self.scope = run.scope
+        self.src = src
+        self.dst = dst
+        self.follow = follow
+        self.within = max(_precision(src), _precision(dst))
+        self._local = threading.local()
+        """Per worker: its read buffer."""
+
+    # -- work items ----------------------------------------------------------------
+
+    def root(self, tally: Tally) -> None:
+        self.run.count(entries=1)
+        roots = self.run.tried(self._roots)
+        if roots is not None:
+            top = GitIgnores.root() if self.scope.filter.gitignore else None
+            self._pair("", *roots, False, top)
+
+    def directory(
+        self, tally: Tally, rel: str, under: bool, ignores: GitIgnores | None
+    ) -> None:
+        """Compare the entries of a directory both sides have (``under``: it or an
+        ancestor was included; ``ignores``: its parent's ``.gitignore`` stack)."""
+        if self.run.stopping:
+            return
+        run, scope = self.run, self.scope
+        mine = run.tried(self._list, self.src, rel, "source", self.follow)
+        if mine is None:
+            return
+        theirs = run.tried(self._list, self.dst, rel, "destination", False)
+        if theirs is None:
+            return
+        for name, error in sorted({**theirs.unsafe, **mine.unsafe}.items()):
+            run.report(joined(rel, name), DiffKind.ERROR, str(error))
+        if ignores is not None:
+            ignores = ignores.with_file(rel, self._gitignore(rel, mine))
+        ours = mine.entries
+        excluded: set[str] = set()
+        traversed: set[str] = set()
+        if scope.filter.active:
+            named = ((name, entry.is_dir) for name, entry in ours.items())
+            excluded, traversed = scope.sift(rel, under, ignores, named)
+        examined = 0
+        try:
+            for name, b in theirs.entries.items():
+                if run.stopping:
+                    return
+                child = joined(rel, name)
+                a = None if name in excluded else ours.get(name)
+                if a is not None:
+                    examined += 1
+                    self._pair(child, a, b, under, ignores)
+                    continue
+                what = type_name(b.stat())
+                is_excluded = name in excluded
+                detail = scope.only_in_destination(
+                    child, b.is_dir, what, is_excluded, under, ignores
+                )
+                if detail is not None:
+                    examined += 1
+                    run.report(child, DiffKind.EXTRA, detail)
+            for name, a in ours.items():
+                if run.stopping:
+                    return
+                if name in theirs.entries or name in excluded:
+                    continue
+                child = joined(rel, name)
+                if name in traversed and not self._wanted(child, ignores):
+                    continue
+                st = a.stat()
+                if not scope.excused(st.st_mode):
+                    examined += 1
+                    what = f"{type_name(st)} missing in destination"
+                    run.report(child, DiffKind.MISSING, what)
+        finally:
+            run.count(entries=examined)
+
+    def contents(self, tally: Tally, rel: str, size: int) -> None:
+        """Compare the contents of a pair of regular files of ``size`` bytes."""
+        if self.run.stopping:
+            return
+        found = self.run.tried(self._hashed, rel, size)
+        if found is not None:
+            hashed, detail = found
+            self.run.count(files=1, data=hashed)
+            if detail is not None:
+                self.run.report(rel, DiffKind.CONTENT, detail)
+
+    # -- one path on both sides ------------------------------------------------------
+
+    def _pair(
+        self, rel: str, a: Entry, b: Entry, under: bool, ignores: GitIgnores | None
+    ) -> None:
+        """Judge one path both sides have (no I/O: what the listings said); its
+        directory's entries, its contents go onto the pool."""
+        run = self.run
+        attrs = run.attrs & _known(a) & _known(b)
+        step, found = judge(
+            self.scope, attrs, run.checksum, rel, a.stat(), b.stat(), self.within
+        )
+        if step is Next.ENTER:
+            below = under or (  # the root is never filtered, nor included
+                rel != ""
+                and self.scope.verdict(rel, True, False, ignores) is Verdict.INCLUDE
+            )
+            self.pool.push(self.directory, rel, below, ignores)
+        elif step is Next.TARGETS and a.target is not None and b.target is not None:
+            found += link_differences(a.target, b.target)
+        elif step is Next.CONTENTS:
+            self.pool.push(self.contents, rel, a.size)
+        run.report_all(rel, found)
+
+    # -- units ---------------------------------------------------------------------
+
+    def _roots(self) -> tuple[Entry, Entry]:
+        """Both roots, as a copy takes its operands."""
+        found = []
+        for port, side in ((self.src, "source"), (self.dst, "destination")):
+            try:
+                entry = port.stat("")
+                if entry is None:
+                    missing = os.strerror(errno.ENOENT)
+                    raise FileNotFoundError(errno.ENOENT, missing, port.describe(""))
+            except OSError as exc:
+                raise EntryError(f"read {side}", "", exc) from exc
+            found.append(entry)
+        return found[0], found[1]
+
+    @staticmethod
+    def _list(port: Port, rel: str, side: str, follow: bool) -> Listing:
+        try:
+            return port.list(rel, follow=follow)
+        except OSError as exc:
+            raise EntryError(f"read {side} directory", rel, exc) from exc
+
+    def _read(self, rel: str) -> bytes:
+        """The whole source file ``rel`` (a ``.gitignore``)."""
+        try:
+            with self.src.read(rel) as stream:
+                return stream.read()
+        except OSError as exc:
+            raise EntryError("read source", rel, exc) from exc
+
+    def _hashed(self, rel: str, size: int) -> tuple[int, str | None] | None:
+        """Bytes hashed of the pair of files ``rel`` (both sides), and where their
+        contents differ, if they do; ``None`` when the run stopped meanwhile."""
+        buf: bytearray | None = getattr(self._local, "buf", None)
+        if buf is None:
+            buf = self._local.buf = bytearray(READ_SIZE)
+        hashed = 0
+        with contextlib.ExitStack() as opened:
+            sides = [
+                _Side(port, rel, side, opened, buf, lambda: self.run.stopping)
+                for port, side in ((self.src, "source"), (self.dst, "destination"))
+            ]
+            for offset in range(0, size, DIGEST_RANGE):
+                length = min(DIGEST_RANGE, size - offset)
+                try:
+                    mine, theirs = (side.digest(offset, length) for side in sides)
+                except Stopped:
+                    return None
+                hashed += 2 * length
+                if mine != theirs:
+                    return hashed, content_differs(size, DIGEST_RANGE, offset, length)
+        return hashed, None
+
+    # -- the scope -----------------------------------------------------------------
+
+    def _gitignore(self, rel: str, listing: Listing) -> str:
+        """The text of the source directory ``rel``'s ``.gitignore`` (a file as
+        listed), ``""`` if it has none or it cannot be read (an ``error``
+        difference)."""
+        entry = listing.entries.get(".gitignore")
+        if entry is None or entry.kind is not EntryKind.FILE:
+            return ""
+        data = self.run.tried(self._read, joined(rel, ".gitignore"))
+        return "" if data is None else data.decode("utf-8", "surrogateescape")
+
+    def _wanted(self, rel: str, ignores: GitIgnores | None) -> bool:
+        """Whether the scope's filters include an entry below the source directory
+        ``rel``, which they only traverse (the copy then makes it). Only traversed:
+        no ancestor was included, so ``under`` is false below."""
+        listing = self.run.tried(self._list, self.src, rel, "source", self.follow)
+        if listing is None:
+            return False
+        if ignores is not None:
+            ignores = ignores.with_file(rel, self._gitignore(rel, listing))
+        for name, entry in listing.entries.items():
+            child = joined(rel, name)
+            verdict = self.scope.verdict(child, entry.is_dir, False, ignores)
+            if verdict is Verdict.INCLUDE or (
+                verdict is Verdict.TRAVERSE and self._wanted(child, ignores)
+            ):
+                return True
+        return False
+
+
+class _Side:
+    """One side's digests of one file, segment after segment: where its port takes
+    them, else of its data read here (the file opened once, into ``opened``)."""
+
+    def __init__(
+        self,
+        port: Port,
+        rel: str,
+        side: str,
+        opened: contextlib.ExitStack,
+        buf: bytearray,
+        stopping: Callable[[], bool],
+    ) -> None:
+        self.port = port
+        self.rel = rel
+        self.side = side
+        self.opened = opened
+        self.buf = buf
+        self.stopping = stopping
+        self.stream: BinaryIO | None = None
+
+    def digest(self, offset: int, length: int) -> bytes:
+        """The digest of ``length`` bytes from ``offset``; segments come in order.
+
+        :raises EntryError: the side could not be read.
+        :raises Stopped: the run is stopping.
+        """
+        try:
+            if self.stream is None:
+                there = self.port.digest(self.rel, offset, length)
+                if there is not None:
+                    return there
+                self.stream = self.opened.enter_context(self.port.read(self.rel))
+                self.stream.seek(offset)
+            digest, _ = blake3_of(
+                streamed(self.stream), length, self.buf, self.stopping
+            )
+        except OSError as exc:
+            raise EntryError(f"read {self.side}", self.rel, exc) from exc
+        return digest
