@@ -1,5 +1,7 @@
 """The ``rcmp`` command: compare two trees by metadata, and by content with
-``--checksum`` (:func:`rcp_core.tools.verify.compare.compare`).
+``--checksum``: two local trees through directory descriptors
+(:func:`rcp_core.tools.verify.compare.compare`), any other pair through their backend
+ports (:func:`rcp_core.tools.verify.portcompare.compare_ports`).
 
 Output on stdout, one JSON object per line: each difference as it is found
 (``{"path", "kind", "detail"}``), then the summary as the last line
@@ -17,8 +19,8 @@ hashed on that host, so no file data crosses the network:
 - ``rcp://host:port/path``, a tree on a running ``rcpd serve`` (trust it through
   fsspec's configuration, e.g. ``FSSPEC_RCP_FINGERPRINT`` and ``FSSPEC_RCP_TOKEN``).
 
-Any other fsspec URL is read here (:mod:`rcp_provider.fsspec.storecompare`). With an operand
-of these, differences are printed when the comparison ends.
+Any other URL is read here, through the backend a site's plugin or fsspec provides
+for it (:func:`rcp_provider.cli.stores.port`).
 
 Exit status: 0 the trees are the same, 1 they differ, 2 bad input or an entry that
 could not be compared (an ``error`` difference), 130 interrupted.
@@ -42,11 +44,7 @@ from rcp_core.settings import CompareAttr
 from rcp_core.tools.verify.compare import compare
 from rcp_core.tools.verify.differences import Comparison, Difference, DiffKind
 from rcp_provider.cli.common import OneLineErrorParser, in_worker
-from rcp_provider.cli.remote import (
-    add_launch_options,
-    place,
-    refuse_unused,
-)
+from rcp_provider.cli.remote import add_launch_options, port, refuse_unused
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,10 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = Lines(sys.stdout)
         if storages != {Storage.LOCAL}:
             result = in_worker(
-                lambda cancel: _compare_places(args, attrs, cancel), "rcmp-main"
+                lambda cancel: _compare_ports(args, attrs, cancel, lines), "rcmp-main"
             )
-            for difference in result.differences:
-                lines(difference)
             return _finish(args, result)
         for path in (src.path, dst.path):
             if not Path(path).exists() and not Path(path).is_symlink():
@@ -129,28 +125,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _finish(args, result)
 
 
-def _compare_places(
-    args: argparse.Namespace, attrs: frozenset[CompareAttr], cancel: threading.Event
+def _compare_ports(
+    args: argparse.Namespace,
+    attrs: frozenset[CompareAttr],
+    cancel: threading.Event,
+    lines: Lines,
 ) -> Comparison:
-    """Two trees through fsspec (a URL or a ``host:/path`` operand).
+    """Two trees of which one is not this host's files (a URL, ``host:/path``),
+    through their backend ports.
 
-    :raises UsageError: an operand fsspec cannot open, or one that does not exist.
+    :raises UsageError: an operand no backend opens, or one that does not exist.
     :raises RemoteError: a host's ``rcpd`` could not be started or reached.
     """
-    from rcp_provider.fsspec.storecompare import compare_places
+    from rcp_core.tools.verify.portcompare import compare_ports
 
     with contextlib.ExitStack() as sessions:
-        src, dst = (place(operand, args, sessions) for operand in (args.src, args.dst))
+        src, dst = (port(operand, args, sessions) for operand in (args.src, args.dst))
         for side, operand in ((src, args.src), (dst, args.dst)):
-            if not side.fs.exists(side.path):
+            if side.stat("") is None:
                 raise UsageError(f"{operand}: no such file or directory")
-        return compare_places(
+        return compare_ports(
             src,
             dst,
             checksum=args.checksum,
             attrs=attrs,
             max_workers=args.max_workers,
             cancel=cancel,
+            on_difference=lines,
         )
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rcp_core import CopySettings, Summary, UsageError
+from rcp_core.backends import routing
 from rcp_core.backends.operands import parse_operand
 from rcp_core.backends.routing import Operand, Route, Storage
 from rcp_core.errors import RemoteError
@@ -27,10 +28,10 @@ from rcp_core.run.progress import Progress
 from rcp_core.run.summary import Resources, human_bytes, merge
 
 if TYPE_CHECKING:
+    from rcp_core.backends.port import Port
     from rcp_core.remote.client import ServiceClient
     from rcp_core.remote.ssh import Launch
     from rcp_core.remote.sshmaster import RoleResult
-    from rcp_provider.fsspec.storetree import Place
 
 log = logging.getLogger("rcp_core")
 
@@ -120,27 +121,29 @@ def launch_of(args: argparse.Namespace) -> Launch:
     return Launch(ssh=shlex.split(args.ssh), rcpd=args.rcpd_path)
 
 
-def place(
+def port(
     operand: str,
     args: argparse.Namespace,
     sessions: contextlib.ExitStack,
     root: str | None = None,
-) -> Place:
-    """The place ``operand`` names (a path, a URL: :meth:`Place.of`); for
-    ``host:/path``, on an ``rcpd serve --session`` started there over SSH
-    (:func:`add_launch_options`), confined to ``root`` (default: the path), for as
-    long as ``sessions`` lasts.
+) -> Port:
+    """The backend port of the tree ``operand`` names (a path, a URL:
+    :func:`rcp_provider.cli.stores.port`); for ``host:/path``, a place on an ``rcpd
+    serve --session`` started there over SSH (:func:`add_launch_options`), confined
+    to ``root`` (default: the path), for as long as ``sessions`` lasts.
 
-    :raises UsageError: fsspec cannot open the URL.
+    :raises UsageError: no backend opens the URL.
     :raises RemoteError: the session could not be started.
     """
     from rcp_core.remote.ssh import ssh_service
     from rcp_provider.fsspec.service import RcpServiceFileSystem
-    from rcp_provider.fsspec.storetree import Place
+    from rcp_provider.fsspec.serviceport import ServicePlace
 
     where = parse_operand(operand)
     if where is None:
-        return Place.of(operand)
+        from rcp_provider.cli import stores
+
+        return stores.port(routing.operand(operand))
     confined = dataclasses.replace(where, path=root or where.path)
     timeout = args.remote_timeout
     session = sessions.enter_context(ssh_service(confined, launch_of(args), timeout))
@@ -152,7 +155,7 @@ def place(
         timeout=timeout,
         skip_instance_cache=True,
     )
-    return Place(fs, where.path)
+    return ServicePlace.on(fs, where.path)
 
 
 def run(
@@ -218,7 +221,7 @@ def _with_services(
     options), on a connection of this copy's own, closed at its end."""
     from rcp_core.remote.servicemaster import service_copy
     from rcp_provider.fsspec.storage_options import service_path, service_url_options
-    from rcp_provider.fsspec.storetree import Place
+    from rcp_provider.fsspec.storetree import filesystem_of
 
     with contextlib.ExitStack() as connections:
 
@@ -230,9 +233,9 @@ def _with_services(
             services = {str(service_url_options(o.text)) for o in operands}
             if len(services) > 1:
                 raise UsageError("the sources must all be on one service")
-            first = Place.of(operands[0].text, skip_instance_cache=True)
-            connections.callback(first.fs.client.close)
-            return first.fs.client, [service_path(o.text) for o in operands]
+            fs, _ = filesystem_of(operands[0].text, skip_instance_cache=True)
+            connections.callback(fs.client.close)
+            return fs.client, [service_path(o.text) for o in operands]
 
         source_service, sources = side(route.sources)
         destination_service, (destination,) = side([route.destination])

@@ -2,11 +2,13 @@
 store but this host's files and ``rcpd serve`` services, a site's own backend): a
 copy through the generic engine, :mod:`rcp_core.engine.portcopy`.
 
-Each operand is a backend port (:func:`port`): a local path this host's
-:class:`~rcp_core.engine.posixport.PosixPort`, a service the ``rcp`` filesystem's
-place, and a URL store whatever backend plugin answers ``rcp_backend_for`` for it
-(a site's, else fsspec's: :mod:`rcp_provider.fsspec.plugin`), asked once per
-operand before anything is written.
+Each operand is a backend port (:func:`port`, which ``rcmp`` and ``rcp --verify``
+compare through too): a local path this host's
+:class:`~rcp_core.engine.posixport.PosixPort`, a service its
+:class:`~rcp_provider.fsspec.serviceport.ServicePlace`, and a URL store whatever
+backend plugin answers ``rcp_backend_for`` for it (a site's, else fsspec's:
+:mod:`rcp_provider.fsspec.plugin`), asked once per operand before anything is
+written.
 
 One source and one destination (several sources are refused when the operands are
 routed: :func:`rcp_core.backends.capabilities.refuse_route`); a destination ending
@@ -67,9 +69,10 @@ def run(
     )
 
 
-def port(operand: Operand, hook: pluggy.HookRelay) -> Port:
-    """The backend port of one operand of a store route (``hook``: a manager's with
-    the backend plugins), its trailing ``/`` aside.
+def port(operand: Operand, hook: pluggy.HookRelay | None = None) -> Port:
+    """The backend port of one operand (not ``host:/path``), its trailing ``/``
+    aside; ``hook``: a manager's with the backend plugins (made here for a URL store
+    when not given).
 
     :raises UsageError: no backend plugin serves a URL store's scheme, or the one
         that does cannot open it.
@@ -80,9 +83,11 @@ def port(operand: Operand, hook: pluggy.HookRelay) -> Port:
         return PosixPort(os.path.abspath(operand.path))
     url = operand.text.rstrip("/") or operand.text
     if operand.storage is Storage.SERVICE:
-        from rcp_provider.fsspec.storetree import Place
+        from rcp_provider.fsspec.storetree import port_of_url
 
-        return Place.of(url)  # rcp's own filesystem, no site's to serve
+        return port_of_url(url)  # rcp's own filesystem, no site's to serve
+    if hook is None:
+        hook = plugin_manager(backends=True).hook
     found: Port | None = hook.rcp_backend_for(url=url)
     if found is None:
         scheme, _ = split_url(url) or ("", "")  # routed as a URL: it has one
@@ -90,24 +95,3 @@ def port(operand: Operand, hook: pluggy.HookRelay) -> Port:
             f"no backend for {scheme}://: install its fsspec package or a site plugin"
         )
     return found
-
-
-def refuse_verify(route: Route) -> None:
-    """Refuse ``--verify`` where a site's backend serves a store operand: the
-    comparison reads stores through fsspec (:mod:`rcp_provider.fsspec.storecompare`),
-    not through ports, so it could not read that side. Asked before the copy.
-
-    :raises UsageError: a store operand's backend is not fsspec's.
-    """
-    from rcp_provider.fsspec.storetree import Place
-
-    hook = plugin_manager(backends=True).hook
-    for operand in (*route.sources, route.destination):
-        if operand.storage is Storage.STORE and not isinstance(
-            port(operand, hook), Place
-        ):
-            scheme, _ = split_url(operand.text) or ("", "")
-            raise UsageError(
-                f"--verify is not supported with {scheme}:// (a site backend: the "
-                "comparison reads URL stores through fsspec)"
-            )

@@ -4,12 +4,15 @@ of operand, by what the copy was asked to copy
 
 - Local paths: :func:`rcp_core.tools.verify.compare.verify_copy`, through directory
   descriptors.
-- A ``host:/path`` operand: each remote tree is listed and hashed on its host by an
-  ``rcpd serve --session`` started over SSH, as ``rcmp`` does, so no file content
-  crosses the network to verify; this includes a copy between two hosts.
-- A URL operand: :func:`rcp_provider.fsspec.storecompare.compare_places`, the source listed
-  as the generic store copy reads it (symlinks followed, specials left out), and only
-  what the store keeps compared (a store without modes or mtimes: sizes and contents).
+- A ``host:/path`` or ``rcp://`` operand: each remote tree is listed and hashed on its
+  host by an ``rcpd serve`` (``--session``, started over SSH, for ``host:/path``)
+  through the port comparison, as ``rcmp`` does, so no file content crosses the
+  network to verify; this includes a copy between two hosts.
+- A URL operand, any store a backend serves (fsspec's, a site's own):
+  :func:`rcp_core.tools.verify.portcompare.compare_ports` through the operands' backend
+  ports (:func:`rcp_provider.cli.stores.port`), the source listed as the generic copy
+  reads it (symlinks followed), and only what both ports keep compared (a store
+  without modes or mtimes: sizes and contents).
 
 Every path runs the comparison on the run runtime, with the copy's ``retries`` and
 ``retry_delay``, and stops at Ctrl-C.
@@ -42,14 +45,13 @@ from rcp_core.tools.verify.compare import (
     verify_copy,
 )
 from rcp_core.tools.verify.differences import Difference, DiffKind
+from rcp_core.tools.verify.scope import snapshot
 from rcp_provider.cli import remote
 from rcp_provider.cli.common import in_worker
 from rcp_provider.cli.rcmp import Lines
 
 if TYPE_CHECKING:
     import os
-
-    from rcp_provider.fsspec.storetree import Place
 
 KEPT = 100
 """Differences the summary's ``verified`` block lists (its counts cover all)."""
@@ -73,14 +75,10 @@ class Verification:
     def prepare(self) -> None:
         """Record what the copy needs recorded before it starts (:class:`Scope`).
 
-        :raises UsageError: a filter that does not compile, or a store operand the
-            comparison cannot read (:func:`~rcp_provider.cli.stores.refuse_verify`).
+        :raises UsageError: a filter that does not compile, or a destination no
+            backend opens.
         :raises RemoteError: a destination host's session could not be started.
         """
-        if self.store:
-            from rcp_provider.cli.stores import refuse_verify
-
-            refuse_verify(self.route)
         if self.local:
             self.scopes = prepare_scopes(self.sources, self.destination, self.settings)
             return
@@ -112,23 +110,25 @@ class Verification:
             )
         else:
             verdict = in_worker(
-                lambda cancel: self._places(checksum, cancel), "rcp-verify"
+                lambda cancel: self._ports(checksum, cancel), "rcp-verify"
             )
         return verified(self.args.verify, verdict)
 
-    def _places(self, checksum: bool, cancel: threading.Event) -> dict[str, Any]:
-        from rcp_provider.fsspec.storecompare import compare_places
+    def _ports(self, checksum: bool, cancel: threading.Event) -> dict[str, Any]:
+        from rcp_core.tools.verify.portcompare import compare_ports
 
         trees = []
         for src, dst in copy_trees(self.sources, self.destination):
             with contextlib.ExitStack() as sessions:
-                a = remote.place(src, self.args, sessions)
-                b = remote.place(dst, self.args, sessions)
-                result = compare_places(
+                a = remote.port(src, self.args, sessions)
+                b = remote.port(dst, self.args, sessions)
+                # The generic engine keeps an attribute only where both ports do.
+                kept_by = (a.backend, b.backend) if self.store else ()
+                result = compare_ports(
                     a,
                     b,
                     checksum=checksum,
-                    attrs=kept_attrs(self.settings.preserve),
+                    attrs=kept_attrs(self.settings.preserve, *kept_by),
                     max_workers=self.settings.max_workers,
                     scope=self.scopes[dst],
                     follow=self.store,
@@ -144,15 +144,11 @@ class Verification:
         one listed on its host, by a session confined to its parent directory (the
         tree itself may not exist yet)."""
         from rcp_core.backends.operands import parse_operand
-        from rcp_provider.fsspec.storecompare import listing
 
         where = parse_operand(dst)
         root = posixpath.dirname(where.path.rstrip("/")) if where else None
         with contextlib.ExitStack() as sessions:
-            there: Place = remote.place(dst, self.args, sessions, root=root or None)
-            if not there.fs.exists(there.path):
-                return None
-            return {rel: entry.st for rel, entry in listing(there).items()}
+            return snapshot(remote.port(dst, self.args, sessions, root=root or None))
 
 
 def verified(mode: str, verdict: dict[str, Any]) -> dict[str, Any]:

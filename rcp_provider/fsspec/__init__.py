@@ -13,8 +13,8 @@
                        plugin (``rcp_backend_for``)
 ``storage_options``    the ``rcp`` filesystem's storage options, coerced from strings
 ``storetree``          a tree on an fsspec filesystem: the fsspec backend port
-``storecompare``       two trees compared wherever fsspec reaches them (``rcmp``)
-``storehash``          a store comparison's contents: digests where the data is
+``serviceport``        a tree on an ``rcpd serve`` service as a backend port: listings
+                       and digests asked of the service, where the data is
 =====================  ==============================================================
 
 Named after the library it glues to: imports are absolute, so ``import fsspec`` is the

@@ -11,8 +11,9 @@ fsspec also knows (``s3://`` through its own client, say) is asked first.
   fsspec only when asked, so loading the plugin never fails;
 - a protocol it knows whose package is missing, or a URL it cannot open:
   :class:`~rcp_core.errors.UsageError` naming the URL and what fsspec said;
-- otherwise the :class:`~rcp_provider.fsspec.storetree.Place` the URL names (a
-  filesystem instance, no request made).
+- otherwise the backend port the URL names
+  (:func:`~rcp_provider.fsspec.storetree.port_of_url`: a filesystem instance, no
+  request made).
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ class FsspecBackends:
         found = split_url(url)
         if found is None or found[0] not in fsspec.available_protocols():
             return None
-        from rcp_provider.fsspec.storetree import Place
+        from rcp_provider.fsspec.storetree import port_of_url
 
-        return Place.of(url)
+        return port_of_url(url)
 
 
 plugin = FsspecBackends()

@@ -1,32 +1,34 @@
 """A tree on an fsspec filesystem: the fsspec backend port.
 
-- :class:`Place`: a path on a filesystem, and the backend port
-  (:class:`rcp_core.backends.port.Port`) the generic engine
-  (:mod:`rcp_core.engine.portcopy`) copies through: what the storage keeps
+- :func:`port_of` (and :func:`port_of_url`): the backend port
+  (:class:`rcp_core.backends.port.Port`) of a path on a filesystem, chosen once, when
+  it is made: this host's files (fsspec's ``LocalFileSystem`` and the ``rcp``
+  filesystem's local form) are the engine's own
+  :class:`~rcp_core.engine.posixport.PosixPort`, an ``rcpd serve`` service
+  :class:`~rcp_provider.fsspec.serviceport.ServicePlace`, any other store a
+  :class:`Place`;
+- :class:`Place`: a path on a store, the port the generic engine
+  (:mod:`rcp_core.engine.portcopy`) copies through and the port comparison
+  (:mod:`rcp_core.tools.verify.portcompare`) compares through: what the storage keeps
   (:attr:`Place.backend`, the declaration :mod:`rcp_core.backends.capabilities`
-  refuses by), one-level listings, atomic writes, removal. A place of this host's
-  files (fsspec's ``LocalFileSystem``) is the engine's own POSIX port
-  (:class:`rcp_core.engine.posixport.PosixPort`) in every operation;
-- :func:`list_dir`: one directory's entries as the engine reads them (names
-  checked per component by :mod:`rcp_core.names`, a key ending in ``/`` its
-  directory; a source's symlinks followed to files or skipped);
-- :func:`stat_of`, :func:`mtime_of`: an fsspec info as the local copy's rules read
-  it.
-
-The store copy (:mod:`rcp_core.engine.portcopy`) and the store comparison
-(:mod:`rcp_provider.fsspec.storecompare`) list through this module, so what one
-copies is what the other compares.
+  refuses by), one-level listings (names checked per component by
+  :mod:`rcp_core.names`, a key ending in ``/`` its directory; a source's symlinks
+  followed to files or skipped), atomic writes, removal;
+- :func:`entry_of`, :func:`mtime_of`: an fsspec info as a port's entry.
 
 Port invariants kept here for a store: a file is written with ``autocommit=False``
 and committed only once every chunk is written (discarded otherwise); a local
 file's upload (``put_file``) publishes the object when it ends; a copy within one
 filesystem is its own ``cp_file`` (server-side where the store has one); removing a
 directory removes the keys below it one by one, keeping what the engine protects,
-and never joins a listed name that is not safe.
+and never joins a listed name that is not safe. An entry has what the store's info
+gives (a mode, an mtime in float seconds, an owner, a symlink's ``destination``),
+nothing else.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import posixpath
@@ -41,7 +43,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from rcp_core.backends.capabilities import Backend, Capability, store_backend
 from rcp_core.backends.port import Entry, EntryKind, Listing, Port, Protect
-from rcp_core.engine.posixport import LOCAL, PosixPort
+from rcp_core.engine.posixport import PosixPort
 from rcp_core.engine.tree import joined
 from rcp_core.errors import UnsafeNameError, UsageError
 from rcp_core.names import check_component, check_relative
@@ -54,49 +56,63 @@ OBJECT_STORES = frozenset(
 need not exist before an object is written below them."""
 
 
+def filesystem_of(url: str, **storage_options: Any) -> tuple[Any, str]:
+    """The fsspec filesystem a URL (``memory://x``, ``s3://bucket/key``, a local path)
+    names (with fsspec's ``storage_options``), and its path there.
+
+    :raises UsageError: fsspec does not know its protocol, or its package is
+        missing.
+    """
+    try:
+        fs, path = fsspec.url_to_fs(url, **storage_options)
+    except ImportError as exc:
+        raise UsageError(f"{url}: its fsspec package is not installed ({exc})") from exc
+    except ValueError as exc:
+        raise UsageError(f"{url}: {exc}") from exc
+    return fs, str(path)
+
+
+def port_of(fs: Any, path: str) -> Port:
+    """The backend port of ``path`` on ``fs`` (see the module docstring)."""
+    if isinstance(fs, LocalFileSystem):
+        return PosixPort(path)
+    from rcp_provider.fsspec.service import RcpServiceFileSystem
+
+    if isinstance(fs, RcpServiceFileSystem):
+        from rcp_provider.fsspec.serviceport import ServicePlace
+
+        return ServicePlace.on(fs, path)
+    return Place(fs, path)
+
+
+def port_of_url(url: str, **storage_options: Any) -> Port:
+    """The backend port of the tree a URL names (:func:`filesystem_of`).
+
+    :raises UsageError: as :func:`filesystem_of`.
+    """
+    return port_of(*filesystem_of(url, **storage_options))
+
+
+def store_backend_of(fs: Any) -> Backend:
+    """What the generic engine can keep on the store ``fs``: an object store has
+    prefixes, not directories (:data:`OBJECT_STORES`)."""
+    protocol = fs.protocol
+    name = protocol if isinstance(protocol, str) else protocol[0]
+    return store_backend(f"{name}://", directories=name not in OBJECT_STORES)
+
+
 @dataclass(frozen=True, slots=True)
 class Place:
-    """A path on an fsspec filesystem (its protocol stripped)."""
+    """A path on an fsspec store (its protocol stripped): not this host's files
+    (:func:`port_of` makes those a :class:`~rcp_core.engine.posixport.PosixPort`)."""
 
     fs: Any
     path: str
 
-    @classmethod
-    def of(cls, url: str, **storage_options: Any) -> Place:
-        """The place a URL (``memory://x``, ``s3://bucket/key``, a local path) names
-        (with fsspec's ``storage_options``).
-
-        :raises UsageError: fsspec does not know its protocol, or its package is
-            missing.
-        """
-        try:
-            fs, path = fsspec.url_to_fs(url, **storage_options)
-        except ImportError as exc:
-            raise UsageError(
-                f"{url}: its fsspec package is not installed ({exc})"
-            ) from exc
-        except ValueError as exc:
-            raise UsageError(f"{url}: {exc}") from exc
-        return cls(fs, path)
-
-    @property
-    def posix(self) -> bool:
-        """A directory of this host, where files can be written through a rename."""
-        return isinstance(self.fs, LocalFileSystem)
-
-    @property
-    def _local(self) -> PosixPort:
-        """This place as the engine's POSIX port (only when :attr:`posix`)."""
-        return PosixPort(self.path)
-
     @property
     def backend(self) -> Backend:
         """What this engine can keep here."""
-        if self.posix:
-            return LOCAL
-        protocol = self.fs.protocol
-        name = protocol if isinstance(protocol, str) else protocol[0]
-        return store_backend(f"{name}://", directories=name not in OBJECT_STORES)
+        return store_backend_of(self.fs)
 
     @property
     def has_directories(self) -> bool:
@@ -109,7 +125,7 @@ class Place:
 
     @property
     def local_path(self) -> str | None:
-        return self.path if self.posix else None
+        return None
 
     def describe(self, rel: str) -> str:
         return self.join(rel)
@@ -119,55 +135,80 @@ class Place:
         return posixpath.basename(self.path.rstrip("/"))
 
     def at(self, rel: str) -> Place:
-        return Place(self.fs, self.join(rel))
+        return dataclasses.replace(self, path=self.join(rel))
 
     def parent(self) -> Place | None:
         above = posixpath.dirname(self.path.rstrip("/"))
-        return Place(self.fs, above) if above else None
+        return dataclasses.replace(self, path=above) if above else None
 
     def holds(self, other: Port) -> bool:
-        """On this host's files, any port whose root is a local path may be below;
-        elsewhere a place of the same kind of filesystem."""
-        if self.posix:
-            return self._local.holds(other)
+        """A place of the same kind of filesystem may be below."""
         if not isinstance(other, Place) or type(other.fs) is not type(self.fs):
             return False
         root = self.path.rstrip("/")
         return other.path == self.path or other.path.startswith(root + "/")
 
     def stat(self, rel: str) -> Entry | None:
-        if self.posix:
-            return self._local.stat(rel)
         try:
             return entry_of(self.fs.info(self.join(rel)))
         except FileNotFoundError:
             return None
 
     def list(self, rel: str, *, follow: bool) -> Listing:
-        if self.posix:
-            return self._local.list(rel, follow=follow)
-        found = list_dir(self, self.join(rel), follow=follow)
-        entries = {name: entry_of(info) for name, info in found.infos.items()}
-        return Listing(entries, found.unsafe, found.skipped_links)
+        """One level, as the store lists it: a key ending in ``/`` (a directory
+        marker) is its directory, a name that is not safe goes to ``unsafe`` (a
+        prefix with its ``/``: ``set//z`` lists ``/`` in ``set``), and with
+        ``follow`` a symlink is its target's file, else skipped and counted."""
+        entries: dict[str, Entry] = {}
+        unsafe: dict[str, UnsafeNameError] = {}
+        skipped = 0
+        base = self.join(rel).rstrip("/")
+        for info in self.fs.ls(self.join(rel), detail=True):
+            listed = str(info["name"])
+            if listed == base or (
+                listed == f"{base}/" and info.get("type") != "directory"
+            ):
+                continue  # the directory itself, or its marker object, as stores list it
+            name = listed[len(base) + 1 :] if listed.startswith(base + "/") else listed
+            if name.endswith("/") and name.count("/") == 1 and name != "/":
+                name, info = name[:-1], {**info, "type": "directory"}
+            try:
+                check_component(name)
+            except UnsafeNameError as exc:
+                prefix = info.get("type") == "directory" and not name.endswith("/")
+                unsafe.setdefault(f"{name}/" if prefix else name, exc)
+                continue
+            if follow and info.get("islink"):
+                followed = self._followed(info)
+                if followed is None:
+                    skipped += 1
+                    continue
+                info = followed
+            if name not in entries:
+                entries[name] = entry_of(info)
+        return Listing(entries, unsafe, skipped)
+
+    def _followed(self, link: dict[str, Any]) -> dict[str, Any] | None:
+        """The info of the file a store's symlink leads to (under the link's name),
+        or ``None`` when it leads to no file."""
+        try:
+            target = self.fs.info(link["name"])
+        except (OSError, UsageError):  # dangling, or out of the service's roots
+            return None
+        if target.get("type") != "file":
+            return None
+        return {**target, "name": link["name"]}
 
     def make_dir(self, rel: str, replacing: Entry | None) -> None:
-        if self.posix:
-            self._local.make_dir(rel, replacing)
-        else:
-            self.fs.makedirs(self.join(rel), exist_ok=True)
+        self.fs.makedirs(self.join(rel), exist_ok=True)
 
     def remove_dir(self, rel: str) -> None:
-        if self.posix:
-            self._local.remove_dir(rel)
-        elif self.has_directories:
+        if self.has_directories:
             self.fs.rmdir(self.join(rel))
 
     def remove(
         self, rel: str, entry: Entry, tally: Tally, protect: Protect | None
     ) -> None:
-        if self.posix:
-            self._local.remove(rel, entry, tally, protect)
-            return
         fs, path = self.fs, self.join(rel)
         if not entry.is_dir:
             fs.rm_file(path)
@@ -187,15 +228,10 @@ class Place:
                 tally["removed.dirs"] += 1
 
     def read(self, rel: str) -> AbstractContextManager[BinaryIO]:
-        if self.posix:
-            return self._local.read(rel)
         opened: AbstractContextManager[BinaryIO] = self.fs.open(self.join(rel), "rb")
         return opened
 
     def write(self, rel: str, chunks: Iterator[bytes]) -> None:
-        if self.posix:
-            self._local.write(rel, chunks)
-            return
         writer = self.fs.open(self.join(rel), "wb", autocommit=False)
         try:
             for chunk in chunks:
@@ -207,11 +243,9 @@ class Place:
         writer.commit()
 
     def digest(self, rel: str, offset: int, length: int) -> bytes | None:
-        return None
+        return None  # a store hashes nothing for us: the comparison reads it
 
     def copy_in(self, source: Port, src_rel: str, rel: str) -> bool:
-        if self.posix:
-            return False
         local = source.local_path
         if local is not None:
             path = os.path.join(local, src_rel) if src_rel else local
@@ -223,113 +257,20 @@ class Place:
         return False
 
     def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:
-        if self.posix:
-            self._local.set_meta(rel, entry, mode, times)
+        pass  # a store keeps neither (its backend declares so)
 
 
-@dataclass(frozen=True, slots=True)
-class InfoListing:
-    """One directory's fsspec infos, one level (what :meth:`Place.list` and the
-    store comparison read).
-
-    :param infos: fsspec's infos by name; each name is one safe component
-        (:func:`~rcp_core.names.check_component`).
-    :param unsafe: the listed names that are not safe, and why, by how they were
-        listed (a prefix with its ``/``: ``set//z`` lists ``/`` in ``set``); none
-        is in ``infos``, and nothing below one is ever listed.
-    :param skipped_links: symlinks not followed (to a directory, dangling, out of a
-        service's roots) when the listing follows them.
-    """
-
-    infos: dict[str, dict[str, Any]]
-    unsafe: dict[str, UnsafeNameError]
-    skipped_links: int = 0
-
-
-def list_dir(place: Place, path: str, *, follow: bool) -> InfoListing:
-    """The entries of the directory ``path`` of ``place`` (one level: memory follows
-    the directory, never the tree).
-
-    With ``follow`` (a source), a symlink is its target's file when it leads to one,
-    else skipped and counted (a directory is never entered through one); without it
-    (a destination), a POSIX entry is what ``lstat`` says, a symlink included. A POSIX
-    entry that is neither a directory nor a file is ``type == "other"`` (a FIFO,
-    socket or device). A store's key ending in ``/`` (a directory marker) is its
-    directory.
-
-    :raises FileNotFoundError: nothing is there.
-    """
-    if place.posix:
-        return _posix_listing(path, follow)
-    infos: dict[str, dict[str, Any]] = {}
-    unsafe: dict[str, UnsafeNameError] = {}
-    skipped = 0
-    base = path.rstrip("/")
-    for entry in place.fs.ls(path, detail=True):
-        listed = str(entry["name"])
-        if listed == base or (
-            listed == f"{base}/" and entry.get("type") != "directory"
-        ):
-            continue  # the directory itself, or its marker object, as stores list it
-        name = listed[len(base) + 1 :] if listed.startswith(base + "/") else listed
-        if name.endswith("/") and name.count("/") == 1 and name != "/":
-            name, entry = name[:-1], {**entry, "type": "directory"}
-        try:
-            check_component(name)
-        except UnsafeNameError as exc:
-            prefix = entry.get("type") == "directory" and not name.endswith("/")
-            unsafe.setdefault(f"{name}/" if prefix else name, exc)
-            continue
-        if follow and entry.get("islink"):
-            followed = _followed(place, entry)
-            if followed is None:
-                skipped += 1
-                continue
-            entry = followed
-        infos.setdefault(name, entry)
-    return InfoListing(infos, unsafe, skipped)
-
-
-def _posix_listing(path: str, follow: bool) -> InfoListing:
-    """The engine's POSIX listing (:meth:`PosixPort.list`) as fsspec infos."""
-    found = PosixPort(path).list("", follow=follow)
-    infos = {
-        name: _posix_info(os.path.join(path, name), entry)
-        for name, entry in found.entries.items()
-    }
-    return InfoListing(infos, {}, found.skipped_links)
-
-
-def _followed(place: Place, link: dict[str, Any]) -> dict[str, Any] | None:
-    """The info of the file a store's symlink leads to (under the link's name), or
-    ``None`` when it leads to no file."""
-    try:
-        target = place.fs.info(link["name"])
-    except (OSError, UsageError):  # dangling, or out of the service's roots
-        return None
-    if target.get("type") != "file":
-        return None
-    return {**target, "name": link["name"]}
-
-
-def _posix_info(path: str, entry: Entry) -> dict[str, Any]:
-    kind = entry.kind.value if entry.kind is not EntryKind.SYMLINK else "other"
-    mtime = entry.mtime_ns / 1e9 if entry.mtime_ns is not None else None
-    return {
-        "name": path,
-        "type": kind,
-        "size": entry.size,
-        "mode": entry.mode,
-        "mtime": mtime,
-    }
+def _int(value: Any) -> int | None:
+    """An info's integer field, if it is one."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def entry_of(info: dict[str, Any]) -> Entry:
     """An fsspec info as a port's entry: its kind (a ``mode``'s where the
     filesystem gives one), size, mode, mtime (fsspec's float seconds, to the
-    nanosecond) and the store's modification time (:func:`mtime_of`)."""
-    mode = info.get("mode")
-    mode = mode if isinstance(mode, int) and not isinstance(mode, bool) else None
+    nanosecond), the store's modification time (:func:`mtime_of`), and the owner and
+    a symlink's target where the info has them."""
+    mode = _int(info.get("mode"))
     kind = EntryKind.DIRECTORY if info.get("type") == "directory" else EntryKind.FILE
     if info.get("type") == "other":
         kind = EntryKind.OTHER
@@ -341,7 +282,17 @@ def entry_of(info: dict[str, Any]) -> Entry:
         mtime_ns = round(mtime * 1e9)
     modified = mtime_of(info)
     modified_ns = round(modified * 1e9) if modified is not None else None
-    return Entry(kind, int(info.get("size") or 0), mode, mtime_ns, modified_ns)
+    target = info.get("destination") if info.get("islink") else None
+    return Entry(
+        kind,
+        int(info.get("size") or 0),
+        mode,
+        mtime_ns,
+        modified_ns,
+        _int(info.get("uid")),
+        _int(info.get("gid")),
+        target if isinstance(target, str) else None,
+    )
 
 
 _KINDS = {
@@ -360,28 +311,6 @@ def relative(path: str, root: str) -> str | None:
     if path.rstrip("/") == root:
         return ""
     return path[len(root) + 1 :] if path.startswith(root + "/") else None
-
-
-def stat_of(info: dict[str, Any]) -> os.stat_result:
-    """An fsspec info as a stat result, for the local copy's rules: its type (a
-    ``mode``'s where the filesystem gives one), size, permission bits (``0o644``
-    without a mode) and mtime to the nanosecond from fsspec's float seconds (0
-    without one: a store's upload time is not the data's)."""
-    kind = stat.S_IFDIR if info.get("type") == "directory" else stat.S_IFREG
-    mode = info.get("mode")
-    if isinstance(mode, int):
-        kind = stat.S_IFMT(mode) or kind
-    mtime = info.get("mtime")
-    mtime_ns = 0
-    if isinstance(mtime, (int, float)) and not isinstance(mtime, bool):
-        mtime_ns = round(mtime * 1e9)
-    perms = stat.S_IMODE(mode) if isinstance(mode, int) else 0o644
-    size = int(info.get("size") or 0)
-    seconds = mtime_ns // 10**9
-    return os.stat_result(
-        (kind | perms, 0, 0, 1, 0, 0, size, seconds, seconds, seconds),
-        {"st_mtime_ns": mtime_ns, "st_atime_ns": mtime_ns, "st_ctime_ns": mtime_ns},
-    )
 
 
 def mtime_of(info: dict[str, Any]) -> float | None:

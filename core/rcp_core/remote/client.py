@@ -221,6 +221,18 @@ class ServiceClient:
         service answers within at most a minute; call again to wait longer)."""
         return self._request("wait", job=job, timeout=timeout)
 
+    def another(self) -> ServiceClient:
+        """A client of the same service, as trusted, on a connection of its own
+        (requests of several threads then run at once, not one after another)."""
+        return ServiceClient(
+            *self.address,
+            fingerprint=self.fingerprint,
+            token=self.token,
+            identity=self.identity,
+            encrypt=self.fingerprint is not None,
+            timeout=self.timeout,
+        )
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:

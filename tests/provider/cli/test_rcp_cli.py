@@ -22,7 +22,7 @@ from rcp_core.backends.capabilities import NOT_HONOURED
 from rcp_core.backends.routing import Engine
 from rcp_core.engine.portcopy import copy_tree
 from rcp_provider.cli.rcp import main
-from rcp_provider.fsspec.storetree import Place
+from rcp_provider.fsspec.storetree import port_of_url
 from support.nobody import RCP
 
 
@@ -198,7 +198,7 @@ def test_every_store_refusal_is_checked(src: Path) -> None:
     assert set(NOT_HONOURED[Engine.STORE]) - set(STORE_REFUSALS) == {"--link-dest"}
     settings = CopySettings(link_dest=str(src))
     with pytest.raises(UsageError, match=r"to memory://: --link-dest$"):
-        copy_tree(Place.of(str(src)), Place.of("memory://linked"), settings)
+        copy_tree(port_of_url(str(src)), port_of_url("memory://linked"), settings)
 
 
 @pytest.mark.parametrize("flag", STORE_REFUSALS)

@@ -4,13 +4,14 @@ fsspec filesystem is behind), installed as a site installs one, through an
 
 The copies run ``rcp``'s own ``main`` in this process, so the installed entry point
 (a ``*.dist-info`` on ``sys.path``) is found as a fresh process would find it. What
-they show: the operand rules, the refusals, ``--exclude`` and ``--delete`` hold on
-a site's backend as on any other, because the engine reaches it through its port
-alone.
+they show: the operand rules, the refusals, ``--exclude``, ``--delete`` and
+``--verify`` hold on a site's backend as on any other, because the engine and the
+comparison reach it through its port alone.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -125,13 +126,6 @@ def test_the_operand_rules_hold_on_a_site_backend(
             str(src),
             "sitefs://store/new",
         ],
-        "--verify is not supported with sitefs:// (a site backend: the comparison "
-        "reads URL stores through fsspec)": [
-            "--verify",
-            "checksum",
-            str(src),
-            "sitefs://store/new",
-        ],
     }
     for message, args in refused.items():
         assert main(args) == 2, args
@@ -140,6 +134,47 @@ def test_the_operand_rules_hold_on_a_site_backend(
     (storage / "into").mkdir()
     assert main([str(src / "d"), "sitefs://store/into/"]) == 0
     assert files(storage / "into") == {"d/a.txt", "d/skip.log", "d/deep/b"}
+
+
+def flip_a_byte(path: Path) -> None:
+    """Change the file's first byte, keeping its size: a copy by size leaves it."""
+    data = bytearray(path.read_bytes())
+    data[0] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def differences(out: str) -> list[tuple[str, str]]:
+    found = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return [(d["path"], d["kind"]) for d in found if "path" in d]
+
+
+def test_verify_holds_on_a_site_backend(
+    storage: Path,
+    src: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--verify checksum`` compares through the site's port, both ways: a good copy
+    is the same (sizes and contents: the site keeps no modes or times), and bytes
+    the copy left different (``-o`` judges by size here) fail the run, named."""
+    summary = tmp_path / "summary.json"
+    args = ["--verify", "checksum", "--summary-json", str(summary)]
+    assert main([*args, str(src), "sitefs://store/dst"]) == 0
+    verified = json.loads(summary.read_text())["verified"]
+    assert (verified["same"], verified["files_hashed"]) == (True, 4), verified
+    flip_a_byte(storage / "dst" / "d" / "a.txt")
+    capsys.readouterr()
+    assert main(["-o", *args, str(src), "sitefs://store/dst"]) == 1
+    assert differences(capsys.readouterr().out) == [("d/a.txt", "content")]
+
+    back = tmp_path / "back"
+    back.mkdir()
+    assert main([*args, "sitefs://store/dst", f"{back}/"]) == 0
+    assert json.loads(summary.read_text())["verified"]["same"] is True
+    flip_a_byte(back / "dst" / "top")
+    capsys.readouterr()
+    assert main(["-o", *args, "sitefs://store/dst", f"{back}/"]) == 1
+    assert differences(capsys.readouterr().out) == [("top", "content")]
 
 
 def test_without_the_plugin_no_backend_serves_its_scheme(

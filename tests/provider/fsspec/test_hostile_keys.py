@@ -5,7 +5,7 @@ NUL. Copied from a real S3 API (``moto_server`` on loopback, s3fs its client) an
 ``memory://`` -- through :func:`~rcp_core.engine.portcopy.copy_tree` and through
 ``rcp`` itself -- every such name is an entry error, counted and reported, never a write;
 every other object is copied; nothing appears outside the destination. A tree that
-holds such names is not compared through them either (``rcmp``'s store comparison).
+holds such names is not compared through them either (``rcmp``'s port comparison).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from typing import Any
 
 import fsspec
 import pytest
-from fsspec.implementations.local import LocalFileSystem
 
 from rcp_core.engine.portcopy import copy_tree
+from rcp_core.engine.posixport import PosixPort
 from rcp_core.errors import CopyFailedError
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.tools.verify.differences import DiffKind
-from rcp_provider.fsspec.storecompare import compare_places
+from rcp_core.tools.verify.portcompare import compare_ports
 from rcp_provider.fsspec.storetree import Place
 from support.s3 import S3
 
@@ -97,7 +97,7 @@ def test_unsafe_keys_are_entry_errors_and_nothing_lands_outside(
     fill(fs, top, {**VALID, **HOSTILE})
     dst = destination(tmp_path)
     with pytest.raises(CopyFailedError) as caught:
-        copy_tree(Place(fs, f"{top}/set"), Place(LocalFileSystem(), str(dst)))
+        copy_tree(Place(fs, f"{top}/set"), PosixPort(str(dst)))
     assert files_under(tmp_path) == {
         f"a/b/c/dst/{rel}": data for rel, data in VALID.items()
     }
@@ -121,9 +121,7 @@ def test_a_second_run_over_an_existing_copy_is_refused_the_same_way(
     settings = CopySettings(existing=ExistingPolicy.OVERWRITE)
     for _ in range(2):
         with pytest.raises(CopyFailedError) as caught:
-            copy_tree(
-                Place(fs, f"{top}/set"), Place(LocalFileSystem(), str(dst)), settings
-            )
+            copy_tree(Place(fs, f"{top}/set"), PosixPort(str(dst)), settings)
         assert refused(caught.value) == REFUSED
     assert files_under(tmp_path) == {
         f"a/b/c/dst/{rel}": data for rel, data in VALID.items()
@@ -136,7 +134,7 @@ def test_a_directory_marker_key_is_its_directory(s3: S3, tmp_path: Path) -> None
     fs, top = s3.fs(), s3.bucket()
     fill(fs, top, {**VALID, "trail/": b"", "trail/in": b"inside"})
     dst = destination(tmp_path)
-    summary = copy_tree(Place(fs, f"{top}/set"), Place(LocalFileSystem(), str(dst)))
+    summary = copy_tree(Place(fs, f"{top}/set"), PosixPort(str(dst)))
     assert summary["errors"] == 0
     assert files_under(dst) == {**VALID, "trail/in": b"inside"}
 
@@ -178,9 +176,7 @@ def test_a_comparison_does_not_read_through_unsafe_names(
     for rel, data in VALID.items():
         (dst / rel).parent.mkdir(parents=True, exist_ok=True)
         (dst / rel).write_bytes(data)
-    result = compare_places(
-        Place(fs, f"{top}/set"), Place(LocalFileSystem(), str(dst)), checksum=True
-    )
+    result = compare_ports(Place(fs, f"{top}/set"), PosixPort(str(dst)), checksum=True)
     errors = [d for d in result.differences if d.kind is DiffKind.ERROR]
     # One error, for the prefix ``..`` (named with its ``/`` as the copy's errors
     # name it): a comparison lists one directory at a time, as the copy does, and

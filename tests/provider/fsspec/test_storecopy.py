@@ -17,11 +17,12 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
 from rcp_core.engine.portcopy import copy_tree
+from rcp_core.engine.posixport import PosixPort
 from rcp_core.errors import CopyFailedError, UsageError
 from rcp_core.run.progress import Progress
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.site.hookspecs import hookimpl
-from rcp_provider.fsspec.storetree import Place
+from rcp_provider.fsspec.storetree import Place, port_of, port_of_url
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
 
@@ -40,11 +41,13 @@ TREE: Spec = {
 @pytest.fixture
 def memory() -> Place:
     """A fresh directory of the process's ``memory://`` store."""
-    return Place.of(f"memory://t{uuid.uuid4().hex}")
+    place = port_of_url(f"memory://t{uuid.uuid4().hex}")
+    assert isinstance(place, Place)
+    return place
 
 
-def local(path: Path) -> Place:
-    return Place(LocalFileSystem(), str(path))
+def local(path: Path) -> PosixPort:
+    return PosixPort(str(path))
 
 
 def files_of(root: Path) -> dict[str, bytes]:
@@ -77,8 +80,8 @@ def test_a_generic_store_keeps_modes_and_times_where_it_has_them(
     """A local directory seen only through fsspec (DirFileSystem) is a generic
     store whose infos carry mode and mtime: a POSIX copy of it gets both."""
     src = make_tree(tmp_path / "src", TREE)
-    store = Place(DirFileSystem(path=str(src), fs=LocalFileSystem()), "/")
-    assert not store.posix
+    store = port_of(DirFileSystem(path=str(src), fs=LocalFileSystem()), "/")
+    assert isinstance(store, Place)  # not this host's files, as fsspec shows them
     copy_tree(store, local(tmp_path / "dst"))
     assert tree_compare(src, tmp_path / "dst") == []
 
@@ -199,11 +202,17 @@ def test_files_in_flight_are_bounded_and_progress_is_reported(tmp_path: Path) ->
     assert seen[-1].counts["copied.files"] == summary["copied.files"] == 52
 
 
-def test_urls_name_places() -> None:
-    place = Place.of("memory://bucket/key")
+def test_urls_name_ports() -> None:
+    """A store's URL is a place on it; this host's files are the engine's own port,
+    through fsspec's local filesystem and the rcp filesystem's local form alike."""
+    place = port_of_url("memory://bucket/key")
+    assert isinstance(place, Place)
     assert isinstance(place.fs, MemoryFileSystem)
     assert place.path == "/bucket/key"
-    assert Place.of("/tmp").posix
+    for url in ("/tmp", "file:///tmp", "rcp:///tmp"):
+        local_port = port_of_url(url)
+        assert isinstance(local_port, PosixPort)
+        assert local_port.root == "/tmp"
     assert isinstance(fsspec.filesystem("memory"), MemoryFileSystem)
 
 
