@@ -3,10 +3,12 @@ a time.
 
 A :class:`Port` is a tree on some storage, named by paths relative to its root (``""``
 is the root, components joined by ``/``). The generic engine
-(:mod:`rcp_core.engine.portcopy`) copies between any two ports; this host's files are
+(:mod:`rcp_core.engine.portcopy`) copies between any two ports and the port comparison
+(:mod:`rcp_core.tools.verify.portcompare`) compares any two; this host's files are
 :class:`rcp_core.engine.posixport.PosixPort`, any fsspec store the provider's port
-(``rcp_provider.fsspec.storetree.Place``), and a site may provide its own through the
-``rcp_backend_for`` hook.
+(``rcp_provider.fsspec.storetree.port_of``: a ``Place``, a service's
+``ServicePlace``), and a site may provide its own through the ``rcp_backend_for``
+hook.
 
 Invariants every port keeps:
 
