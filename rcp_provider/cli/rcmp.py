@@ -1,7 +1,7 @@
 """The ``rcmp`` command: compare two trees by metadata, and by content with
 ``--checksum``: two local trees through directory descriptors
 (:func:`rcp_core.tools.verify.compare.compare`), any other pair through their backend
-ports (:func:`rcp_core.tools.verify.portcompare.compare_ports`).
+ports (:func:`rcp_core.tools.verify.compare.compare`).
 
 Output on stdout, one JSON object per line: each difference as it is found
 (``{"path", "kind", "detail"}``), then the summary as the last line
@@ -137,14 +137,12 @@ def _compare_ports(
     :raises UsageError: an operand no backend opens, or one that does not exist.
     :raises RemoteError: a host's ``rcpd`` could not be started or reached.
     """
-    from rcp_core.tools.verify.portcompare import compare_ports
-
     with contextlib.ExitStack() as sessions:
         src, dst = (port(operand, args, sessions) for operand in (args.src, args.dst))
         for side, operand in ((src, args.src), (dst, args.dst)):
             if side.stat("") is None:
                 raise UsageError(f"{operand}: no such file or directory")
-        return compare_ports(
+        return compare(
             src,
             dst,
             checksum=args.checksum,

@@ -9,7 +9,7 @@ of operand, by what the copy was asked to copy
   through the port comparison, as ``rcmp`` does, so no file content crosses the
   network to verify; this includes a copy between two hosts.
 - A URL operand, any store a backend serves (fsspec's, a site's own):
-  :func:`rcp_core.tools.verify.portcompare.compare_ports` through the operands' backend
+  :func:`rcp_core.tools.verify.compare.compare` through the operands' backend
   ports (:func:`rcp_provider.cli.stores.port`), the source listed as the generic copy
   reads it (symlinks followed), and only what both ports keep compared (a store
   without modes or mtimes: sizes and contents).
@@ -38,6 +38,7 @@ from rcp_core import CopySettings
 from rcp_core.backends.routing import Engine, Route
 from rcp_core.tools.verify.compare import (
     Scope,
+    compare,
     copy_trees,
     kept_attrs,
     prepare_scopes,
@@ -115,8 +116,6 @@ class Verification:
         return verified(self.args.verify, verdict)
 
     def _ports(self, checksum: bool, cancel: threading.Event) -> dict[str, Any]:
-        from rcp_core.tools.verify.portcompare import compare_ports
-
         trees = []
         for src, dst in copy_trees(self.sources, self.destination):
             with contextlib.ExitStack() as sessions:
@@ -124,7 +123,7 @@ class Verification:
                 b = remote.port(dst, self.args, sessions)
                 # The generic engine keeps an attribute only where both ports do.
                 kept_by = (a.backend, b.backend) if self.store else ()
-                result = compare_ports(
+                result = compare(
                     a,
                     b,
                     checksum=checksum,

@@ -1,7 +1,8 @@
-"""The comparison on backend ports (``compare_ports``) follows the local comparison's
-rules: over two local trees reached through their ports (``PosixPort``), it finds
-exactly what the fd-relative comparison (``compare``) finds, difference for
-difference, under every scope a copy's verification takes."""
+"""The comparison through backend ports follows the local comparison's rules: two
+local trees given to ``compare`` as ports (``PosixPort``) are walked by
+``portcompare``, and it finds exactly what the directory descriptors' walk finds of
+the same paths, difference for difference, under every scope a copy's verification
+takes."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import rcp_core
 from rcp_core.engine.posixport import PosixPort
 from rcp_core.settings import CompareAttr
 from rcp_core.tools.verify.compare import Comparison, DiffKind, Scope, compare
-from rcp_core.tools.verify.portcompare import compare_ports
 from rcp_core.tools.verify.scope import snapshot
 from support.treespec import Dir, Entry, Fifo, File, Spec, Symlink, make_tree
 
@@ -61,7 +61,7 @@ def both(src: Path, dst: Path, **kwargs: Any) -> tuple[Comparison, Comparison]:
     """The trees compared through directory descriptors, and through ports."""
     return (
         compare(src, dst, **kwargs),
-        compare_ports(PosixPort(str(src)), PosixPort(str(dst)), **kwargs),
+        compare(PosixPort(str(src)), PosixPort(str(dst)), **kwargs),
     )
 
 
@@ -106,14 +106,20 @@ def test_ports_find_what_descriptors_find(
 SCOPED: Spec = {
     "keep.txt": b"kept",
     "app.log": b"log",
+    "link.csv": Symlink("data/x.csv"),
     "data/x.csv": b"1,2",
     "data/deep/y.csv": b"3,4",
+    "data/deep/.gitignore": b"*.tmp\n",
+    "data/deep/scratch.tmp": b"t",
     "data/notes.log": b"n",
     "only-logs/z.log": b"z",
+    "only-logs/nested/w.log": b"w",
     "build/out.o": b"o",
     ".gitignore": b"build/\n*.o\n",
     "fifo": Fifo(),
 }
+"""Filters' cases: excluded files and directories, one only traversed, a
+``.gitignore`` at the top and one below, a FIFO a copy may skip."""
 
 
 @pytest.mark.parametrize(

@@ -19,9 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import fsspec
+
 from rcp_core.remote import tls
 from rcp_core.remote.client import ServiceClient
 from rcp_core.remote.service import Service, ServiceConfig
+from rcp_provider.fsspec.service import RcpServiceFileSystem
 
 TOKEN = "s3cret-token-for-tests"
 TIMEOUT = 10.0
@@ -129,3 +132,20 @@ class RcpdServe:
         self.proc.stderr.close()
         self.stderr = "".join(self._log)
         return self.proc.returncode
+
+
+def service_fs(rcpd: RcpdServe, **options: Any) -> RcpServiceFileSystem:
+    """The ``rcp`` filesystem on the service ``rcpd``, trusted, on a connection of its
+    own (``options``: more storage options)."""
+    host, port = rcpd.address
+    fs = fsspec.filesystem(
+        "rcp",
+        host=host,
+        port=port,
+        fingerprint=rcpd.announce["fingerprint"],
+        token=TOKEN,
+        skip_instance_cache=True,
+        **options,
+    )
+    assert isinstance(fs, RcpServiceFileSystem)
+    return fs

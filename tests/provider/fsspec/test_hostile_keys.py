@@ -24,8 +24,8 @@ from rcp_core.engine.portcopy import copy_tree
 from rcp_core.engine.posixport import PosixPort
 from rcp_core.errors import CopyFailedError
 from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_core.tools.verify.compare import compare
 from rcp_core.tools.verify.differences import DiffKind
-from rcp_core.tools.verify.portcompare import compare_ports
 from rcp_provider.fsspec.storetree import Place
 from support.s3 import S3
 
@@ -176,7 +176,7 @@ def test_a_comparison_does_not_read_through_unsafe_names(
     for rel, data in VALID.items():
         (dst / rel).parent.mkdir(parents=True, exist_ok=True)
         (dst / rel).write_bytes(data)
-    result = compare_ports(Place(fs, f"{top}/set"), PosixPort(str(dst)), checksum=True)
+    result = compare(Place(fs, f"{top}/set"), PosixPort(str(dst)), checksum=True)
     errors = [d for d in result.differences if d.kind is DiffKind.ERROR]
     # One error, for the prefix ``..`` (named with its ``/`` as the copy's errors
     # name it): a comparison lists one directory at a time, as the copy does, and

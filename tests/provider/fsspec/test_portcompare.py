@@ -1,4 +1,4 @@
-"""Trees compared through their backend ports (``compare_ports``): a local tree
+"""Trees compared through their backend ports (``compare`` with ports): a local tree
 against its copy in a generic store (memory://, a directory seen only through
 fsspec), by metadata and by content; a store failing, and a comparison cancelled."""
 
@@ -17,8 +17,8 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from rcp_core.engine.portcopy import copy_tree
 from rcp_core.engine.posixport import PosixPort
+from rcp_core.tools.verify.compare import compare
 from rcp_core.tools.verify.differences import DiffKind
-from rcp_core.tools.verify.portcompare import compare_ports
 from rcp_provider.fsspec.storetree import Place, port_of_url
 from support.treespec import Dir, File, Spec, Symlink, make_tree
 
@@ -45,12 +45,12 @@ def test_a_memory_copy_is_the_same_by_content_and_a_change_is_found(
     memory = port_of_url(f"memory://c{uuid.uuid4().hex}")
     assert isinstance(memory, Place)
     copy_tree(local(src), memory)
-    same = compare_ports(local(src), memory, checksum=True)
+    same = compare(local(src), memory, checksum=True)
     assert same.same, same.differences
     assert same.files_hashed == 2
     memory.fs.pipe_file(f"{memory.path}/a.txt", b"ALPHA")  # same size
     memory.fs.pipe_file(f"{memory.path}/extra", b"x")
-    found = compare_ports(local(src), memory, checksum=True)
+    found = compare(local(src), memory, checksum=True)
     kinds = {(d.path, d.kind) for d in found.differences}
     assert kinds == {("a.txt", DiffKind.CONTENT), ("extra", DiffKind.EXTRA)}
 
@@ -59,11 +59,11 @@ def test_a_store_with_modes_and_times_is_compared_on_them(tmp_path: Path) -> Non
     src = make_tree(tmp_path / "src", TREE)
     dst = make_tree(tmp_path / "dst", TREE)
     store = Place(DirFileSystem(path=str(dst), fs=LocalFileSystem()), "/")
-    assert compare_ports(local(src), store, checksum=True).same
+    assert compare(local(src), store, checksum=True).same
     (dst / "sub" / "b.bin").chmod(0o600)
     (dst / "sub" / "link").unlink()
     (dst / "sub" / "link").symlink_to("a.txt")
-    found = compare_ports(local(src), store)
+    found = compare(local(src), store)
     kinds = {(d.path, d.kind) for d in found.differences}
     assert ("sub/b.bin", DiffKind.MODE) in kinds
     assert ("sub/link", DiffKind.LINK) in kinds
@@ -120,7 +120,7 @@ def test_a_store_failing_transiently_is_tried_again_and_the_same(
     runtime classifies them) are tried again: the comparison is the same."""
     src, place, store = faulty_copy(tmp_path)
     store.flaky = {"sub": errno.EAGAIN, "b.bin": errno.ETIMEDOUT}
-    result = compare_ports(local(src), place, checksum=True, retry_delay=0)
+    result = compare(local(src), place, checksum=True, retry_delay=0)
     assert store.failed == ["sub", "b.bin"]  # each failed once
     assert result.same, result.differences
     assert result.files_hashed == 2
@@ -135,7 +135,7 @@ def test_a_permanent_failure_is_an_error_difference_and_the_rest_goes_on(
     src, place, store = faulty_copy(tmp_path)
     (src / "sub" / "more").write_bytes(b"below a directory not listed")
     store.broken = {"a.txt": errno.EACCES}
-    found = compare_ports(local(src), place, checksum=True, retries=3)
+    found = compare(local(src), place, checksum=True, retries=3)
     assert [(d.path, d.kind, d.detail) for d in found.differences] == [
         ("a.txt", DiffKind.ERROR, "read destination: Permission denied"),
         ("sub/more", DiffKind.MISSING, "file missing in destination"),
@@ -143,7 +143,7 @@ def test_a_permanent_failure_is_an_error_difference_and_the_rest_goes_on(
     assert store.failed == ["a.txt"]
     assert found.files_hashed == 1
     store.broken = {"sub": errno.EACCES}
-    found = compare_ports(local(src), place, checksum=True)
+    found = compare(local(src), place, checksum=True)
     assert [(d.path, d.kind, d.detail) for d in found.differences] == [
         ("sub", DiffKind.ERROR, "read destination directory: Permission denied"),
     ]
@@ -155,7 +155,7 @@ def test_cancel_stops_a_store_comparison(tmp_path: Path) -> None:
     the comparison is cancelled, not the same."""
     src, place, store = faulty_copy(tmp_path)
     store.cancel_on_ls = cancel = threading.Event()
-    result = compare_ports(local(src), place, checksum=True, cancel=cancel)
+    result = compare(local(src), place, checksum=True, cancel=cancel)
     assert result.cancelled
     assert not result.same
     assert store.listed == [place.path]  # the root's listing only: "sub" never

@@ -5,8 +5,6 @@ times, callbacks, confinement, URLs and options."""
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,7 @@ from fsspec.tests.abstract import (
 from rcp_core.errors import UsageError
 from rcp_provider.fsspec.local import RcpFileSystem
 from rcp_provider.fsspec.service import RcpServiceFileSystem
-from support.services import TOKEN, RcpdServe
+from support.services import TOKEN, RcpdServe, service_fs
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
 
@@ -40,57 +38,9 @@ TREE: Spec = {
 }
 
 
-@pytest.fixture(scope="module")
-def served(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[RcpdServe, Path]]:
-    """An ``rcpd serve`` process whose one root is a fresh directory."""
-    base = tmp_path_factory.mktemp("service")
-    root = base / "root"
-    root.mkdir()
-    (base / "token").write_text(TOKEN + "\n")
-    rcpd = RcpdServe(
-        [
-            "--root",
-            str(root),
-            "--token-file",
-            str(base / "token"),
-            "--identity",
-            str(base / "identity"),
-        ]
-    )
-    try:
-        yield rcpd, root
-    finally:
-        assert rcpd.stop() == 0, rcpd.stderr
-
-
-def service_fs(rcpd: RcpdServe, **options: Any) -> RcpServiceFileSystem:
-    host, port = rcpd.address
-    fs = fsspec.filesystem(
-        "rcp",
-        host=host,
-        port=port,
-        fingerprint=rcpd.announce["fingerprint"],
-        token=TOKEN,
-        skip_instance_cache=True,
-        **options,
-    )
-    assert isinstance(fs, RcpServiceFileSystem)
-    return fs
-
-
 def url(rcpd: RcpdServe, path: Path | str) -> str:
     host, port = rcpd.address
     return f"rcp://{host}:{port}{path}"
-
-
-@pytest.fixture
-def area(served: tuple[RcpdServe, Path]) -> Path:
-    """A fresh directory beneath the service's root, for one test."""
-    path = served[1] / uuid.uuid4().hex
-    path.mkdir()
-    return path
 
 
 class ServiceFixtures(AbstractFixtures):  # type: ignore[misc]

@@ -5,21 +5,18 @@ and a comparison through it finds what the trees hold."""
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import fsspec
 import pytest
 from blake3 import blake3
 
 from rcp_core.engine.posixport import PosixPort
 from rcp_core.settings import CompareAttr
+from rcp_core.tools.verify.compare import compare
 from rcp_core.tools.verify.differences import DiffKind
-from rcp_core.tools.verify.portcompare import compare_ports
 from rcp_provider.fsspec.serviceport import ServicePlace
 from rcp_provider.fsspec.storetree import port_of
-from support.services import TOKEN, RcpdServe
+from support.services import RcpdServe, service_fs
 from support.treespec import Dir, File, Spec, Symlink, make_tree
 
 T0 = 1_600_000_000 * 10**9
@@ -38,37 +35,11 @@ TREE: Spec = {
 EVERY_ATTR = frozenset(CompareAttr) - {CompareAttr.CTIME, CompareAttr.CHECKSUM}
 
 
-@pytest.fixture(scope="module")
-def served(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[RcpdServe, Path]]:
-    """An ``rcpd serve`` process whose one root is a fresh directory."""
-    base = tmp_path_factory.mktemp("service")
-    root = base / "root"
-    root.mkdir()
-    (base / "token").write_text(TOKEN + "\n")
-    rcpd = RcpdServe(["--root", str(root), "--token-file", str(base / "token")])
-    try:
-        yield rcpd, root
-    finally:
-        assert rcpd.stop() == 0, rcpd.stderr
-
-
 @pytest.fixture
-def tree(served: tuple[RcpdServe, Path]) -> tuple[ServicePlace, Path]:
+def tree(served: tuple[RcpdServe, Path], area: Path) -> tuple[ServicePlace, Path]:
     """:data:`TREE` beneath the service's root, and its place there."""
-    rcpd, root = served
-    path = make_tree(root / uuid.uuid4().hex, TREE)
-    host, port = rcpd.address
-    fs = fsspec.filesystem(
-        "rcp",
-        host=host,
-        port=port,
-        fingerprint=rcpd.announce["fingerprint"],
-        token=TOKEN,
-        skip_instance_cache=True,
-    )
-    place = port_of(fs, str(path))
+    path = make_tree(area / "tree", TREE)
+    place = port_of(service_fs(served[0]), str(path))
     assert isinstance(place, ServicePlace)
     return place, path
 
@@ -118,7 +89,7 @@ def test_a_tree_and_its_copy_on_a_service_compare(
     service's side is found, each by its kind."""
     place, path = tree
     src = PosixPort(str(make_tree(tmp_path / "src", TREE)))
-    same = compare_ports(src, place, checksum=True, attrs=EVERY_ATTR, max_workers=4)
+    same = compare(src, place, checksum=True, attrs=EVERY_ATTR, max_workers=4)
     assert same.same, same.differences
     assert same.files_hashed == 42
     data = bytearray(DATA)
@@ -130,7 +101,7 @@ def test_a_tree_and_its_copy_on_a_service_compare(
     (path / "sub" / "link").unlink()
     (path / "sub" / "link").symlink_to("../a.txt")
     os.utime(path / "sub", ns=(T0, T0 + 2))
-    found = compare_ports(src, place, checksum=True, attrs=EVERY_ATTR)
+    found = compare(src, place, checksum=True, attrs=EVERY_ATTR)
     assert [(d.path, d.kind) for d in found.differences] == [
         ("a.txt", DiffKind.OWNER),
         ("many/f7", DiffKind.MODE),

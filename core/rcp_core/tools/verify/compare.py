@@ -3,19 +3,27 @@
 :func:`compare` walks both trees at once, in parallel, and reports each relative path
 where they differ as a :class:`~rcp_core.tools.verify.differences.Difference`; the
 :class:`~rcp_core.tools.verify.differences.Comparison` it returns is what an Airflow task
-pushes to XCom and what ``rcmp`` prints. :func:`verify_copy` compares each source of a copy
-with its copy, named by the copy's operand rules: what ``rcp --verify`` and the Airflow
-hook run after a copy; a :class:`~rcp_core.tools.verify.scope.Scope` makes it compare what
-the copy was asked to copy (its filters, specials it may skip, what its policy left alone),
-the same on every path (:mod:`rcp_core.tools.verify.portcompare` takes one too).
+pushes to XCom and what ``rcmp`` prints. Two trees of this host are walked through
+directory descriptors (:mod:`rcp_core.tools.verify.pairwalk`, the fast path); any other
+pair, a backend port on either side (a store, a service, a site's backend), through the
+ports (:mod:`rcp_core.tools.verify.portcompare`), by the same rules. :func:`verify_copy`
+compares each source of a copy with its copy, named by the copy's operand rules: what
+``rcp --verify`` and the Airflow hook run after a copy; a
+:class:`~rcp_core.tools.verify.scope.Scope` makes it compare what the copy was asked to
+copy (its filters, specials it may skip, what its policy left alone), the same on every
+path.
 
 The parts: :mod:`rcp_core.tools.verify.scope` (what is compared),
 :mod:`rcp_core.tools.verify.comparerun` (the run: errors, retries, the stop, what was
-found), :mod:`rcp_core.tools.verify.pairwalk` (the walk of both trees),
+found), :mod:`rcp_core.tools.verify.pairwalk` and
+:mod:`rcp_core.tools.verify.portcompare` (the walks of both trees),
 :mod:`rcp_core.tools.verify.entrypair` (one path on both sides),
-:mod:`rcp_core.tools.verify.hashing` (contents). This module holds the entry points; callers
-import from it (it names :class:`~rcp_core.tools.verify.scope.Scope` and the comparison's
-values too).
+:mod:`rcp_core.tools.verify.hashing` and :mod:`rcp_core.tools.verify.digests`
+(contents). This module holds the entry points; callers import from it (it names
+:class:`~rcp_core.tools.verify.scope.Scope` and the comparison's values too).
+
+The invariants below are those of two local trees; through ports, what a port does not
+give is not compared, and the rest is :mod:`rcp_core.tools.verify.portcompare`'s.
 
 Invariants:
 
@@ -82,9 +90,11 @@ from rcp_core.tools.verify.differences import (
     DiffKind,
 )
 from rcp_core.tools.verify.pairwalk import PairWalk
+from rcp_core.tools.verify.portcompare import PORT_WORKERS, PortWalk
 from rcp_core.tools.verify.scope import EVERYTHING, Left, Scope, snapshot
 
 if TYPE_CHECKING:
+    from rcp_core.backends.port import Port
     from rcp_core.tools.verify.comparerun import Plugins
 
 __all__ = [
@@ -164,20 +174,25 @@ def verdict_of(trees: Sequence[tuple[str, str, Comparison]]) -> dict[str, Any]:
 
 
 def compare(
-    src: str | os.PathLike[str],
-    dst: str | os.PathLike[str],
+    src: str | os.PathLike[str] | Port,
+    dst: str | os.PathLike[str] | Port,
     *,
     checksum: bool = False,
     attrs: frozenset[CompareAttr] = DEFAULT_ATTRS,
     max_workers: int | None = None,
     scope: Scope = EVERYTHING,
+    follow: bool = False,
     cancel: threading.Event | None = None,
     on_difference: Callable[[Difference], None] | None = None,
     plugins: Plugins = None,
     retries: int = RETRIES,
     retry_delay: float = RETRY_DELAY,
 ) -> Comparison:
-    """Compare the tree ``src`` with its copy ``dst`` (the copy itself, not its parent).
+    """Compare the tree ``src`` with its copy ``dst`` (the copy itself, not its parent):
+    two paths of this host through directory descriptors
+    (:mod:`rcp_core.tools.verify.pairwalk`, the fast path), any other pair through
+    their backend ports (:mod:`rcp_core.tools.verify.portcompare`; a path beside a port
+    is this host's :class:`~rcp_core.engine.posixport.PosixPort`), by the same rules.
 
     :param checksum: also compare the contents of regular files of equal size
         (``CompareAttr.CHECKSUM`` in ``attrs`` asks for it too).
@@ -187,8 +202,11 @@ def compare(
         (:mod:`rcp_core.site.builtin`): :data:`SHARED_WORKERS` where a root is on network or
         parallel storage, where each request waits for a round trip; else one, since
         threads on a local disk mostly wait for the GIL, plus one per CPU hashing
-        large segments aside (:meth:`~rcp_core.run.pool.WorkPool.aside`).
+        large segments aside (:meth:`~rcp_core.run.pool.WorkPool.aside`). Through
+        ports, :data:`~rcp_core.tools.verify.portcompare.PORT_WORKERS`.
     :param scope: what the copy was asked to copy (default: everything).
+    :param follow: list ``src`` as the generic copy reads a source (symlinks followed
+        to files, those to directories or dangling left out): through ports.
     :param cancel: set it from any thread to stop soon; the result is then
         ``cancelled`` (and not ``same``).
     :param on_difference: called with each difference as it is found (also those
@@ -203,11 +221,18 @@ def compare(
         ``retry_delay``.
     """
     check_settings(attrs, max_workers, retries, retry_delay)
-    src, dst = os.fspath(src), os.fspath(dst)
-    limit, aside = _concurrency(src, dst, max_workers)
+    paths = _path_of(src), _path_of(dst)
+    ports: tuple[Port, Port] | None = None
+    if paths[0] is None or paths[1] is None or follow:
+        ports = _port_of(src), _port_of(dst)
+        roots = ports[0].local_path, ports[1].local_path
+        limit, aside = max_workers or PORT_WORKERS, 0
+    else:
+        roots = paths
+        limit, aside = _concurrency(paths[0], paths[1], max_workers)
     run = ComparisonRun(
         plugins,
-        (src, dst),
+        roots,
         retries=retries,
         retry_delay=retry_delay,
         checksum=checksum or CompareAttr.CHECKSUM in attrs,
@@ -219,9 +244,20 @@ def compare(
     pool = WorkPool(limit, limit, on_crash=run.crash, aside=aside)
     start = time.monotonic()
     if not run.stopping:
-        pool.push(PairWalk(run, pool).root, src, dst)
+        if ports is not None:
+            pool.push(PortWalk(run, pool, *ports, follow).root)
+        else:
+            pool.push(PairWalk(run, pool).root, *roots)
         pool.run()
     return run.result(time.monotonic() - start)
+
+
+def _path_of(tree: str | os.PathLike[str] | Port) -> str | None:
+    return os.fspath(tree) if isinstance(tree, str | os.PathLike) else None
+
+
+def _port_of(tree: str | os.PathLike[str] | Port) -> Port:
+    return PosixPort(os.fspath(tree)) if isinstance(tree, str | os.PathLike) else tree
 
 
 def check_settings(
@@ -230,8 +266,7 @@ def check_settings(
     retries: int,
     retry_delay: float,
 ) -> None:
-    """Refuse what no comparison takes, on any path (this module's and
-    :mod:`rcp_core.tools.verify.portcompare`'s).
+    """Refuse what no comparison takes.
 
     :raises UsageError: ``CompareAttr.CTIME`` in ``attrs``, ``max_workers`` below 1,
         a negative ``retries`` or ``retry_delay``.

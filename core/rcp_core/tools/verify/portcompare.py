@@ -1,7 +1,8 @@
-"""Comparing two trees on any backend ports: ``rcmp`` and ``rcp --verify`` wherever a
-side is not this host's files (a URL store, an ``rcpd serve`` service, a ``host:``
-tree, a site's own backend). Two local trees go through
-:func:`rcp_core.tools.verify.compare.compare`'s directory descriptors, the fast path.
+"""Walking two trees on any backend ports at once: the comparison
+(:func:`rcp_core.tools.verify.compare.compare`) of every pair but two local trees (a
+URL store, an ``rcpd serve`` service, a ``host:`` tree, a site's own backend, on either
+side), for ``rcmp`` and ``rcp --verify``. Two local trees go through directory
+descriptors (:mod:`rcp_core.tools.verify.pairwalk`), the fast path.
 
 One comparison, by the same rules as two local trees': a path on both sides is judged
 by :func:`~rcp_core.tools.verify.entrypair.judge`, a name on one side by the
@@ -49,7 +50,7 @@ import contextlib
 import errno
 import os
 import threading
-import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
 from rcp_core.backends.port import DIGEST_RANGE, Entry, EntryKind, Listing, Port
@@ -58,13 +59,9 @@ from rcp_core.engine.tree import joined
 from rcp_core.errors import EntryError
 from rcp_core.run.pool import WorkPool
 from rcp_core.run.summary import Tally
-from rcp_core.settings import RETRIES, RETRY_DELAY, CompareAttr
-from rcp_core.tools.verify.compare import check_settings
+from rcp_core.settings import CompareAttr
 from rcp_core.tools.verify.comparerun import ComparisonRun
 from rcp_core.tools.verify.differences import (
-    DEFAULT_ATTRS,
-    Comparison,
-    Difference,
     DiffKind,
     content_differs,
     link_differences,
@@ -73,65 +70,17 @@ from rcp_core.tools.verify.differences import (
 from rcp_core.tools.verify.digests import Stopped, blake3_of, streamed
 from rcp_core.tools.verify.entrypair import Next, judge
 from rcp_core.tools.verify.hashing import READ_SIZE
-from rcp_core.tools.verify.scope import EVERYTHING, Scope
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from rcp_core.tools.verify.comparerun import Plugins
 
-DEFAULT_WORKERS = 8
+PORT_WORKERS = 8
 """Entries in flight when not told: a store answers each request after a round trip."""
 FLOAT_MTIME_NS = 1000
 """How far apart two mtimes may be and still be the same where a port declares no
 time precision: a float of today's seconds (fsspec's) holds them to about 0.24 us,
 so a time set from one can fall on either side of a microsecond."""
-
-
-def compare_ports(
-    src: Port,
-    dst: Port,
-    *,
-    checksum: bool = False,
-    attrs: frozenset[CompareAttr] = DEFAULT_ATTRS,
-    max_workers: int | None = None,
-    scope: Scope = EVERYTHING,
-    follow: bool = False,
-    cancel: threading.Event | None = None,
-    on_difference: Callable[[Difference], None] | None = None,
-    plugins: Plugins = None,
-    retries: int = RETRIES,
-    retry_delay: float = RETRY_DELAY,
-) -> Comparison:
-    """Compare the tree ``src`` with its copy ``dst`` (see the module docstring).
-
-    :param follow: list ``src`` as the generic copy reads a source (symlinks
-        followed to files, those to directories or dangling left out).
-    :param max_workers: entries in flight (default :data:`DEFAULT_WORKERS`).
-    :param checksum, attrs, scope, cancel, on_difference, plugins, retries,
-        retry_delay: as :func:`rcp_core.tools.verify.compare.compare` takes them.
-    :raises UsageError: bad ``attrs``, ``max_workers``, ``retries`` or
-        ``retry_delay`` (:func:`rcp_core.tools.verify.compare.check_settings`).
-    """
-    check_settings(attrs, max_workers, retries, retry_delay)
-    run = ComparisonRun(
-        plugins,
-        (src.local_path, dst.local_path),
-        retries=retries,
-        retry_delay=retry_delay,
-        checksum=checksum or CompareAttr.CHECKSUM in attrs,
-        attrs=attrs,
-        scope=scope,
-        cancel=cancel or threading.Event(),
-        on_difference=on_difference,
-    )
-    workers = max_workers or DEFAULT_WORKERS
-    pool = WorkPool(workers, workers, on_crash=run.crash)
-    started = time.monotonic()
-    if not run.stopping:
-        pool.push(_Walk(run, pool, src, dst, follow).root)
-        pool.run()
-    return run.result(time.monotonic() - started)
 
 
 def _known(entry: Entry) -> frozenset[CompareAttr]:
@@ -152,9 +101,10 @@ def _precision(port: Port) -> int:
     return port.backend.time_precision_ns or FLOAT_MTIME_NS
 
 
-class _Walk:
-    """The work items of one comparison (``fn(tally, *args)`` on the pool; the tally
-    is not used): :meth:`root` starts it."""
+class PortWalk:
+    """The work items of one comparison of two ports (``fn(tally, *args)`` on the
+    pool; the tally is not used): :meth:`root` starts it. With ``follow``, ``src`` is
+    listed as the generic copy reads a source (symlinks followed to files)."""
 
     def __init__(
         self, run: ComparisonRun, pool: WorkPool, src: Port, dst: Port, follow: bool
@@ -357,26 +307,18 @@ class _Walk:
         return False
 
 
+@dataclass(slots=True)
 class _Side:
     """One side's digests of one file, segment after segment: where its port takes
     them, else of its data read here (the file opened once, into ``opened``)."""
 
-    def __init__(
-        self,
-        port: Port,
-        rel: str,
-        side: str,
-        opened: contextlib.ExitStack,
-        buf: bytearray,
-        stopping: Callable[[], bool],
-    ) -> None:
-        self.port = port
-        self.rel = rel
-        self.side = side
-        self.opened = opened
-        self.buf = buf
-        self.stopping = stopping
-        self.stream: BinaryIO | None = None
+    port: Port
+    rel: str
+    side: str
+    opened: contextlib.ExitStack
+    buf: bytearray
+    stopping: Callable[[], bool]
+    stream: BinaryIO | None = None
 
     def digest(self, offset: int, length: int) -> bytes:
         """The digest of ``length`` bytes from ``offset``; segments come in order.
