@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from rcp_provider.cli.rcmp import main as rcmp
 from rcp_provider.cli.rcp import main
 from support import sitefs
 from support.treecmp import compare_trees
@@ -175,6 +176,22 @@ def test_verify_holds_on_a_site_backend(
     capsys.readouterr()
     assert main(["-o", *args, "sitefs://store/dst", f"{back}/"]) == 1
     assert differences(capsys.readouterr().out) == [("top", "content")]
+
+
+def test_rcmp_compares_with_a_site_backend(
+    storage: Path, src: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``rcmp`` reaches the site's storage through the same hook and port: sizes and
+    contents compared (what both sides have: the site lists this host's modes and
+    times of its files, which the copy did not keep, so ``--attrs size``)."""
+    assert main([str(src), "sitefs://store/dst"]) == 0
+    capsys.readouterr()
+    args = ["--checksum", "--attrs", "size", str(src), "sitefs://store/dst"]
+    assert rcmp(args) == 0, capsys.readouterr()
+    flip_a_byte(storage / "dst" / "d" / "deep" / "b")
+    capsys.readouterr()
+    assert rcmp(args) == 1
+    assert differences(capsys.readouterr().out) == [("d/deep/b", "content")]
 
 
 def test_without_the_plugin_no_backend_serves_its_scheme(
