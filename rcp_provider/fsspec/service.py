@@ -50,7 +50,7 @@ import stat
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsspec.callbacks import DEFAULT_CALLBACK, Callback
 from fsspec.implementations.local import LocalFileSystem, make_path_posix
@@ -74,6 +74,9 @@ from rcp_provider.fsspec.storage_options import (
     int_option,
     service_path,
 )
+
+if TYPE_CHECKING:
+    from rcp_provider.fsspec.serviceport import ServicePlace
 
 DEFAULT_TIMEOUT = 15.0
 """Seconds a service has to answer each request (a job's wait is longer)."""
@@ -137,6 +140,13 @@ class RcpServiceFileSystem(RcpBase, AbstractFileSystem):  # type: ignore[misc]  
         if isinstance(path, list):
             return [cls._strip_protocol(p) for p in path]
         return service_path(path)
+
+    def backend_port(self, path: str) -> ServicePlace:
+        """``path`` here as a backend port, which lists and hashes on the service
+        (:func:`rcp_provider.fsspec.storetree.port_of` asks for it)."""
+        from rcp_provider.fsspec.serviceport import ServicePlace
+
+        return ServicePlace.on(self, path)
 
     def unstrip_protocol(self, name: str) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host

@@ -73,15 +73,15 @@ def filesystem_of(url: str, **storage_options: Any) -> tuple[Any, str]:
 
 
 def port_of(fs: Any, path: str) -> Port:
-    """The backend port of ``path`` on ``fs`` (see the module docstring)."""
+    """The backend port of ``path`` on ``fs`` (see the module docstring): a
+    filesystem that has a port of its own gives it (``backend_port(path)``: the
+    ``rcp`` filesystem's service form), so no store's copy imports the service's."""
     if isinstance(fs, LocalFileSystem):
         return PosixPort(path)
-    from rcp_provider.fsspec.service import RcpServiceFileSystem
-
-    if isinstance(fs, RcpServiceFileSystem):
-        from rcp_provider.fsspec.serviceport import ServicePlace
-
-        return ServicePlace.on(fs, path)
+    own = getattr(fs, "backend_port", None)
+    if own is not None:
+        port: Port = own(path)
+        return port
     return Place(fs, path)
 
 
