@@ -69,8 +69,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rcp_core.backends.capabilities import KEPT_BY, Backend
-from rcp_core.engine.posixport import PosixPort
 from rcp_core.errors import UsageError, VerificationError
 from rcp_core.run.pool import WorkPool
 from rcp_core.settings import (
@@ -90,10 +88,10 @@ from rcp_core.tools.verify.differences import (
     DiffKind,
 )
 from rcp_core.tools.verify.pairwalk import PairWalk
-from rcp_core.tools.verify.portcompare import PORT_WORKERS, PortWalk
 from rcp_core.tools.verify.scope import EVERYTHING, Left, Scope, snapshot
 
 if TYPE_CHECKING:
+    from rcp_core.backends.capabilities import Backend
     from rcp_core.backends.port import Port
     from rcp_core.tools.verify.comparerun import Plugins
 
@@ -140,7 +138,7 @@ def prepare_scopes(
     tree's :class:`Scope`, by its path (:func:`verify_copy`'s ``scopes``)."""
     return {
         dst: Scope.of(
-            settings, snapshot(PosixPort(dst)) if Scope.keeps(settings) else None
+            settings, snapshot(_port_of(dst)) if Scope.keeps(settings) else None
         )
         for _, dst in copy_trees(sources, destination)
     }
@@ -224,6 +222,9 @@ def compare(
     paths = _path_of(src), _path_of(dst)
     ports: tuple[Port, Port] | None = None
     if paths[0] is None or paths[1] is None or follow:
+        # Imported here: a comparison of two local trees does not pay for ports.
+        from rcp_core.tools.verify.portcompare import PORT_WORKERS, PortWalk
+
         ports = _port_of(src), _port_of(dst)
         roots = ports[0].local_path, ports[1].local_path
         limit, aside = max_workers or PORT_WORKERS, 0
@@ -257,6 +258,8 @@ def _path_of(tree: str | os.PathLike[str] | Port) -> str | None:
 
 
 def _port_of(tree: str | os.PathLike[str] | Port) -> Port:
+    from rcp_core.engine.posixport import PosixPort
+
     return PosixPort(os.fspath(tree)) if isinstance(tree, str | os.PathLike) else tree
 
 
@@ -324,6 +327,8 @@ def kept_attrs(preserve: Preserve, *backends: Backend) -> frozenset[CompareAttr]
     """The attributes a copy with ``preserve`` made equal to its source's; with
     ``backends`` (a copy through the generic engine: its two ports'), those every one
     of them keeps (that copy keeps an attribute only where both sides have it)."""
+    from rcp_core.backends.capabilities import KEPT_BY
+
     attrs = {CompareAttr.SIZE}
     for kept, compared in _COMPARED.items():
         if kept in preserve.attrs and all(b.has(KEPT_BY[kept]) for b in backends):
