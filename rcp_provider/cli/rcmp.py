@@ -1,7 +1,6 @@
 """The ``rcmp`` command: compare two trees by metadata, and by content with
-``--checksum``: two local trees through directory descriptors
-(:func:`rcp_core.tools.verify.compare.compare`), any other pair through their backend
-ports (:func:`rcp_core.tools.verify.compare.compare`).
+``--checksum`` (:func:`rcp_core.tools.verify.compare.compare`): two local trees
+through directory descriptors, any other pair through their backend ports.
 
 Output on stdout, one JSON object per line: each difference as it is found
 (``{"path", "kind", "detail"}``), then the summary as the last line

@@ -1,9 +1,9 @@
 """A tree on an fsspec filesystem: the fsspec backend port.
 
-- :func:`port_of` (and :func:`port_of_url`): the backend port
-  (:class:`rcp_core.backends.port.Port`) of a path on a filesystem, chosen once, when
-  it is made: this host's files (fsspec's ``LocalFileSystem`` and the ``rcp``
-  filesystem's local form) are the engine's own
+- :func:`port_of` (and :func:`port_of_url`, through :func:`filesystem_of`): the
+  backend port (:class:`rcp_core.backends.port.Port`) of a path on a filesystem,
+  chosen once, when it is made: this host's files (fsspec's ``LocalFileSystem`` and
+  the ``rcp`` filesystem's local form) are the engine's own
   :class:`~rcp_core.engine.posixport.PosixPort`, an ``rcpd serve`` service
   :class:`~rcp_provider.fsspec.serviceport.ServicePlace`, any other store a
   :class:`Place`;
