@@ -1,6 +1,6 @@
 """``RcpRemoveOperator``: remove trees in parallel in a task (``rrm`` on the worker).
 
-Thin: arguments become :class:`rcp_core.tools.remove.rmtree.RemoveSettings`, the hook runs
+Thin: arguments become :class:`rcp_core.tools.remove.removal.RemoveSettings`, the hook runs
 the removal, errors become task outcomes (:mod:`rcp_operators.failures`). It returns (to
 XCom) the run's JSON summary.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 
-from rcp_core.tools.remove.rmtree import RemoveSettings
+from rcp_core.tools.remove.removal import RemoveSettings
 from rcp_operators.failures import airflow_errors
 from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.hooks.rcp import RcpHook

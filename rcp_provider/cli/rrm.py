@@ -17,7 +17,8 @@ import sys
 from collections.abc import Sequence
 
 from rcp_core.errors import UsageError
-from rcp_core.tools.remove.rmtree import RemoveSettings, remove
+from rcp_core.tools.remove.removal import RemoveSettings
+from rcp_core.tools.remove.rmtree import remove
 from rcp_provider.cli.common import (
     OneLineErrorParser,
     add_output_options,

@@ -76,7 +76,8 @@ from rcp_core.paths import Job
 from rcp_core.site.capacity import choose_concurrency, storage_of
 from rcp_core.site.hookspecs import hookimpl
 from rcp_core.site.plugins import plugin_manager
-from rcp_core.tools.remove.rmtree import RemoveSettings, remove
+from rcp_core.tools.remove.removal import RemoveSettings
+from rcp_core.tools.remove.rmtree import remove
 from rcp_provider.fsspec.base import RcpBase, Transfer
 from rcp_provider.fsspec.plan import Pair, Plan, inside, plan_transfer, whole_roots
 from rcp_provider.fsspec.storage_options import (

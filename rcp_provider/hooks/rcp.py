@@ -43,7 +43,7 @@ from rcp_core.run.summary import Resources, merge
 from rcp_provider.hooks.endpoint import Endpoint, endpoint_of, typed_extras
 
 if TYPE_CHECKING:
-    from rcp_core.tools.remove.rmtree import RemoveSettings
+    from rcp_core.tools.remove.removal import RemoveSettings
     from rcp_core.tools.verify.compare import Scope
 
 Report = Callable[[dict[str, Any]], None]

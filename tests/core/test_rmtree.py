@@ -19,7 +19,8 @@ from rcp_core import hookimpl
 from rcp_core.errors import CopyFailedError, UsageError
 from rcp_core.run.tuning import Concurrency
 from rcp_core.site.plugins import plugin_manager
-from rcp_core.tools.remove.rmtree import RemoveSettings, _Removal, remove
+from rcp_core.tools.remove.removal import RemoveSettings
+from rcp_core.tools.remove.rmtree import _Removal, remove
 from support.treespec import Dir, Fifo, File, Spec, Symlink, make_tree
 
 T0 = 1_600_000_000 * 10**9

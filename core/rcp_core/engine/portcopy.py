@@ -76,10 +76,9 @@ from rcp_core.backends.routing import Engine
 from rcp_core.engine.existing import NEW, Action, decide
 from rcp_core.engine.portwalk import Made, PortWalk
 from rcp_core.paths import port_target
-from rcp_core.run.monitor import Monitor
 from rcp_core.run.progress import Progress
 from rcp_core.run.runtime import Runtime
-from rcp_core.run.summary import Resources, Summary, Tally, merge
+from rcp_core.run.summary import Resources, Summary, Tally
 from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy
 from rcp_core.site.plugins import plugin_manager
 
@@ -123,23 +122,13 @@ def copy_tree(
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
     copy = PortCopy(source, target, settings, plugin_manager(plugins).hook)
     walk = PortWalk(copy)
-    monitor = Monitor(
+    counts = copy.monitored(
         walk.pool,
-        None,
-        [on_progress] if on_progress is not None else [],
-        progress_interval,
-        cancel or threading.Event(),
-        lambda: copy.stop("cancelled"),
+        lambda: walk.run(entry, target.stat("")),
+        on_progress=on_progress,
+        progress_interval=progress_interval,
+        cancel=cancel,
     )
-    monitor.start()
-    try:
-        walk.run(entry, target.stat(""))
-    except BaseException as exc:
-        copy.hook.rcp_run_finished(summary=None, error=exc)
-        raise
-    finally:
-        monitor.stop()
-    counts = merge(walk.pool.tallies)
     resources = Resources.since(started, usage)
     return copy.conclude(counts, resources, dry_run=settings.dry_run is not None)
 

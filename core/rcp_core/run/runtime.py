@@ -40,11 +40,16 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from rcp_core.errors import CopyFailedError, EntryError, FatalError, RcpError
-from rcp_core.run.summary import Resources, Summary, Tally
+from rcp_core.run.summary import Resources, Summary, Tally, merge
 from rcp_core.run.throttle import TokenBucket
+
+if TYPE_CHECKING:
+    from rcp_core.run.monitor import Observer
+    from rcp_core.run.pool import WorkPool
+    from rcp_core.run.tuning import Controller
 
 log = logging.getLogger("rcp_core")
 
@@ -299,6 +304,46 @@ class Runtime:
         that keeps its own record of errors, as a comparison does, asks this)."""
         if isinstance(error, FatalError) or self.fail_early:
             self.stop(str(error))
+
+    def monitored(
+        self,
+        pool: WorkPool,
+        walk: Callable[[], None],
+        *,
+        controller: Controller | None = None,
+        on_progress: Observer | None = None,
+        progress_interval: float = 1.0,
+        cancel: threading.Event | None = None,
+    ) -> dict[str, int]:
+        """Run ``walk`` (it fills ``pool`` and runs it) under the run's monitor thread
+        (:class:`~rcp_core.run.monitor.Monitor`): ``on_progress`` gets snapshots,
+        ``controller`` (if any) moves the pool's limit, and ``cancel`` stops the run
+        (``cancelled``, which :meth:`conclude` raises). The tallies of the pool's
+        workers, merged.
+
+        :raises BaseException: what ``walk`` raised (no entry error: a defect, an
+            interrupt), told to the ``rcp_run_finished`` hook first.
+        """
+        # Imported here: a helper process holds a runtime but never a monitor.
+        from rcp_core.run.monitor import Monitor
+
+        monitor = Monitor(
+            pool,
+            controller,
+            [on_progress] if on_progress is not None else [],
+            progress_interval,
+            cancel or threading.Event(),
+            on_cancel=lambda: self.stop("cancelled"),
+        )
+        monitor.start()
+        try:
+            walk()
+        except BaseException as exc:
+            self.hook.rcp_run_finished(summary=None, error=exc)
+            raise
+        finally:
+            monitor.stop()
+        return merge(pool.tallies)
 
     def conclude(
         self,

@@ -1,7 +1,9 @@
 """Removing trees in parallel (``rrm``, ``RcpFileSystem.rm``). Modules:
 
-==========  ============================================================================
-``rmtree``  parallel removal of trees: the engine behind ``rrm``
-``birth``   birth times through ``statx`` (``rrm --created-before``)
-==========  ============================================================================
+===========  ===========================================================================
+``removal``  what every removal shares: settings, selection and age rules, dry-run
+             words, the post-order removal of emptied directories, the run's end
+``rmtree``   this host's trees removed through descriptors: ``rrm``'s fast path
+``birth``    birth times through ``statx`` (``rrm --created-before``)
+===========  ===========================================================================
 """

@@ -1,4 +1,6 @@
-"""Parallel removal of trees: the engine behind ``rrm`` and ``RcpFileSystem.rm``.
+"""Parallel removal of this host's trees, through descriptors: the fast path of
+``rrm`` and ``RcpFileSystem.rm`` (a URL's removal goes through its backend port,
+:mod:`rcp_core.tools.remove.portremove`).
 
 Like the copy's walk, every directory is opened once, relative to its parent's
 descriptor and never through a symlink (``O_NOFOLLOW``), and scanned by one worker
@@ -10,26 +12,19 @@ kernel's unlink work overlaps in as many threads as the copy would use processes
 directory is removed after its last child, by the worker that finished that child:
 each node counts the work still in flight beneath it.
 
-Invariants:
+The rules every removal keeps (selection, age, dry run, emptied directories, errors,
+the run's end) are :mod:`rcp_core.tools.remove.removal`'s. Besides them:
 
 - **nothing outside the operands**: symlinks are removed, never followed (an operand
   that is a symlink is the link); a directory on another filesystem than its parent
   (a mount point inside the tree) is kept, not entered, unless ``cross_devices``;
   ``/`` and mount points as operands are refused unless ``force``;
-- **a directory goes only when emptied**: what the filters keep, what the age rules
-  keep and what failed keep their directories, up to the operand;
-- **age rules** apply to everything but directories: an entry goes only if modified
-  (``mtime``) before ``modified_before`` and born (``statx`` birth time) before
-  ``created_before``; an unknown birth time keeps the entry, never guessed;
-- **dry runs** change nothing: each entry that would go is logged and counted;
+- **age rules**: ``modified_before`` reads the ``mtime``; ``created_before`` the
+  birth time (``statx``), an unknown one keeps the entry;
 - **files go by the listing's type** (``d_type``, as ``rm -rf``): a file is looked at
   (``stat``) only for the age rules, so its bytes are counted only then (on shared
   storage each look is a round trip; on a local disk the looks made a removal a fifth
   slower than ``rm -rf``);
-- **errors**: transient ones are retried, others recorded (deduplicated) with the
-  entry kept; fatal ones (a read-only filesystem) and ``fail_early`` stop the run,
-  which then raises :class:`~rcp_core.errors.CopyFailedError` ("remove") with the
-  partial summary; an entry already gone is not an error;
 - a directory is opened when a worker scans it, not when it is queued, and closed
   when it is finished: descriptors follow the directories being emptied (and their
   ancestors), not the width of the tree.
@@ -41,82 +36,41 @@ import dataclasses
 import errno
 import logging
 import os
-import resource
 import stat
 import threading
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import pluggy
 
-from rcp_core.engine.filters import Filter, Verdict
 from rcp_core.engine.removeentry import count_removed
-from rcp_core.engine.tree import DIR_FLAGS, Lifecycle, Node
+from rcp_core.engine.tree import DIR_FLAGS
 from rcp_core.errors import UsageError
-from rcp_core.run.monitor import Monitor, Observer
-from rcp_core.run.pool import WorkPool
-from rcp_core.run.runtime import Runtime
-from rcp_core.run.summary import Resources, Summary, Tally, merge
+from rcp_core.run.monitor import Observer
+from rcp_core.run.summary import Summary, Tally
 from rcp_core.run.tuning import Concurrency, Controller
-from rcp_core.settings import RETRIES, RETRY_DELAY, CopySettings
+from rcp_core.settings import CopySettings
 from rcp_core.site.capacity import choose_concurrency, open_files_budget, storage_of
 from rcp_core.site.plugins import plugin_manager
 from rcp_core.tools.remove.birth import birth_time
+from rcp_core.tools.remove.removal import (
+    Emptied,
+    Removal,
+    RemoveSettings,
+    nothing_to_remove,
+)
 
 log = logging.getLogger("rcp_core")
 
 _DIR = DIR_FLAGS | os.O_NOFOLLOW
 
 
-@dataclass(frozen=True, slots=True)
-class RemoveSettings:
-    """How a removal runs.
-
-    :param includes: only entries these globs match go (see :mod:`rcp_core.engine.filters`;
-        paths relative to each operand).
-    :param excludes: entries these match stay, and so do their directories.
-    :param modified_before: only entries modified before this time (epoch seconds) go.
-    :param created_before: only entries born before this time go.
-    :param dry_run: log and count what would go; change nothing.
-    :param fail_early: stop at the first error.
-    :param force: allow ``/`` and mount points as operands.
-    :param missing_ok: an operand that does not exist is no error (``rm -f``).
-    :param cross_devices: enter directories on other filesystems inside the tree.
-    :param max_workers: directories emptied at once, fixed; ``None`` adapts.
-    :param retries: tries again of an operation failing with a transient error.
-    """
-
-    includes: Sequence[str] = ()
-    excludes: Sequence[str] = ()
-    modified_before: float | None = None
-    created_before: float | None = None
-    dry_run: bool = False
-    fail_early: bool = False
-    force: bool = False
-    missing_ok: bool = False
-    cross_devices: bool = False
-    max_workers: int | None = None
-    retries: int = RETRIES
-    retry_delay: float = RETRY_DELAY
-
-    def __post_init__(self) -> None:
-        if self.max_workers is not None and self.max_workers < 1:
-            raise UsageError("max_workers must be at least 1")
-        if self.retries < 0:
-            raise UsageError("retries must not be negative")
-
-
-@dataclass(slots=True, eq=False)
-class _Dir(Node["_Dir"]):
-    """A directory being emptied. ``rel`` is relative to the operand; ``incomplete``
-    means something beneath it stays (kept by a rule, failed, or the run stopped),
-    so it stays too. Its references are its own scan and its subdirectories in
-    flight.
+@dataclass(slots=True, eq=False, kw_only=True)
+class _Dir(Emptied):
+    """A directory being emptied through descriptors.
 
     :param parent_fd: the directory holding ``name`` (the parent node's ``fd``, or
         the operand's parent).
-    :param display: how messages name it.
     :param dev: its device (from the parent's listing): it must still be on it when
         opened.
     :param fd: its descriptor, opened when it is scanned (-1 until then), closed when
@@ -125,9 +79,7 @@ class _Dir(Node["_Dir"]):
 
     parent_fd: int
     name: str
-    display: str
     dev: int
-    under_include: bool
     fd: int = -1
 
 
@@ -155,30 +107,16 @@ def remove(
         raise UsageError("nothing to remove")
     checked = (_checked(os.fspath(path), settings) for path in paths)
     operands = [path for path in checked if path is not None]
-    started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
     if not operands:  # all missing, and that is fine: nothing to do
-        summary = Summary(merge([]), Resources.since(started, usage))
-        plugins.hook.rcp_run_finished(summary=summary, error=None)
-        return summary
+        return nothing_to_remove(plugins)
     run = _Removal(settings, plugins, operands)
-    monitor = Monitor(
-        run.pool,
-        Controller(run.concurrency) if run.concurrency.adaptive else None,
-        [on_progress] if on_progress else [],
-        progress_interval,
-        cancel or threading.Event(),
-        on_cancel=lambda: run.stop("cancelled"),
+    adaptive = run.concurrency.adaptive
+    return run.run(
+        controller=Controller(run.concurrency) if adaptive else None,
+        on_progress=on_progress,
+        progress_interval=progress_interval,
+        cancel=cancel,
     )
-    monitor.start()
-    try:
-        run.execute()
-    except BaseException as exc:
-        plugins.hook.rcp_run_finished(summary=None, error=exc)
-        raise
-    finally:
-        monitor.stop()
-    counts = merge(run.pool.tallies)
-    return run.conclude(counts, Resources.since(started, usage), what="remove")
 
 
 def _threads_for_processes(chosen: Concurrency) -> Concurrency:
@@ -231,8 +169,9 @@ def _checked(path: str, settings: RemoveSettings) -> str | None:
     return absolute
 
 
-class _Removal(Runtime):
-    """One removal run: its runtime (errors, retries, stop), pool and filters."""
+class _Removal(Removal[_Dir]):
+    """One local removal run: the storage plugins' concurrency, the operands'
+    parents held open."""
 
     def __init__(
         self,
@@ -240,34 +179,30 @@ class _Removal(Runtime):
         plugins: pluggy.PluginManager,
         operands: list[str],
     ) -> None:
-        super().__init__(
-            plugins.hook,
-            retries=settings.retries,
-            retry_delay=settings.retry_delay,
-            fail_early=settings.fail_early,
-        )
-        self.settings = settings
         self.operands = operands
-        self.filter = Filter.build(
-            includes=settings.includes, excludes=settings.excludes
-        )
         budget = open_files_budget(CopySettings())
         storage = [
             (info, info)
-            for info in (storage_of(self.hook, path, follow=False) for path in operands)
+            for info in (
+                storage_of(plugins.hook, path, follow=False) for path in operands
+            )
         ]
         chosen = choose_concurrency(
-            self.hook, storage, CopySettings(max_workers=settings.max_workers), budget
+            plugins.hook,
+            storage,
+            CopySettings(max_workers=settings.max_workers),
+            budget,
         )
         self.concurrency = _threads_for_processes(chosen)
+        super().__init__(
+            settings,
+            plugins,
+            (self.concurrency.maximum, self.concurrency.initial),
+        )
         self.stat_files = (
             settings.modified_before is not None or settings.created_before is not None
         )
         """Look at each file: only for the age rules (``rm -rf`` does not either)."""
-        self.pool = WorkPool(
-            self.concurrency.maximum, self.concurrency.initial, self._crashed
-        )
-        self.tree = Lifecycle(self._finish)
         self._parent_fds: list[int] = []
 
     def execute(self) -> None:
@@ -281,9 +216,6 @@ class _Removal(Runtime):
             for fd in self._parent_fds:
                 os.close(fd)
 
-    def _crashed(self, exc: BaseException) -> None:
-        self.stop(f"internal error: {exc!r}")
-
     def _start(self, tally: Tally, path: str) -> None:
         parent, name = os.path.split(path.rstrip("/") or "/")
         parent_fd = os.open(parent or "/", DIR_FLAGS)
@@ -291,13 +223,12 @@ class _Removal(Runtime):
         try:
             st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
         except OSError as exc:
-            self._failed(tally, "stat", path, exc)
+            self.failed(tally, "stat", path, exc)
             return
         if not stat.S_ISDIR(st.st_mode):
             self.pool.push(self._leaf, parent_fd, name, path, st)
             return
         # The operand itself is never filtered, nor does it match an include.
-        root_included = not self.filter.includes
         node = _Dir(
             parent=None,
             rel="",
@@ -305,7 +236,7 @@ class _Removal(Runtime):
             name=name,
             display=path,
             dev=st.st_dev,
-            under_include=root_included,
+            under_include=not self.filter.includes,
         )
         self.pool.push(self._scan, node)
 
@@ -330,7 +261,7 @@ class _Removal(Runtime):
                 self._empty(tally, node)
         except OSError as exc:
             node.incomplete = True
-            self._failed(tally, "read directory", node.display, exc)
+            self.failed(tally, "read directory", node.display, exc)
         finally:
             self.tree.release(tally, node)
 
@@ -356,18 +287,14 @@ class _Removal(Runtime):
             return  # gone meanwhile: nothing to remove
         except OSError as exc:
             node.incomplete = True
-            self._failed(tally, "stat", os.path.join(node.display, name), exc)
+            self.failed(tally, "stat", os.path.join(node.display, name), exc)
             return
         under = node.under_include
         if self.filter.active:
-            verdict = self.filter.decide(
-                node.child_rel(name), is_dir, under_include=under, ignores=None
-            ).verdict
-            if verdict is Verdict.EXCLUDE:
-                node.incomplete = True
-                tally["skipped.dirs" if is_dir else "skipped.files"] += 1
+            selected = self.selected(tally, node, node.child_rel(name), is_dir)
+            if selected is None:
                 return
-            under = verdict is Verdict.INCLUDE
+            under = selected
         if not is_dir:
             if under:
                 self._unlink(tally, node.fd, node.display, name, _kind(entry), st, node)
@@ -405,66 +332,32 @@ class _Removal(Runtime):
         the summary ``kind`` (files, symlinks or specials), if the age rules let it
         go; ``st`` when it was looked at."""
         if st is not None and not self._old_enough(tally, dir_fd, where, name, st):
-            if node is not None:
-                node.incomplete = True
-            tally[f"skipped.{kind}"] += 1
-            return
-        if self.settings.dry_run:
-            log.info("would remove %r", os.path.join(where, name))
+            self.kept(tally, node, kind)
+        elif self.drop(
+            tally, node, where, name, lambda: os.unlink(name, dir_fd=dir_fd)
+        ):
             _count(tally, kind, st)
-            return
-        try:
-            self.attempt(lambda: os.unlink(name, dir_fd=dir_fd))
-        except FileNotFoundError:
-            return  # gone meanwhile
-        except OSError as exc:
-            if node is not None:
-                node.incomplete = True
-            self._failed(tally, "remove", os.path.join(where, name), exc)
-            return
-        _count(tally, kind, st)
 
     def _old_enough(
         self, tally: Tally, dir_fd: int, where: str, name: str, st: os.stat_result
     ) -> bool:
-        settings = self.settings
-        if (
-            settings.modified_before is not None
-            and st.st_mtime >= settings.modified_before
-        ):
+        """Whether the age rules let ``name`` go: its ``mtime``, and its birth time
+        (``statx``; unknown keeps it)."""
+        if self.too_young(st.st_mtime):
             return False
-        if settings.created_before is None:
+        created_before = self.settings.created_before
+        if created_before is None:
             return True
         try:
             born = birth_time(dir_fd, name)
         except OSError as exc:
-            self._failed(tally, "stat", os.path.join(where, name), exc)
+            self.failed(tally, "stat", os.path.join(where, name), exc)
             return False
-        return born is not None and born < settings.created_before
+        return born is not None and born < created_before
 
-    def _finish(self, tally: Tally, node: _Dir) -> None:
-        """Everything beneath ``node`` is done: close it, and remove it unless
-        something beneath it stays (then it stays too)."""
+    def close(self, node: _Dir) -> None:
         if node.fd >= 0:
             os.close(node.fd)
-        if node.incomplete or self.stopping or not self._rmdir(tally, node):
-            node.incomplete = True
 
-    def _rmdir(self, tally: Tally, node: _Dir) -> bool:
-        """Remove ``node``'s (empty) directory; whether it is gone."""
-        if self.settings.dry_run:
-            log.info("would remove %r", node.display + "/")
-            tally["removed.dirs"] += 1
-            return True
-        try:
-            self.attempt(lambda: os.rmdir(node.name, dir_fd=node.parent_fd))
-        except FileNotFoundError:
-            return True
-        except OSError as exc:
-            self._failed(tally, "remove directory", node.display, exc)
-            return False
-        tally["removed.dirs"] += 1
-        return True
-
-    def _failed(self, tally: Tally, op: str, display: str, exc: OSError) -> None:
-        self.record(tally, self.error(op, display, exc))
+    def remove_dir(self, node: _Dir) -> None:
+        os.rmdir(node.name, dir_fd=node.parent_fd)
