@@ -81,7 +81,8 @@ def port(operand: Operand, hook: pluggy.HookRelay | None = None) -> Port:
         from rcp_core.engine.posixport import PosixPort
 
         return PosixPort(os.path.abspath(operand.path))
-    url = operand.text.rstrip("/") or operand.text
+    scheme, rest = split_url(operand.text) or ("", "")  # not local: a URL
+    url = f"{scheme}://{rest.rstrip('/')}"  # ``memory://`` stays one
     if operand.storage is Storage.SERVICE:
         from rcp_provider.fsspec.storetree import port_of_url
 
@@ -90,7 +91,6 @@ def port(operand: Operand, hook: pluggy.HookRelay | None = None) -> Port:
         hook = plugin_manager(backends=True).hook
     found: Port | None = hook.rcp_backend_for(url=url)
     if found is None:
-        scheme, _ = split_url(url) or ("", "")  # routed as a URL: it has one
         raise UsageError(
             f"no backend for {scheme}://: install its fsspec package or a site plugin"
         )

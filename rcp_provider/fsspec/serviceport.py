@@ -87,13 +87,13 @@ class ServicePlace(Place):
         whose listings give mtimes to the nanosecond, as ``lstat`` did."""
         return dataclasses.replace(store_backend_of(self.fs), time_precision_ns=1)
 
-    def stat(self, rel: str) -> Entry | None:
+    def stat(self, rel: str, *, follow: bool = True) -> Entry | None:
         with self.connections.client() as client:
             try:
-                found = client.stat(self.join(rel), follow=True)
+                found = client.stat(self.join(rel), follow=follow)
             except FileNotFoundError:
                 return None
-        return entry_of(found.stat)
+        return entry_of(found.stat, found.target)
 
     def list(self, rel: str, *, follow: bool) -> Listing:
         entries: dict[str, Entry] = {}

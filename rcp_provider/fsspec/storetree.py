@@ -28,6 +28,7 @@ nothing else.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import os
@@ -44,6 +45,7 @@ from fsspec.implementations.local import LocalFileSystem
 from rcp_core.backends.capabilities import Backend, Capability, store_backend
 from rcp_core.backends.port import Entry, EntryKind, Listing, Port, Protect
 from rcp_core.engine.posixport import PosixPort
+from rcp_core.engine.removeentry import count_removed
 from rcp_core.engine.tree import joined
 from rcp_core.errors import UnsafeNameError, UsageError
 from rcp_core.names import check_component, check_relative
@@ -54,6 +56,10 @@ OBJECT_STORES = frozenset(
 )
 """fsspec protocols of object stores: their directories are key prefixes, which
 need not exist before an object is written below them."""
+TIMED = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "rcp"})
+"""fsspec protocols whose listings say when each file last changed (what
+:func:`mtime_of` reads: an object's upload time, a service's ``mtime``); elsewhere
+(``memory://``, ...) a rule on ages is refused, never guessed."""
 
 
 def filesystem_of(url: str, **storage_options: Any) -> tuple[Any, str]:
@@ -95,10 +101,13 @@ def port_of_url(url: str, **storage_options: Any) -> Port:
 
 def store_backend_of(fs: Any) -> Backend:
     """What the generic engine can keep on the store ``fs``: an object store has
-    prefixes, not directories (:data:`OBJECT_STORES`)."""
+    prefixes, not directories (:data:`OBJECT_STORES`); some listings give times
+    (:data:`TIMED`)."""
     protocol = fs.protocol
     name = protocol if isinstance(protocol, str) else protocol[0]
-    return store_backend(f"{name}://", directories=name not in OBJECT_STORES)
+    return store_backend(
+        f"{name}://", directories=name not in OBJECT_STORES, times=name in TIMED
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +137,8 @@ class Place:
         return None
 
     def describe(self, rel: str) -> str:
-        return self.join(rel)
+        """As its URL (``s3://b/k``)."""
+        return str(self.fs.unstrip_protocol(self.join(rel)))
 
     @property
     def name(self) -> str:
@@ -148,11 +158,16 @@ class Place:
         root = self.path.rstrip("/")
         return other.path == self.path or other.path.startswith(root + "/")
 
-    def stat(self, rel: str) -> Entry | None:
+    def stat(self, rel: str, *, follow: bool = True) -> Entry | None:
+        """A store's symlink (``islink``) is its own entry unless ``follow``; one
+        that dangles is not found."""
         try:
-            return entry_of(self.fs.info(self.join(rel)))
+            info = self.fs.info(self.join(rel))
         except FileNotFoundError:
             return None
+        if not follow and info.get("islink"):
+            return Entry(EntryKind.SYMLINK)
+        return entry_of(info)
 
     def list(self, rel: str, *, follow: bool) -> Listing:
         """One level, as the store lists it: a key ending in ``/`` (a directory
@@ -203,8 +218,11 @@ class Place:
         self.fs.makedirs(self.join(rel), exist_ok=True)
 
     def remove_dir(self, rel: str) -> None:
+        """On a store with directories, one its files implied (``memory://`` makes
+        none for a file written below it) went with its last entry."""
         if self.has_directories:
-            self.fs.rmdir(self.join(rel))
+            with contextlib.suppress(FileNotFoundError):
+                self.fs.rmdir(self.join(rel))
 
     def remove(
         self, rel: str, entry: Entry, tally: Tally, protect: Protect | None
@@ -212,8 +230,7 @@ class Place:
         fs, path = self.fs, self.join(rel)
         if not entry.is_dir:
             fs.rm_file(path)
-            tally["removed.files"] += 1
-            tally["removed.bytes"] += entry.size
+            count_removed(tally, entry.stat())
             return
         files, dirs, kept = _below(fs, path, rel, protect)
         for file_path, size in files:

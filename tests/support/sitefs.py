@@ -71,8 +71,8 @@ class SitePort:
             or other.path.startswith(self.path + "/")
         )
 
-    def stat(self, rel: str) -> Entry | None:
-        return self.files.stat(rel)
+    def stat(self, rel: str, *, follow: bool = True) -> Entry | None:
+        return self.files.stat(rel, follow=follow)
 
     def list(self, rel: str, *, follow: bool) -> Listing:
         return self.files.list(rel, follow=follow)

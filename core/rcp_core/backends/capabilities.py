@@ -39,6 +39,7 @@ class Capability(enum.Enum):
     DIRECTORIES = "directories of their own (a missing parent is an error)"
     MODES = "permission bits"
     MTIMES = "settable modification times"
+    LISTED_TIMES = "each entry's last change in its listing (an upload's time counts)"
     OWNERS = "owners"
     XATTRS = "extended attributes"
     ACLS = "POSIX ACLs"
@@ -84,10 +85,13 @@ DECLARED: dict[Storage, Backend] = {
 appears when its upload ends)."""
 
 
-def store_backend(name: str, directories: bool) -> Backend:
+def store_backend(name: str, directories: bool, times: bool = False) -> Backend:
     """A URL store's declaration: an object store has prefixes (``directories``
-    false), a filesystem such as ``memory://`` has directories."""
+    false), a filesystem such as ``memory://`` has directories; ``times``: its
+    listings say when each entry last changed (:attr:`Capability.LISTED_TIMES`)."""
     extra = {Capability.DIRECTORIES} if directories else set()
+    if times:
+        extra.add(Capability.LISTED_TIMES)
     return Backend(name, DECLARED[Storage.STORE].capabilities | extra)
 
 

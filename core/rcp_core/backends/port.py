@@ -100,6 +100,13 @@ class Entry:
     def is_dir(self) -> bool:
         return self.kind is EntryKind.DIRECTORY
 
+    @property
+    def changed_ns(self) -> int | None:
+        """When it last changed, as well as the storage says: ``mtime_ns``, else
+        ``modified_ns`` (what a destination with times is given, and what ``rrm
+        --modified-before`` reads); ``None`` where the storage says neither."""
+        return self.mtime_ns if self.mtime_ns is not None else self.modified_ns
+
     def stat(self) -> os.stat_result:
         """As a stat result, for the local copy's rules
         (:func:`rcp_core.engine.existing.decide`) and a comparison's
@@ -188,8 +195,9 @@ class Port(Protocol):
         (so copying this tree there would copy into itself)."""
         ...
 
-    def stat(self, rel: str) -> Entry | None:
-        """The entry at ``rel`` (a symlink there followed), ``None`` if nothing is."""
+    def stat(self, rel: str, *, follow: bool = True) -> Entry | None:
+        """The entry at ``rel`` (a symlink there followed, unless not ``follow``:
+        then it is a :attr:`EntryKind.SYMLINK` entry), ``None`` if nothing is."""
         ...
 
     def list(self, rel: str, *, follow: bool) -> Listing:

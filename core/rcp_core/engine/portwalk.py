@@ -37,12 +37,13 @@ from __future__ import annotations
 import enum
 import errno
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rcp_core.backends.port import Entry, EntryKind, Listing, Protect
 from rcp_core.engine.filters import Filter, GitIgnores, Verdict
 from rcp_core.engine.tree import Lifecycle, Node, joined
 from rcp_core.run.pool import WorkPool
+from rcp_core.run.runtime import Runtime
 from rcp_core.run.summary import Tally
 from rcp_core.settings import ExistingPolicy
 
@@ -210,11 +211,7 @@ class PortWalk:
         """Decide each listed entry; push the files and subdirectories that go."""
         copy = self.copy
         tally["skipped.symlinks"] += listing.skipped_links
-        for name, unsafe in sorted(listing.unsafe.items()):
-            node.incomplete = True
-            reason = f"unsafe name: {unsafe.reason}"
-            error = OSError(errno.EINVAL, reason)
-            copy.record(tally, copy.error("list", joined(node.rel, name), error))
+        refuse_unsafe(copy, tally, node, listing)
         tally["found.entries"] += len(listing.entries)
         for name, entry in sorted(listing.entries.items()):
             rel = node.child_rel(name)
@@ -311,6 +308,17 @@ class PortWalk:
             if settings.dry_run is None:
                 self.target.remove(rel, entry, tally, protect)
         return True
+
+
+def refuse_unsafe(
+    run: Runtime, tally: Tally, node: Node[Any], listing: Listing
+) -> None:
+    """Each name ``node``'s listing gave that is not safe: an entry error (``list``)
+    of ``run``, and ``node`` incomplete; never joined to a path, never entered."""
+    for name, unsafe in sorted(listing.unsafe.items()):
+        node.incomplete = True
+        error = OSError(errno.EINVAL, f"unsafe name: {unsafe.reason}")
+        run.record(tally, run.error("list", joined(node.rel, name), error))
 
 
 def _is_file(entry: Entry | None) -> bool:

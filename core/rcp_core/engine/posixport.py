@@ -111,9 +111,9 @@ class PosixPort:
         root, path = os.path.abspath(self.root), os.path.abspath(other.local_path)
         return path == root or path.startswith(root.rstrip("/") + "/")
 
-    def stat(self, rel: str) -> Entry | None:
+    def stat(self, rel: str, *, follow: bool = True) -> Entry | None:
         try:
-            return entry_of(os.stat(self.describe(rel)))
+            return entry_of(os.stat(self.describe(rel), follow_symlinks=follow))
         except FileNotFoundError:
             return None
 
@@ -190,6 +190,6 @@ class PosixPort:
         path = self.describe(rel)
         if mode and entry.mode is not None:
             os.chmod(path, stat.S_IMODE(entry.mode))
-        mtime_ns = entry.mtime_ns if entry.mtime_ns is not None else entry.modified_ns
+        mtime_ns = entry.changed_ns
         if times and mtime_ns is not None:
             os.utime(path, ns=(mtime_ns, mtime_ns))
