@@ -38,9 +38,9 @@ import os
 import resource
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import pluggy
 
@@ -53,6 +53,7 @@ from rcp_core.run.runtime import Runtime
 from rcp_core.run.summary import Resources, Summary, Tally, merge
 from rcp_core.run.tuning import Controller
 from rcp_core.settings import RETRIES, RETRY_DELAY
+from rcp_core.site.plugins import plugin_manager
 
 log = logging.getLogger("rcp_core")
 
@@ -110,6 +111,8 @@ class Emptied(Node["Emptied"]):
 
 
 D = TypeVar("D", bound=Emptied)
+T = TypeVar("T")
+U = TypeVar("U")
 
 
 class Removal(Runtime, Generic[D], abc.ABC):
@@ -152,10 +155,13 @@ class Removal(Runtime, Generic[D], abc.ABC):
     def close(self, node: D) -> None:
         """Release what ``node`` holds (a descriptor), once it is finished."""
 
+    def controller(self) -> Controller | None:
+        """What adapts the number of workers while the removal runs (none: fixed)."""
+        return None
+
     def run(
         self,
         *,
-        controller: Controller | None = None,
         on_progress: Observer | None = None,
         progress_interval: float = 1.0,
         cancel: threading.Event | None = None,
@@ -168,7 +174,7 @@ class Removal(Runtime, Generic[D], abc.ABC):
         counts = self.monitored(
             self.pool,
             self.execute,
-            controller=controller,
+            controller=self.controller(),
             on_progress=on_progress,
             progress_interval=progress_interval,
             cancel=cancel,
@@ -258,9 +264,36 @@ class Removal(Runtime, Generic[D], abc.ABC):
         self.record(tally, self.error(op, display, exc))
 
 
-def nothing_to_remove(plugins: pluggy.PluginManager) -> Summary:
-    """The summary of a removal whose every operand is missing, with ``missing_ok``
-    (told to ``rcp_run_finished`` as any run's end is)."""
+def run_removal(
+    walk: Callable[[RemoveSettings, pluggy.PluginManager, list[U]], Removal[Any]],
+    check: Callable[[T, RemoveSettings], U | None],
+    operands: Sequence[T],
+    settings: RemoveSettings | None,
+    plugins: pluggy.PluginManager | Iterable[object] | None,
+    on_progress: Observer | None,
+    progress_interval: float,
+    cancel: threading.Event | None,
+) -> Summary:
+    r"""Remove ``operands`` as ``settings`` say: each is ``check``\ ed (what it
+    refuses is refused before anything goes; ``None``: missing, with
+    ``missing_ok``), then the ``walk`` made of the rest runs; the summary. Operands
+    all missing make a run with nothing to do, whose end ``rcp_run_finished`` hears
+    as any run's.
+
+    :raises UsageError: no operands, or what ``check`` refuses; nothing was removed.
+    :raises CopyFailedError: see :meth:`Removal.run`.
+    """
+    settings = settings or RemoveSettings()
+    if not isinstance(plugins, pluggy.PluginManager):
+        plugins = plugin_manager(plugins or ())
+    if not operands:
+        raise UsageError("nothing to remove")
+    checked = (check(operand, settings) for operand in operands)
+    found = [operand for operand in checked if operand is not None]
+    if found:
+        return walk(settings, plugins, found).run(
+            on_progress=on_progress, progress_interval=progress_interval, cancel=cancel
+        )
     now = Resources.since(time.monotonic(), resource.getrusage(resource.RUSAGE_SELF))
     summary = Summary(merge([]), now)
     plugins.hook.rcp_run_finished(summary=summary, error=None)

@@ -51,13 +51,12 @@ from rcp_core.run.summary import Summary, Tally
 from rcp_core.run.tuning import Concurrency, Controller
 from rcp_core.settings import CopySettings
 from rcp_core.site.capacity import choose_concurrency, open_files_budget, storage_of
-from rcp_core.site.plugins import plugin_manager
 from rcp_core.tools.remove.birth import birth_time
 from rcp_core.tools.remove.removal import (
     Emptied,
     Removal,
     RemoveSettings,
-    nothing_to_remove,
+    run_removal,
 )
 
 log = logging.getLogger("rcp_core")
@@ -100,22 +99,15 @@ def remove(
         the removal was cancelled (the partial summary; kept entries of filters and
         age rules are not failures).
     """
-    settings = settings or RemoveSettings()
-    if not isinstance(plugins, pluggy.PluginManager):
-        plugins = plugin_manager(plugins or ())
-    if not paths:
-        raise UsageError("nothing to remove")
-    checked = (_checked(os.fspath(path), settings) for path in paths)
-    operands = [path for path in checked if path is not None]
-    if not operands:  # all missing, and that is fine: nothing to do
-        return nothing_to_remove(plugins)
-    run = _Removal(settings, plugins, operands)
-    adaptive = run.concurrency.adaptive
-    return run.run(
-        controller=Controller(run.concurrency) if adaptive else None,
-        on_progress=on_progress,
-        progress_interval=progress_interval,
-        cancel=cancel,
+    return run_removal(
+        _Removal,
+        lambda path, settings: _checked(os.fspath(path), settings),
+        paths,
+        settings,
+        plugins,
+        on_progress,
+        progress_interval,
+        cancel,
     )
 
 
@@ -204,6 +196,9 @@ class _Removal(Removal[_Dir]):
         )
         """Look at each file: only for the age rules (``rm -rf`` does not either)."""
         self._parent_fds: list[int] = []
+
+    def controller(self) -> Controller | None:
+        return Controller(self.concurrency) if self.concurrency.adaptive else None
 
     def execute(self) -> None:
         setup = Tally()

@@ -1,0 +1,384 @@
+"""``rrm`` on URLs: ``memory://``, S3 (moto), an ``rcpd serve`` service and a site's
+backend, removed through their ports with the local removal's rules, words, summary
+and exit codes; what a storage cannot honour refused up front, nothing touched.
+
+Each run is ``rrm``'s own ``main`` in this process (``memory://`` is only this
+process's), with fsspec configured for the storage at hand as a user's environment
+would configure it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import fsspec.config
+import pytest
+
+from rcp_core import hookimpl
+from rcp_core.errors import CopyFailedError
+from rcp_core.run.summary import Summary
+from rcp_core.tools.remove.portremove import remove_ports
+from rcp_provider.cli.rrm import main
+from rcp_provider.fsspec.storetree import port_of_url
+from support import services
+from support.s3 import S3
+
+Run = tuple[int, str, str]
+
+
+@pytest.fixture
+def rrm(capsys: pytest.CaptureFixture[str]) -> Any:
+    """``rrm(*args)``: its exit status, stdout and stderr."""
+
+    def run(*args: str) -> Run:
+        status = main(list(args))
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
+
+
+def summary_of(tmp_path: Path) -> list[str]:
+    return ["--summary-json", str(tmp_path / "summary.json")]
+
+
+def read_summary(tmp_path: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((tmp_path / "summary.json").read_text())
+    return loaded
+
+
+# -- memory:// ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def memory() -> Iterator[tuple[Any, str]]:
+    """The memory filesystem and a fresh top-level name in it, with a tree: ``a/x``,
+    ``a/y.keep``, ``b/c/z``, ``top``; and a sibling tree whose name extends it."""
+    fs = fsspec.filesystem("memory")
+    name = f"t{uuid.uuid4().hex[:8]}"
+    for key in ("a/x", "a/y.keep", "b/c/z", "top"):
+        fs.pipe(f"/{name}/{key}", b"12345")
+    fs.pipe(f"/{name}2/sibling", b"stays")
+    yield fs, name
+    for top in (name, f"{name}2"):
+        if fs.exists(f"/{top}"):
+            fs.rm(f"/{top}", recursive=True)
+
+
+def test_a_memory_tree_goes_and_its_sibling_stays(
+    rrm: Any, memory: tuple[Any, str], tmp_path: Path
+) -> None:
+    fs, name = memory
+    status, _, err = rrm(*summary_of(tmp_path), f"memory://{name}")
+    assert status == 0, err
+    assert not fs.exists(f"/{name}")
+    assert fs.cat(f"/{name}2/sibling") == b"stays"
+    removed = read_summary(tmp_path)["removed"]
+    assert (removed["files"], removed["bytes"]) == (4, 20)
+    assert removed["dirs"] == 4  # the operand, a, b and b/c
+
+
+def test_a_dry_run_says_what_the_local_one_says_and_keeps_everything(
+    rrm: Any, memory: tuple[Any, str], tmp_path: Path
+) -> None:
+    fs, name = memory
+    before = fs.find(f"/{name}", withdirs=True)
+    status, out, _ = rrm("--dry-run", *summary_of(tmp_path), f"memory://{name}/")
+    assert status == 0
+    assert fs.find(f"/{name}", withdirs=True) == before
+    said = {line for line in out.splitlines() if line.startswith("would remove")}
+    url = f"memory:///{name}"
+    assert said == {
+        *(f"would remove '{url}/{key}'" for key in ("a/x", "a/y.keep", "b/c/z", "top")),
+        *(f"would remove '{url}/{d}'" for d in ("a/", "b/", "b/c/", "")),
+    }
+    removed = read_summary(tmp_path)["removed"]
+    assert (removed["files"], removed["dirs"], removed["bytes"]) == (4, 4, 20)
+
+
+def test_filters_keep_what_they_exclude_and_its_directories(
+    rrm: Any, memory: tuple[Any, str], tmp_path: Path
+) -> None:
+    fs, name = memory
+    status, _, err = rrm(
+        "--exclude", "*.keep", *summary_of(tmp_path), f"memory://{name}"
+    )
+    assert status == 0, err
+    assert fs.find(f"/{name}") == [f"/{name}/a/y.keep"]
+    assert read_summary(tmp_path)["skipped"]["files"] == 1
+    included = rrm("--include", "/b/**", f"memory://{name}")
+    assert included[0] == 0
+    assert fs.find(f"/{name}") == [f"/{name}/a/y.keep"]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--created-before", "1d"], "--created-before"),
+        (["--modified-before", "1d"], "--modified-before"),
+        (["--cross-devices"], "--cross-devices"),
+    ],
+)
+def test_what_memory_cannot_honour_is_refused_naming_the_flag_and_storage(
+    rrm: Any, memory: tuple[Any, str], args: list[str], words: str
+) -> None:
+    fs, name = memory
+    before = fs.find(f"/{name}", withdirs=True)
+    status, _, err = rrm(*args, f"memory://{name}")
+    assert status == 2
+    assert err.count("\n") == 1
+    assert words in err
+    assert "memory://" in err
+    assert fs.find(f"/{name}", withdirs=True) == before
+
+
+@pytest.mark.parametrize(
+    ("operands", "words"),
+    [
+        (["memory://"], "top of a storage"),
+        (["memory://NAME/../x"], "'..'"),
+        (["memory://NAME/gone"], "no such file"),
+        (["memory://NAME", "LOCAL"], "local paths and URLs"),
+        (["memory://NAME", "host:/x"], "host:/path"),
+    ],
+)
+def test_bad_operands_are_refused_before_anything_goes(
+    rrm: Any,
+    memory: tuple[Any, str],
+    tmp_path: Path,
+    operands: list[str],
+    words: str,
+) -> None:
+    fs, name = memory
+    local = tmp_path / "local"
+    local.mkdir()
+    given = [o.replace("NAME", name).replace("LOCAL", str(local)) for o in operands]
+    before = fs.find("/", withdirs=True)
+    status, _, err = rrm(*given)
+    assert status == 2, err
+    assert words in err
+    assert err.count("\n") == 1
+    assert fs.find("/", withdirs=True) == before
+    assert local.exists()
+
+
+def test_a_missing_operand_is_nothing_to_do_with_missing_ok(
+    rrm: Any, memory: tuple[Any, str]
+) -> None:
+    fs, name = memory
+    status, _, err = rrm("-f", f"memory://{name}/gone", f"memory://{name}/a")
+    assert status == 0, err
+    assert not fs.exists(f"/{name}/a")
+    assert fs.exists(f"/{name}/top")
+
+
+class Finished:
+    """Records what ``rcp_run_finished`` is told."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[Summary | None, BaseException | None]] = []
+
+    @hookimpl
+    def rcp_run_finished(
+        self, summary: Summary | None, error: BaseException | None
+    ) -> None:
+        self.told.append((summary, error))
+
+
+# -- S3 (moto) ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bucket(s3: S3, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, str]:
+    """A fresh bucket holding ``dir/``'s tree and names beside it that share its
+    prefix; ``s3://`` URLs of this process reach moto."""
+    monkeypatch.setitem(fsspec.config.conf, "s3", s3.options)
+    fs, name = s3.fs(), s3.bucket()
+    for key in ("dir/x", "dir/sub/y", "dir/sub/deeper/z", "dir2/beside", "dirx"):
+        fs.pipe(f"{name}/{key}", b"0123456789")
+    return fs, name
+
+
+def keys(fs: Any, bucket: str) -> list[str]:
+    return sorted(str(k).removeprefix(f"{bucket}/") for k in fs.find(bucket))
+
+
+def test_a_prefix_goes_and_nothing_beside_it(
+    rrm: Any, bucket: tuple[Any, str], tmp_path: Path
+) -> None:
+    """``s3://b/dir`` is the prefix ``dir/``: ``dir2/`` and ``dirx`` stay."""
+    fs, name = bucket
+    status, _, err = rrm(*summary_of(tmp_path), f"s3://{name}/dir")
+    assert status == 0, err
+    assert keys(fs, name) == ["dir2/beside", "dirx"]
+    removed = read_summary(tmp_path)["removed"]
+    assert (removed["files"], removed["bytes"]) == (3, 30)
+
+
+def test_modified_before_reads_an_objects_upload_time(
+    rrm: Any, bucket: tuple[Any, str], tmp_path: Path
+) -> None:
+    """Objects uploaded just now are younger than a day: kept, counted; before a
+    time to come, they are old enough."""
+    fs, name = bucket
+    status, _, err = rrm(
+        "--modified-before", "1d", *summary_of(tmp_path), f"s3://{name}/dir"
+    )
+    assert status == 0, err
+    assert len(keys(fs, name)) == 5
+    assert read_summary(tmp_path)["skipped"]["files"] == 3
+    later = time.strftime("%Y-%m-%dT%H:%M", time.localtime(time.time() + 3600))
+    assert rrm("--modified-before", later, f"s3://{name}/dir")[0] == 0
+    assert keys(fs, name) == ["dir2/beside", "dirx"]
+
+
+def test_unsafe_keys_are_errors_never_joined(rrm: Any, bucket: tuple[Any, str]) -> None:
+    """Keys whose names hold an empty component or ``..`` are entry errors: each is
+    left, with the prefixes holding it; everything else goes (exit 1)."""
+    fs, name = bucket
+    fs.pipe(f"{name}/dir/sub/..", b"dots")
+    fs.pipe(f"{name}/dir/a//b", b"empty component")
+    status, out, err = rrm(f"s3://{name}/dir")
+    assert status == 1
+    assert "2 error(s)" in err
+    assert out.count("unsafe name") == 2
+    assert keys(fs, name) == ["dir/a//b", "dir/sub/..", "dir2/beside", "dirx"]
+
+
+def test_the_run_ends_as_a_local_removal_does(bucket: tuple[Any, str]) -> None:
+    """``rcp_run_finished`` hears the summary, and of a run with a failed entry the
+    summary and the :class:`CopyFailedError` ("remove") the run raises."""
+    fs, name = bucket
+    finished = Finished()
+    summary = remove_ports([port_of_url(f"s3://{name}/dir/sub")], plugins=[finished])
+    assert summary["removed.files"] == 2
+    assert finished.told == [(summary, None)]
+    finished.told.clear()
+    fs.pipe(f"{name}/dir/..", b"dots")
+    with pytest.raises(CopyFailedError, match="remove") as failed:
+        remove_ports([port_of_url(f"s3://{name}/dir")], plugins=[finished])
+    assert failed.value.summary["errors"] == 1
+    assert finished.told == [(failed.value.summary, failed.value)]
+    assert keys(fs, name) == ["dir/..", "dir2/beside", "dirx"]
+
+
+def test_a_whole_bucket_needs_force(rrm: Any, bucket: tuple[Any, str]) -> None:
+    fs, name = bucket
+    status, _, err = rrm(f"s3://{name}")
+    assert status == 2
+    assert "top of a storage" in err
+    assert len(keys(fs, name)) == 5
+    assert rrm("--force", f"s3://{name}")[0] == 0
+    assert keys(fs, name) == []
+
+
+# -- rcpd serve -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def service(
+    rcp_service: services.Served, monkeypatch: pytest.MonkeyPatch
+) -> tuple[services.Served, str]:
+    """The service's ``data`` root holding a tree with a symlink out of it, and its
+    URL; ``rcp://`` URLs of this process trust it."""
+    trust = {
+        "fingerprint": rcp_service.identity.fingerprint,
+        "token": services.TOKEN,
+        "skip_instance_cache": True,
+    }
+    monkeypatch.setitem(fsspec.config.conf, "rcp", trust)
+    tree = rcp_service.data / "tree"
+    (tree / "old").mkdir(parents=True)
+    (tree / "old" / "a").write_bytes(b"a" * 100)
+    (tree / "new").write_bytes(b"new")
+    (tree / "out").symlink_to(rcp_service.outside)
+    past = time.time() - 10 * 86400
+    os.utime(tree / "old" / "a", (past, past))
+    host, port = rcp_service.service.address
+    return rcp_service, f"rcp://{host}:{port}"
+
+
+def test_a_tree_on_a_service_goes_its_symlinks_not_followed(
+    rrm: Any, service: tuple[services.Served, str], tmp_path: Path
+) -> None:
+    served, base = service
+    status, _, err = rrm(*summary_of(tmp_path), f"{base}{served.data}/tree")
+    assert status == 0, err
+    assert not (served.data / "tree").exists()
+    assert (served.outside / "secret").read_text() == "secret"
+    removed = read_summary(tmp_path)["removed"]
+    assert (removed["files"], removed["symlinks"], removed["dirs"]) == (2, 1, 2)
+
+
+def test_a_symlink_operand_on_a_service_is_the_link(
+    rrm: Any, service: tuple[services.Served, str]
+) -> None:
+    served, base = service
+    status, _, err = rrm(f"{base}{served.data}/tree/out")
+    assert status == 0, err
+    assert not os.path.lexists(served.data / "tree" / "out")
+    assert (served.outside / "secret").read_text() == "secret"
+
+
+def test_modified_before_on_a_service_reads_mtimes(
+    rrm: Any, service: tuple[services.Served, str]
+) -> None:
+    served, base = service
+    status, _, err = rrm("--modified-before", "7d", f"{base}{served.data}/tree")
+    assert status == 0, err
+    left = sorted(str(p.relative_to(served.data)) for p in served.data.rglob("*"))
+    assert left == ["escape", "tree", "tree/new", "tree/out"]  # all young
+
+
+@pytest.fixture
+def immutable(service: tuple[services.Served, str]) -> Iterator[Path]:
+    """``tree/old/a`` cannot be removed (``chattr +i``), even by root."""
+    served, _ = service
+    held = served.data / "tree" / "old" / "a"
+    subprocess.run(["chattr", "+i", str(held)], check=True)
+    try:
+        yield held
+    finally:
+        subprocess.run(["chattr", "-i", str(held)], check=True)
+
+
+@pytest.mark.privileged
+def test_a_failure_on_a_service_keeps_its_entry_and_exits_1(
+    rrm: Any,
+    service: tuple[services.Served, str],
+    immutable: Path,
+    tmp_path: Path,
+) -> None:
+    served, base = service
+    status, _, err = rrm(*summary_of(tmp_path), f"{base}{served.data}/tree")
+    assert status == 1
+    assert "remove" in err
+    left = sorted(str(p.relative_to(served.data)) for p in served.data.rglob("*"))
+    assert left == ["escape", "tree", "tree/old", "tree/old/a"]
+    assert read_summary(tmp_path)["errors"] == 1
+
+
+# -- a site's backend -----------------------------------------------------------------
+
+
+def test_a_site_backend_removes_through_its_port(rrm: Any, storage: Path) -> None:
+    """``sitefs://``'s port removes the tree; an age rule, which its declaration
+    does not offer (no listed times), is refused up front."""
+    (storage / "t" / "d").mkdir(parents=True)
+    (storage / "t" / "d" / "f").write_bytes(b"f")
+    (storage / "t2").write_bytes(b"beside")
+    refused = rrm("--modified-before", "1d", "sitefs://store/t")
+    assert refused[0] == 2
+    assert "sitefs://" in refused[2]
+    assert (storage / "t" / "d" / "f").exists()
+    status, _, err = rrm("sitefs://store/t")
+    assert status == 0, err
+    assert sorted(p.name for p in storage.iterdir()) == ["t2"]
