@@ -369,7 +369,10 @@ def shard(**changes: object) -> list[object]:
         (json.dumps(broken(shards=None)).encode(), "'shards'"),
         (json.dumps(broken(shards=[])).encode(), "no shards"),
         (json.dumps(broken(shards=["x"])).encode(), "not an object"),
-        (json.dumps(broken(root="data")).encode(), "not absolute"),
+        (
+            json.dumps(broken(root="data")).encode(),
+            "neither an absolute path nor a URL",
+        ),
         (json.dumps(broken(root=5)).encode(), "not a path"),
         (json.dumps(broken(parents=["a"])).encode(), "root"),
         (json.dumps(broken(parents=["", "a", "a"])).encode(), "repeats"),

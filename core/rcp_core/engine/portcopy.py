@@ -67,8 +67,10 @@ import logging
 import resource
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
+
+import pluggy
 
 from rcp_core.backends.capabilities import Capability, refuse
 from rcp_core.backends.port import Entry, EntryKind, Port
@@ -119,12 +121,72 @@ def copy_tree(
     settings = settings or CopySettings()
     refuse(settings, Engine.STORE, source.backend, destination.backend)
     target, entry = port_target(source, destination, into, settings.existing)
+    return _run(
+        source,
+        target,
+        settings,
+        lambda walk: walk.run(entry, target.stat("")),
+        plugins,
+        on_progress,
+        progress_interval,
+        cancel,
+    )
+
+
+def copy_units(
+    source: Port,
+    target: Port,
+    units: Sequence[str],
+    settings: CopySettings | None = None,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_interval: float = 1.0,
+    cancel: threading.Event | None = None,
+    plugins: pluggy.PluginManager | Iterable[object] = (),
+) -> Summary:
+    """Copy each of ``units`` (paths below ``source``'s root: a shard's) to the same
+    path below ``target``'s, in one run, each as :func:`copy_tree` copies a root
+    (their parents exist at the target); the summary. No operand rules: the units'
+    caller checked its operands (:mod:`rcp_core.tools.shards.copier`).
+
+    :raises UsageError: settings the pair cannot honour; nothing was written.
+    :raises CopyFailedError: as :func:`copy_tree`; a unit the source no longer has
+        is a failed entry.
+    """
+    settings = settings or CopySettings()
+    refuse(settings, Engine.STORE, source.backend, target.backend)
+    return _run(
+        source,
+        target,
+        settings,
+        lambda walk: walk.run_units(units),
+        plugins,
+        on_progress,
+        progress_interval,
+        cancel,
+    )
+
+
+def _run(
+    source: Port,
+    target: Port,
+    settings: CopySettings,
+    start: Callable[[PortWalk], None],
+    plugins: pluggy.PluginManager | Iterable[object],
+    on_progress: Callable[[Progress], None] | None,
+    progress_interval: float,
+    cancel: threading.Event | None,
+) -> Summary:
+    """One copy run from ``source`` to ``target``: ``start`` runs its walk under the
+    runtime's monitor; then the run's end (:meth:`Runtime.conclude`)."""
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
-    copy = PortCopy(source, target, settings, plugin_manager(plugins).hook)
+    if not isinstance(plugins, pluggy.PluginManager):
+        plugins = plugin_manager(plugins)
+    copy = PortCopy(source, target, settings, plugins.hook)
     walk = PortWalk(copy)
     counts = copy.monitored(
         walk.pool,
-        lambda: walk.run(entry, target.stat("")),
+        lambda: start(walk),
         on_progress=on_progress,
         progress_interval=progress_interval,
         cancel=cancel,

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import enum
 import errno
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -107,14 +108,44 @@ class PortWalk:
 
         :raises Exception: what an item raised that is no entry error (a bug).
         """
-        setup = Tally()
-        self.pool.tallies.append(setup)
-        if not entry.is_dir:
-            self.pool.push(self._file, None, "", entry, there)
-        else:
-            node = PortDir(parent=None, rel="", entry=entry)
-            self.pool.push(self._visit, node, there)
+        self.pool.tallies.append(Tally())
+        self._enter("", entry, there)
         self.pool.run()
+
+    def run_units(self, units: Sequence[str]) -> None:
+        """Copy each of ``units`` (paths below both roots: a shard's) as a root is
+        copied, each looked at by a worker; returns when every entry is done. A unit
+        the source no longer has is an entry error.
+
+        :raises Exception: what an item raised that is no entry error (a bug).
+        """
+        self.pool.tallies.append(Tally())
+        for rel in units:
+            self.pool.push(self._unit, rel)
+        self.pool.run()
+
+    def _unit(self, tally: Tally, rel: str) -> None:
+        copy = self.copy
+        found = copy.entry(
+            tally, "stat", rel, lambda: (self.source.stat(rel), self.target.stat(rel))
+        )
+        if found is None:
+            return
+        entry, there = found
+        if entry is None:
+            gone = FileNotFoundError(errno.ENOENT, "gone since the plan")
+            copy.record(tally, copy.error("stat", rel, gone))
+            return
+        self._enter(rel, entry, there)
+
+    def _enter(self, rel: str, entry: Entry, there: Entry | None) -> None:
+        """Push the copy of ``rel`` (a root: no parent waits for it) onto
+        ``there``."""
+        if not entry.is_dir:
+            self.pool.push(self._file, None, rel, entry, there)
+        else:
+            node = PortDir(parent=None, rel=rel, entry=entry)
+            self.pool.push(self._visit, node, there)
 
     def _crashed(self, exc: BaseException) -> None:
         self.copy.stop(f"internal error: {exc!r}")

@@ -114,8 +114,8 @@ class PosixPort:
     def stat(self, rel: str, *, follow: bool = True) -> Entry | None:
         try:
             return entry_of(os.stat(self.describe(rel), follow_symlinks=follow))
-        except FileNotFoundError:
-            return None
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # nothing there, or a file where a directory would be
 
     def list(self, rel: str, *, follow: bool) -> Listing:
         entries: dict[str, Entry] = {}

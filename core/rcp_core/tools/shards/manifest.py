@@ -16,16 +16,18 @@ violation is a :class:`~rcp_core.errors.UsageError`):
 
 Manifest format (version 1)::
 
-    {"version": 1, "root": PATH, "parents": [PATH, ...],
+    {"version": 1, "root": ROOT, "parents": [PATH, ...],
      "shards": [{"index": 0, "units": [PATH, ...], "files": N, "bytes": N}, ...]}
 
 The reader is strict: a key this format does not define (at the top or in a shard) is
 refused rather than ignored: a writer that adds meaning must bump the version, and a
 reader never acts on part of a plan.
 
-A ``PATH`` is a JSON string, or ``{"base64": ...}`` holding the raw bytes of a name
-that is not valid UTF-8: in memory such names are surrogateescape strings
-(``os.fsdecode``), which strict JSON consumers (a database's JSON column) reject.
+``ROOT`` is the source's absolute path on the machines that copy, or its URL
+(``s3://bucket/prefix``, ``rcp://host:port/path``). A ``PATH`` is a JSON string, or
+``{"base64": ...}`` holding the raw bytes of a name that is not valid UTF-8: in
+memory such names are surrogateescape strings (``os.fsdecode``), which strict JSON
+consumers (a database's JSON column) reject.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from rcp_core.backends.operands import split_url
 from rcp_core.engine.tree import DIR_FLAGS
 from rcp_core.errors import UnsafeNameError, UsageError
 from rcp_core.names import check_relative
@@ -84,8 +87,10 @@ class ShardPlan:
     parents: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        if not os.path.isabs(self.root):
-            raise UsageError(f"shard plan root {self.root!r} is not absolute")
+        if not os.path.isabs(self.root) and split_url(self.root) is None:
+            raise UsageError(
+                f"shard plan root {self.root!r} is neither an absolute path nor a URL"
+            )
         if not self.shards:
             raise UsageError("shard plan has no shards")
         object.__setattr__(self, "parents", tuple(sorted(self.parents)))

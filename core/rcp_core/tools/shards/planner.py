@@ -21,10 +21,15 @@ Units and weights:
   1.5 x target unless single files weigh more than half a target (a unit alone in its
   shard weighs what it weighs).
 
-Planning keeps, besides the units, only directories that were heavy when they finished
-(against the running total), so its memory follows the plan rather than the tree; it
-holds one descriptor per directory level it is in, and never follows a symlink below
-the root (the root itself may be one, to a directory).
+The source is a path of this host or a backend port's tree (a URL store's, a
+service's, a site's); one walk reads either, through a reader: directory descriptors
+for a path (the fast path), the port's one-level listings for a port. Planning keeps,
+besides the units, only directories that were heavy when they finished (against the
+running total), so its memory follows the plan rather than the tree; it holds one
+descriptor (or listing) per directory level it is in, and never follows a symlink
+below the root (the root itself may be one, to a directory). A directory a port lists
+with a name that is not safe is one unit, like one that cannot be read, so its copy
+reports the name; such a root cannot be planned.
 
 Known limits: hard links are kept within a shard only (a shard is one engine run, see
 :mod:`rcp_core.tools.shards.copier`); names of one file in different shards are copied as
@@ -39,11 +44,15 @@ their metadata even where they existed before the copy.
 
 from __future__ import annotations
 
+import errno
 import heapq
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
+from rcp_core.backends.port import EntryKind, Port
 from rcp_core.engine.context import log
 from rcp_core.engine.tree import DIR_FLAGS, joined
 from rcp_core.errors import UsageError
@@ -77,6 +86,8 @@ every shard within 1.5 x target (see above), at the price of splitting directori
 that weigh between half a target and a whole one."""
 MAX_SHARDS = 1024
 
+H = TypeVar("H")
+
 
 @dataclass(slots=True, eq=False)
 class _Node:
@@ -94,30 +105,50 @@ class _Node:
 
 
 @dataclass(slots=True, eq=False)
-class _Frame:
-    """A directory being walked: its descriptor, subdirectories to visit, tally."""
+class _Frame(Generic[H]):
+    """A directory being walked: how its reader holds it, subdirectories to visit,
+    its tally."""
 
-    fd: int
+    handle: H
     node: _Node
     subdirs: list[str]
 
 
-def _list(fd: int, rel: str) -> tuple[_Frame, int]:
-    """Read the directory ``fd`` (which the frame then owns); return its frame and
-    the weight it adds.
+class _Reader(Protocol[H]):
+    """How the walk reads a tree, one directory at a time, each held by a handle
+    from the reader (a descriptor, a relative path) until :meth:`close`."""
 
-    Non-directories become leaf nodes (an entry that vanished is left out); a
-    directory that cannot be read becomes a leaf of its own, for its copy to report.
-    """
-    node = _Node(rel, 1, 0)
-    frame = _Frame(fd, node, [])
-    children: list[_Node] = []
-    try:
-        with os.scandir(fd) as it:
+    def child(self, parent: H, name: str) -> H:
+        """The subdirectory ``name`` of ``parent``, never through a symlink.
+
+        :raises OSError: it cannot be opened (``FileNotFoundError``: it is gone).
+        """
+        ...
+
+    def entries(self, handle: H) -> Iterator[tuple[str, int | None]]:
+        """Its entries: ``(name, None)`` for a directory, ``(name, bytes)`` for
+        anything else (0 but for a file); an entry gone meanwhile is left out.
+
+        :raises OSError: it cannot be read (a name a store listed that is not safe
+            included: it is never joined).
+        """
+        ...
+
+    def close(self, handle: H) -> None: ...
+
+
+class _Descriptors:
+    """This host's tree through directory descriptors: the fast path."""
+
+    def child(self, parent: int, name: str) -> int:
+        return os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+
+    def entries(self, handle: int) -> Iterator[tuple[str, int | None]]:
+        with os.scandir(handle) as it:
             for entry in it:
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        frame.subdirs.append(entry.name)
+                        yield entry.name, None
                         continue
                     size = 0
                     if entry.is_file(follow_symlinks=False):
@@ -126,18 +157,64 @@ def _list(fd: int, rel: str) -> tuple[_Frame, int]:
                     continue
                 except OSError:
                     size = 0  # weighed as an entry; its copy reports the error
-                children.append(_Node(joined(rel, entry.name), 1, size))
-                node.files += 1
-                node.bytes += size
+                yield entry.name, size
+
+    def close(self, handle: int) -> None:
+        os.close(handle)
+
+
+class _Listings:
+    """A port's tree through its one-level listings (symlinks not followed): a
+    handle is a path relative to the port's root, and holds nothing."""
+
+    def __init__(self, port: Port) -> None:
+        self.port = port
+
+    def child(self, parent: str, name: str) -> str:
+        return joined(parent, name)
+
+    def entries(self, handle: str) -> Iterator[tuple[str, int | None]]:
+        listing = self.port.list(handle, follow=False)
+        if listing.unsafe:
+            name, unsafe = min(listing.unsafe.items())
+            raise OSError(errno.EINVAL, f"lists an unsafe name {name!r}") from unsafe
+        for name, entry in listing.entries.items():
+            if entry.is_dir:
+                yield name, None
+            else:
+                yield name, entry.size if entry.kind is EntryKind.FILE else 0
+
+    def close(self, handle: str) -> None:
+        pass
+
+
+def _list(reader: _Reader[H], handle: H, rel: str) -> tuple[_Frame[H], int]:
+    """Read the directory ``handle`` (which the frame then owns); return its frame
+    and the weight it adds.
+
+    Non-directories become leaf nodes; a directory that cannot be read becomes a
+    leaf of its own, for its copy to report.
+    """
+    node = _Node(rel, 1, 0)
+    frame = _Frame(handle, node, [])
+    children: list[_Node] = []
+    try:
+        for name, size in reader.entries(handle):
+            if size is None:
+                frame.subdirs.append(name)
+                continue
+            children.append(_Node(joined(rel, name), 1, size))
+            node.files += 1
+            node.bytes += size
     except OSError as exc:
         if not rel:
-            os.close(fd)
+            reader.close(handle)
             raise UsageError(f"cannot read the source root: {exc.strerror}") from exc
         log.warning("planning: cannot read %r (%s): one unit", rel, exc.strerror)
         frame.subdirs.clear()
         return frame, node.weight
     except BaseException:
-        os.close(fd)
+        reader.close(handle)
         raise
     node.children = children
     return frame, node.weight
@@ -150,19 +227,15 @@ def _add(parent: _Node, child: _Node) -> None:
     parent.bytes += child.bytes
 
 
-def _walk(root: str, count: int) -> _Node:
-    """The tree under ``root`` as a node whose heavy subtrees keep their children.
+def _walk(reader: _Reader[H], root: H, count: int) -> _Node:
+    """The tree at ``root`` as a node whose heavy subtrees keep their children.
 
     A directory is dropped to a leaf when it finishes no heavier than the *running*
     unit limit; the running total only grows, so such a directory is a unit under the
     final limit too, and only directories that may be split keep their children.
     """
-    try:
-        root_fd = os.open(root, DIR_FLAGS)
-    except OSError as exc:
-        raise UsageError(f"source {root!r}: {exc.strerror}") from exc
     share = math.inf if count == 1 else UNIT_SHARE / count
-    frame, total = _list(root_fd, "")
+    frame, total = _list(reader, root, "")
     stack = [frame]
     try:
         while True:
@@ -171,7 +244,7 @@ def _walk(root: str, count: int) -> _Node:
                 name = frame.subdirs.pop()
                 rel = joined(frame.node.rel, name)
                 try:
-                    fd = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=frame.fd)
+                    handle = reader.child(frame.handle, name)
                 except FileNotFoundError:
                     continue
                 except OSError as exc:
@@ -181,12 +254,12 @@ def _walk(root: str, count: int) -> _Node:
                     total += FILE_COST
                     _add(frame.node, _Node(rel, 1, 0))
                     continue
-                child_frame, weight = _list(fd, rel)
+                child_frame, weight = _list(reader, handle, rel)
                 stack.append(child_frame)
                 total += weight
                 continue
             stack.pop()
-            os.close(frame.fd)
+            reader.close(frame.handle)
             node = frame.node
             if not stack:
                 return node
@@ -195,24 +268,47 @@ def _walk(root: str, count: int) -> _Node:
             _add(stack[-1].node, node)
     finally:
         for frame in stack:
-            os.close(frame.fd)
+            reader.close(frame.handle)
 
 
-def plan_shards(root: str | os.PathLike[str], count: int) -> ShardPlan:
-    """Split the directory ``root`` into at most ``count`` balanced shards.
+def _tree(source: str | os.PathLike[str] | Port, count: int) -> tuple[str, _Node]:
+    """The source's root as a plan names it (an absolute path, a port's URL), and
+    its tree (:func:`_walk`) read through descriptors or the port.
 
-    Symlinks are never followed below ``root`` (``root`` itself may be one, to a
-    directory). See the module docstring for units, weights and the balance bound.
+    :raises UsageError: the root is not a readable directory, or is ``/``.
+    """
+    if not isinstance(source, (str, os.PathLike)):
+        shown = source.describe("")
+        entry = source.stat("")
+        if entry is None or not entry.is_dir:
+            raise UsageError(f"source {shown!r}: not a directory")
+        return shown, _walk(_Listings(source), "", count)
+    absolute = os.path.abspath(os.fspath(source))
+    if os.path.realpath(absolute) == "/":
+        raise UsageError("refusing to shard '/' as a source")
+    try:
+        root_fd = os.open(absolute, DIR_FLAGS)
+    except OSError as exc:
+        raise UsageError(f"source {absolute!r}: {exc.strerror}") from exc
+    return absolute, _walk(_Descriptors(), root_fd, count)
 
-    :raises UsageError: ``count`` outside 1..:data:`MAX_SHARDS`, ``root`` not a
-        readable directory, or ``/``.
+
+def plan_shards(source: str | os.PathLike[str] | Port, count: int) -> ShardPlan:
+    """Split the directory ``source`` into at most ``count`` balanced shards: a path
+    of this host (walked through descriptors), or a backend port's tree (a URL
+    store's, a service's, a site's: walked through its listings, the plan's root
+    its URL).
+
+    Symlinks are never followed below the root (a local root may be one, to a
+    directory; a port's root is followed as its ``stat`` follows it). See the module
+    docstring for units, weights and the balance bound.
+
+    :raises UsageError: ``count`` outside 1..:data:`MAX_SHARDS`, the root not a
+        readable directory, a port's root listing an unsafe name, or ``/``.
     """
     if isinstance(count, bool) or not 1 <= count <= MAX_SHARDS:
         raise UsageError(f"shard count {count!r} must be between 1 and {MAX_SHARDS}")
-    absolute = os.path.abspath(os.fspath(root))
-    if os.path.realpath(absolute) == "/":
-        raise UsageError("refusing to shard '/' as a source")
-    tree = _walk(absolute, count)
+    root, tree = _tree(source, count)
     limit = math.inf if count == 1 else UNIT_SHARE * tree.weight / count
     units: list[_Node] = []
     parents = [""]
@@ -241,4 +337,4 @@ def plan_shards(root: str | os.PathLike[str], count: int) -> ShardPlan:
         )
         for i, group in enumerate(members)
     )
-    return ShardPlan(absolute, shards, tuple(sorted(parents)))
+    return ShardPlan(root, shards, tuple(sorted(parents)))
