@@ -23,7 +23,9 @@ from rcp_provider.options import globs, parse_time, whole_number
 class RcpRemoveOperator(BaseOperator):
     """Remove ``paths`` (files or whole trees) as ``rrm`` does.
 
-    :param paths: a path or several, on the worker's storage.
+    :param paths: a path or several, on the worker's storage, or URLs as ``rrm``
+        takes them (``s3://bucket/prefix``, ``rcp://host:port/path``: removed
+        through their ports, :func:`rcp_provider.ports.remove`).
     :param conn_id: an ``rcp`` connection without a host (``None``: none needed).
     :param includes: globs of entries to remove (the rest stays, with its directories).
     :param excludes: globs of entries to keep; excludes win.

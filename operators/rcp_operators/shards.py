@@ -35,7 +35,9 @@ DEFAULT_SHARDS = 32
 class RcpPlanOperator(BaseOperator):
     """Split ``src`` into at most ``shards`` balanced shards and write the plan.
 
-    :param src: the tree to copy (on the workers' shared storage).
+    :param src: the tree to copy (on the workers' shared storage), or its URL (a
+        store's tree, planned through its listings; the copies then run the generic
+        engine and ``dst`` may be a URL too).
     :param manifest: where the plan is written; every worker must read it there.
     :param shards: at most this many shards (1 to 1024; templated, so text is taken).
     :returns: one ``{"manifest": ..., "shard": i}`` per shard, for

@@ -19,7 +19,7 @@ hashed on that host, so no file data crosses the network:
   fsspec's configuration, e.g. ``FSSPEC_RCP_FINGERPRINT`` and ``FSSPEC_RCP_TOKEN``).
 
 Any other URL is read here, through the backend a site's plugin or fsspec provides
-for it (:func:`rcp_provider.cli.stores.port`).
+for it (:func:`rcp_provider.ports.port`).
 
 Exit status: 0 the trees are the same, 1 they differ, 2 bad input or an entry that
 could not be compared (an ``error`` difference), 130 interrupted.

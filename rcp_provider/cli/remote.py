@@ -128,7 +128,7 @@ def port(
     root: str | None = None,
 ) -> Port:
     """The backend port of the tree ``operand`` names (a path, a URL:
-    :func:`rcp_provider.cli.stores.port`); for ``host:/path``, a place on an ``rcpd
+    :func:`rcp_provider.ports.port`); for ``host:/path``, a place on an ``rcpd
     serve --session`` started there over SSH (:func:`add_launch_options`), confined
     to ``root`` (default: the path), for as long as ``sessions`` lasts.
 
@@ -141,9 +141,9 @@ def port(
 
     where = parse_operand(operand)
     if where is None:
-        from rcp_provider.cli import stores
+        from rcp_provider.ports import port
 
-        return stores.port(routing.operand(operand))
+        return port(routing.operand(operand))
     confined = dataclasses.replace(where, path=root or where.path)
     timeout = args.remote_timeout
     session = sessions.enter_context(ssh_service(confined, launch_of(args), timeout))

@@ -1,15 +1,14 @@
 """The ``rrm`` command: remove trees in parallel.
 
-Each operand is routed as ``rcp`` routes it (:mod:`rcp_core.backends.routing`): local
-paths (also ``file:///path``) are removed through descriptors
+Each operand is routed as ``rcp`` routes it (:func:`rcp_provider.ports.remove`):
+local paths (also ``file:///path``) are removed through descriptors
 (:mod:`rcp_core.tools.remove.rmtree`, the fast path); URLs (``memory://``,
 ``s3://bucket/key``, any fsspec store, a site backend's scheme, an ``rcpd serve``
 service's ``rcp://host:port/path``) through their backend ports
 (:mod:`rcp_core.tools.remove.portremove`), with the same rules, words and summary.
 One run removes operands of one kind: local paths and URLs are refused together, and
-``host:/path`` is refused (its service's ``rcp://`` URL reaches it). A URL whose path
-has an empty, ``.`` or ``..`` component is refused: a store would take it literally,
-a filesystem would resolve it, neither what it looks like.
+``host:/path`` is refused (its service's ``rcp://`` URL reaches it), as is a URL whose
+path has an empty, ``.`` or ``..`` component.
 
 Exit status: 0 when everything selected was removed, 1 when an entry could not be
 (the rest was; a partial summary is still printed with ``--summary``), 2 for bad input
@@ -25,19 +24,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from rcp_core.backends.operands import split_url
-from rcp_core.backends.routing import Operand, Storage, operand
-from rcp_core.errors import UnsafeNameError, UsageError
-from rcp_core.names import check_relative
-from rcp_core.run.summary import Summary
-from rcp_core.site.plugins import plugin_manager
-from rcp_core.tools.remove.portremove import remove_ports
+from rcp_core.errors import UsageError
 from rcp_core.tools.remove.removal import RemoveSettings
-from rcp_core.tools.remove.rmtree import remove
 from rcp_provider.cli.common import (
     OneLineErrorParser,
     add_output_options,
@@ -47,13 +37,8 @@ from rcp_provider.cli.common import (
     run_and_report,
     usage_error,
 )
-from rcp_provider.cli.stores import port
 from rcp_provider.options import parse_time
-
-if TYPE_CHECKING:
-    import pluggy
-
-    from rcp_core.backends.port import Port
+from rcp_provider.ports import remove
 
 
 def _time_option(text: str) -> float:
@@ -131,51 +116,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         return usage_error("rrm", exc)
     renderer = progress_renderer(args)
-
-    def work(cancel: threading.Event) -> Summary:
-        operands = [operand(path) for path in args.paths]
-        kinds = {o.storage for o in operands}
-        if kinds == {Storage.LOCAL}:
-            paths = [o.path for o in operands]
-            return remove(paths, settings, on_progress=renderer, cancel=cancel)
-        plugins = plugin_manager(backends=True)
-        return remove_ports(
-            _ports(operands, kinds, plugins.hook),
-            settings,
-            plugins=plugins,
-            on_progress=renderer,
-            cancel=cancel,
-        )
-
-    return run_and_report("rrm", args, work)
-
-
-def _ports(
-    operands: list[Operand], kinds: set[Storage], hook: pluggy.HookRelay
-) -> list[Port]:
-    """The backend port of each URL operand (the module's operand rules).
-
-    :raises UsageError: local paths beside URLs, a ``host:/path``, an unsafe URL
-        path, or a URL no backend serves.
-    """
-    if Storage.HOST in kinds:
-        raise UsageError(
-            "rrm does not remove host:/path operands: name the host's service "
-            "(rcp://host/path), or run rrm on the host"
-        )
-    if Storage.LOCAL in kinds:
-        raise UsageError(
-            "the operands are local paths and URLs: remove each kind in a run of "
-            "its own"
-        )
-    for o in operands:
-        _, rest = split_url(o.text) or ("", "")
-        try:
-            if rest.strip("/"):  # else the top of a storage: --force decides
-                check_relative(rest.strip("/"))
-        except UnsafeNameError as exc:
-            raise UsageError(f"{o.text}: {exc.reason}") from exc
-    return [port(o, hook) for o in operands]
+    return run_and_report(
+        "rrm",
+        args,
+        lambda cancel: remove(
+            args.paths, settings, on_progress=renderer, cancel=cancel
+        ),
+    )
 
 
 if __name__ == "__main__":

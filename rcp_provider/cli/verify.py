@@ -10,7 +10,7 @@ of operand, by what the copy was asked to copy
   network to verify; this includes a copy between two hosts.
 - A URL operand, any store a backend serves (fsspec's, a site's own):
   :func:`rcp_core.tools.verify.compare.compare` through the operands' backend
-  ports (:func:`rcp_provider.cli.stores.port`), the source listed as the generic copy
+  ports (:func:`rcp_provider.ports.port`), the source listed as the generic copy
   reads it (symlinks followed), and only what both ports keep compared (a store
   without modes or mtimes: sizes and contents).
 

@@ -41,8 +41,10 @@ from rcp_core.remote.outcome import between_summary, job_summary
 from rcp_core.run.progress import Progress
 from rcp_core.run.summary import Resources, merge
 from rcp_provider.hooks.endpoint import Endpoint, endpoint_of, typed_extras
+from rcp_provider.ports import remove, tree
 
 if TYPE_CHECKING:
+    from rcp_core.backends.port import Port
     from rcp_core.tools.remove.removal import RemoveSettings
     from rcp_core.tools.verify.compare import Scope
 
@@ -201,13 +203,14 @@ class RcpHook(BaseHook):
     # -- the worker's own storage: shard plans, shards, verification -----------------
 
     def plan(self, src: str, manifest: str, shards: int) -> list[dict[str, Any]]:
-        """Split ``src`` into at most ``shards`` balanced shards, write the plan to
-        ``manifest`` (where every worker can read it); one ``{"manifest", "shard"}``
-        per shard: the arguments of a mapped copy task."""
+        """Split ``src`` (a path, or a URL: :func:`rcp_provider.ports.tree`) into at
+        most ``shards`` balanced shards, write the plan to ``manifest`` (where every
+        worker can read it); one ``{"manifest", "shard"}`` per shard: the arguments
+        of a mapped copy task."""
         from rcp_core.tools.shards.planner import plan_shards, write_manifest
 
         self._on_worker("a shard plan")
-        plan = plan_shards(src, shards)
+        plan = plan_shards(tree(src), shards)
         write_manifest(plan, manifest)
         return [{"manifest": manifest, "shard": shard.index} for shard in plan.shards]
 
@@ -221,8 +224,9 @@ class RcpHook(BaseHook):
         on_progress: Report | None = None,
         cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
-        """Copy shard ``index`` of the plan in ``manifest`` into ``destination``; its
-        progress carries the shard's bytes as ``total_bytes``."""
+        """Copy shard ``index`` of the plan in ``manifest`` into ``destination`` (a
+        path or a URL, as the plan's root); its progress carries the shard's bytes as
+        ``total_bytes``."""
         from rcp_core.tools.shards.planner import copy_shard, read_manifest
 
         self._on_worker("a sharded copy")
@@ -240,7 +244,13 @@ class RcpHook(BaseHook):
                 report({**progress.brief(), "total_bytes": total})
 
         summary = copy_shard(
-            plan, index, destination, settings, on_progress=relay, cancel=cancel
+            plan,
+            index,
+            tree(destination),
+            settings,
+            source=_source(plan.root),
+            on_progress=relay,
+            cancel=cancel,
         )
         return summary.as_dict()
 
@@ -253,7 +263,8 @@ class RcpHook(BaseHook):
 
         self._on_worker("finalizing a sharded copy")
         plan = read_manifest(manifest)
-        return {"directories": finalize(plan, destination, settings), "src": plan.root}
+        done = finalize(plan, tree(destination), settings, source=_source(plan.root))
+        return {"directories": done, "src": plan.root}
 
     def remove(
         self,
@@ -263,13 +274,11 @@ class RcpHook(BaseHook):
         on_progress: Report | None = None,
         cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
-        """Remove ``paths`` (trees) on the worker's storage, in parallel; the JSON
-        summary (:func:`rcp_core.tools.remove.rmtree.remove`).
+        """Remove ``paths`` (trees: the worker's paths, or URLs) in parallel, as
+        ``rrm`` does (:func:`rcp_provider.ports.remove`); the JSON summary.
 
         :raises CopyFailedError: something selected could not be removed.
         """
-        from rcp_core.tools.remove.rmtree import remove
-
         self._on_worker("removal")
         return remove(
             paths, settings, on_progress=_relay(on_progress), cancel=cancel
@@ -428,6 +437,13 @@ class RcpHook(BaseHook):
             f"rcpd serve at {endpoint.host}:{endpoint.port} answered "
             f"({running} job(s) queued or running)"
         )
+
+
+def _source(root: str) -> Port | None:
+    """A plan's source as its port where its root is a URL (a path root is the
+    worker's own)."""
+    found = tree(root)
+    return None if isinstance(found, str) else found
 
 
 def _relay(report: Report | None) -> Callable[[Progress], None] | None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from pathlib import Path
 
+import fsspec
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
@@ -14,6 +16,7 @@ from rcp_operators.compare import RcpCompareOperator
 from rcp_operators.copy import RcpCopyOperator
 from rcp_operators.link import RcpLinkOperator
 from rcp_operators.remove import RcpRemoveOperator
+from rcp_operators.shards import RcpFinalizeOperator, RcpPlanOperator
 from support.airflow import connection_env
 from support.treespec import Dir, File, Spec, make_tree
 
@@ -109,3 +112,50 @@ def test_link_updates_from_a_new_tree(tmp_path: Path) -> None:
     ).execute(context={})
     assert summary["methods"]["link"] == 31
     assert (tmp_path / "snap" / "keep.cfg").read_bytes() == b"changed, longer"
+
+
+def test_remove_reaches_a_url_store_as_rrm_does() -> None:
+    """A URL is removed through its port; what its storage cannot honour fails the
+    task without touching it."""
+    fs = fsspec.filesystem("memory")
+    name = f"/rm{uuid.uuid4().hex[:8]}"
+    for key in ("a/x", "a/y.keep", "b"):
+        fs.pipe(f"{name}/{key}", b"12345")
+    aged = RcpRemoveOperator(
+        task_id="rm", paths=f"memory://{name}", modified_before="1d"
+    )
+    with pytest.raises(AirflowFailException, match="--modified-before"):
+        aged.execute(context={})
+    op = RcpRemoveOperator(task_id="rm", paths=f"memory://{name}", excludes=["*.keep"])
+    summary = op.execute(context={})
+    assert summary["removed"]["files"] == 2
+    assert fs.find(name) == [f"{name}/a/y.keep"]
+    fs.rm(name, recursive=True)
+
+
+def test_a_url_store_is_planned_copied_by_shards_and_finalized(
+    tmp_path: Path,
+) -> None:
+    """RcpPlanOperator plans a store's tree (its URL in the manifest), the mapped
+    copies run the generic engine, finalize reaches every parent."""
+    fs = fsspec.filesystem("memory")
+    name = f"/sh{uuid.uuid4().hex[:8]}"
+    files = {f"d{d}/f{f}": b"%d" % (d * f) * 5000 for d in range(4) for f in range(3)}
+    for rel, data in files.items():
+        fs.pipe(f"{name}/{rel}", data)
+    manifest = str(tmp_path / "plan.json")
+    plan = RcpPlanOperator(
+        task_id="plan", src=f"memory://{name}", manifest=manifest, shards=3
+    )
+    shards = plan.execute(context={})
+    assert len(shards) == 3
+    dst = tmp_path / "dst"
+    for kwargs in shards:
+        RcpCopyOperator(task_id="copy", dst=str(dst), **kwargs).execute(context={})
+    done = RcpFinalizeOperator(task_id="fin", manifest=manifest, dst=str(dst))
+    assert done.execute(context={})["src"] == f"memory://{name}"
+    got = {
+        str(p.relative_to(dst)): p.read_bytes() for p in dst.rglob("*") if p.is_file()
+    }
+    assert got == files
+    fs.rm(name, recursive=True)

@@ -1,0 +1,128 @@
+"""Operands as backend ports, for every front-end (the command line, the hook).
+
+An operand names a kind of storage (:func:`rcp_core.backends.routing.operand`); its
+port (:class:`rcp_core.backends.port.Port`) is
+
+- a local path (also ``file:///path``): this host's
+  :class:`~rcp_core.engine.posixport.PosixPort`;
+- an ``rcpd serve`` service's ``rcp://host:port/path``: its
+  :class:`~rcp_provider.fsspec.serviceport.ServicePlace` (no site's to serve it);
+- any other URL: whatever backend plugin answers ``rcp_backend_for`` for it (a
+  site's, else fsspec's: :mod:`rcp_provider.fsspec.plugin`), asked once per
+  operand before anything is written;
+- a ``host:/path``: none (refused: its service's ``rcp://`` URL reaches it).
+
+:func:`tree` is what a tool that takes either a path or a port is given (shard plans,
+shards); :func:`remove` routes ``rrm``'s operands to the removal that reaches them:
+this host's paths through descriptors, URLs through their ports. fsspec and a
+store's package are imported only for a URL.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rcp_core.backends.operands import split_url
+from rcp_core.backends.routing import Operand, Storage, operand
+from rcp_core.errors import UnsafeNameError, UsageError
+from rcp_core.names import check_relative
+from rcp_core.run.monitor import Observer
+from rcp_core.run.summary import Summary
+from rcp_core.site.plugins import plugin_manager
+from rcp_core.tools.remove.removal import RemoveSettings
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from rcp_core.backends.port import Port
+
+
+def port(given: Operand, hook: pluggy.HookRelay | None = None) -> Port:
+    """The backend port of one operand, its trailing ``/`` aside; ``hook``: a
+    manager's with the backend plugins (made here for a URL store when not given).
+
+    :raises UsageError: a ``host:/path``, no backend plugin serves a URL store's
+        scheme, or the one that does cannot open it.
+    """
+    if given.storage is Storage.LOCAL:
+        from rcp_core.engine.posixport import PosixPort
+
+        return PosixPort(os.path.abspath(given.path))
+    if given.storage is Storage.HOST:
+        raise UsageError(
+            f"{given.text}: a host:/path is reached as its service (rcp://host/path)"
+        )
+    scheme, rest = split_url(given.text) or ("", "")  # neither local nor a host
+    url = f"{scheme}://{rest.rstrip('/')}"  # ``memory://`` stays one
+    if given.storage is Storage.SERVICE:
+        from rcp_provider.fsspec.storetree import port_of_url
+
+        return port_of_url(url)  # rcp's own filesystem, no site's to serve
+    if hook is None:
+        hook = plugin_manager(backends=True).hook
+    found: Port | None = hook.rcp_backend_for(url=url)
+    if found is None:
+        raise UsageError(
+            f"no backend for {scheme}://: install its fsspec package or a site plugin"
+        )
+    return found
+
+
+def tree(text: str) -> str | Port:
+    """A tree a tool is given: a local path as the path (the tool's fast path), any
+    other operand as its port.
+
+    :raises UsageError: as :func:`port`.
+    """
+    given = operand(text)
+    if given.storage is Storage.LOCAL:
+        return given.path
+    return port(given)
+
+
+def remove(
+    paths: Sequence[str],
+    settings: RemoveSettings,
+    *,
+    on_progress: Observer | None = None,
+    cancel: threading.Event | None = None,
+) -> Summary:
+    """Remove ``paths`` as ``rrm`` does: local paths through descriptors
+    (:func:`rcp_core.tools.remove.rmtree.remove`), URLs through their ports
+    (:func:`rcp_core.tools.remove.portremove.remove_ports`); one kind per run. A
+    URL whose path has an empty, ``.`` or ``..`` component is refused: a store would
+    take it literally, a filesystem would resolve it, neither what it looks like.
+
+    :raises UsageError: local paths beside URLs, a ``host:/path``, an unsafe URL
+        path, a URL no backend serves, or what the removal refuses; nothing removed.
+    :raises CopyFailedError: something selected stayed (the partial summary).
+    """
+    operands = [operand(path) for path in paths]
+    kinds = {o.storage for o in operands}
+    if kinds == {Storage.LOCAL}:
+        from rcp_core.tools.remove.rmtree import remove as remove_paths
+
+        local = [o.path for o in operands]
+        return remove_paths(local, settings, on_progress=on_progress, cancel=cancel)
+    if Storage.LOCAL in kinds:
+        raise UsageError(
+            "the operands are local paths and URLs: remove each kind in a run of "
+            "its own"
+        )
+    for given in operands:
+        _, rest = split_url(given.text) or ("", "")
+        try:
+            if rest.strip("/"):  # else the top of a storage: --force decides
+                check_relative(rest.strip("/"))
+        except UnsafeNameError as exc:
+            raise UsageError(f"{given.text}: {exc.reason}") from exc
+    from rcp_core.tools.remove.portremove import remove_ports
+
+    plugins = plugin_manager(backends=True)
+    ports = [port(given, plugins.hook) for given in operands]
+    return remove_ports(
+        ports, settings, plugins=plugins, on_progress=on_progress, cancel=cancel
+    )
