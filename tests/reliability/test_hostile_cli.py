@@ -55,6 +55,11 @@ CASES: list[tuple[str, list[str]]] = [
     ("rrm", ["--created-before", "-3d", "DST"]),
     ("rrm", ["--max-workers", "0", "DST"]),
     ("rrm", ["--progress-type", "loud", "DST"]),
+    ("rrm", ["DST", "memory://x"]),  # local paths and URLs in one run
+    ("rrm", ["memory://x/../DST"]),
+    ("rrm", ["host:/x"]),
+    ("rrm", ["--created-before", "1d", "memory://x"]),
+    ("rrm", ["memory://"]),  # the top of a storage, without --force
     ("rcmp", ["SRC"]),
     ("rcmp", ["--attrs", "colour", "SRC", "DST"]),
     ("rcmp", ["--max-workers", "x", "SRC", "DST"]),
