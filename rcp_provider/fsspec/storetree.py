@@ -219,10 +219,27 @@ class Place:
 
     def remove_dir(self, rel: str) -> None:
         """On a store with directories, one its files implied (``memory://`` makes
-        none for a file written below it) went with its last entry."""
+        none for a file written below it) went with its last entry; on an object
+        store, a prefix goes with its last key, and its marker here
+        (:meth:`_remove_marker`)."""
         if self.has_directories:
             with contextlib.suppress(FileNotFoundError):
                 self.fs.rmdir(self.join(rel))
+        else:
+            self._remove_marker(rel)
+
+    def _remove_marker(self, rel: str) -> None:
+        """Remove the directory marker of the emptied prefix ``rel`` (the empty key
+        ``rel/`` a console's "create folder" makes), which would keep the prefix
+        listed after its last key: exactly that key, never a listing's. fsspec
+        names no key ending in ``/``, so only S3's own call reaches one (one request,
+        a success where there is none); other object stores keep theirs."""
+        call_s3 = getattr(self.fs, "call_s3", None)
+        if call_s3 is None:
+            return
+        bucket, key, _ = self.fs.split_path(self.join(rel))
+        if key:
+            call_s3("delete_object", Bucket=bucket, Key=key.rstrip("/") + "/")
 
     def remove(
         self, rel: str, entry: Entry, tally: Tally, protect: Protect | None
@@ -237,11 +254,9 @@ class Place:
             fs.rm_file(file_path)
             tally["removed.files"] += 1
             tally["removed.bytes"] += size
-        if not self.has_directories:
-            return  # a prefix: it goes with its last key
         for dir_rel in sorted(dirs, key=lambda d: -d.count("/")):
             if dir_rel not in kept:
-                fs.rmdir(self.join(dir_rel))
+                self.remove_dir(dir_rel)
                 tally["removed.dirs"] += 1
 
     def read(self, rel: str) -> AbstractContextManager[BinaryIO]:

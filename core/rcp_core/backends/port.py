@@ -215,7 +215,8 @@ class Port(Protocol):
         ...
 
     def remove_dir(self, rel: str) -> None:
-        """Remove the empty directory ``rel`` (nothing, on a store of prefixes)."""
+        """Remove the empty directory ``rel`` (on a store of prefixes, only its
+        marker object where it has one: the prefix goes with its last key)."""
         ...
 
     def remove(

@@ -214,11 +214,16 @@ def keys(fs: Any, bucket: str) -> list[str]:
 def test_a_prefix_goes_and_nothing_beside_it(
     rrm: Any, bucket: tuple[Any, str], tmp_path: Path
 ) -> None:
-    """``s3://b/dir`` is the prefix ``dir/``: ``dir2/`` and ``dirx`` stay."""
+    """``s3://b/dir`` is the prefix ``dir/``: ``dir2/`` and ``dirx`` stay; the
+    directory markers a console makes (empty keys ``dir/``, ``dir/sub/``) go with
+    their prefixes, the one beside them (``dir2/``) stays."""
     fs, name = bucket
+    for marker in ("dir/", "dir/sub/", "dir2/"):
+        fs.call_s3("put_object", Bucket=name, Key=marker, Body=b"")
     status, _, err = rrm(*summary_of(tmp_path), f"s3://{name}/dir")
     assert status == 0, err
-    assert keys(fs, name) == ["dir2/beside", "dirx"]
+    listed = fs.call_s3("list_objects_v2", Bucket=name)["Contents"]
+    assert sorted(o["Key"] for o in listed) == ["dir2/", "dir2/beside", "dirx"]
     removed = read_summary(tmp_path)["removed"]
     assert (removed["files"], removed["bytes"]) == (3, 30)
 
