@@ -29,15 +29,15 @@ from rcp_core.backends.operands import split_url
 from rcp_core.backends.routing import Operand, Storage, operand
 from rcp_core.errors import UnsafeNameError, UsageError
 from rcp_core.names import check_relative
-from rcp_core.run.monitor import Observer
-from rcp_core.run.summary import Summary
 from rcp_core.site.plugins import plugin_manager
-from rcp_core.tools.remove.removal import RemoveSettings
 
 if TYPE_CHECKING:
     import pluggy
 
     from rcp_core.backends.port import Port
+    from rcp_core.run.monitor import Observer
+    from rcp_core.run.summary import Summary
+    from rcp_core.tools.remove.removal import RemoveSettings
 
 
 def port(given: Operand, hook: pluggy.HookRelay | None = None) -> Port:

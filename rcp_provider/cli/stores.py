@@ -28,7 +28,6 @@ from rcp_core.backends.routing import Route
 from rcp_core.run.progress import Progress
 from rcp_core.site.plugins import plugin_manager
 from rcp_provider.cli.common import in_worker
-from rcp_provider.ports import port
 
 
 def run(
@@ -45,6 +44,7 @@ def run(
     :raises CopyFailedError: some entries were not copied.
     """
     from rcp_core.engine.portcopy import copy_tree
+    from rcp_provider.ports import port
 
     hook = plugin_manager(backends=True).hook
     (source,) = route.sources
