@@ -6,6 +6,8 @@
   a stall);
 - a link taken down mid-copy and brought up again: a clear error within the bound,
   then a rerun converges;
+- a link taken down while a connection waits between frames: the wait ends within
+  twice the timeout (TCP keepalive from the timeout on), not after a minute;
 - a "daemon" that announces a port where something accepts connections and never
   answers: the master gives up within its bound, and its ssh client is gone.
 
@@ -89,6 +91,10 @@ def break_mid_copy(
         broken = time.monotonic()
         try:
             _, err = proc.communicate(timeout=BOUND + 30)
+        except subprocess.TimeoutExpired:  # no orphan to disturb the next test
+            proc.kill()
+            _, err = proc.communicate()
+            err = f"still running after {BOUND + 30} s, killed: {err}"
         finally:
             undo()
         took = time.monotonic() - broken
@@ -153,6 +159,84 @@ def test_a_link_down_and_up_again_then_a_rerun_converges(
     problems = break_mid_copy(hosts, tmp_path, tree_compare, pull)
     figure.trial("link down and up", problems, hang=True)
     assert not problems
+
+
+IDLE_SERVER = """
+import socket, sys, time
+from rcp_core.remote.connection import accept
+from rcp_core.remote.hello import Role
+listener = socket.create_server(("0.0.0.0", {port}))
+print("listening", flush=True)
+sock, _ = listener.accept()
+conn = accept(sock, "client", role=Role.SOURCE, software="idle", timeout={timeout},
+              ctx=None)
+time.sleep(3600)
+"""
+IDLE_CLIENT = """
+import time
+from rcp_core.remote.connection import dial
+from rcp_core.remote.hello import Role
+conn = dial(("{address}", {port}), role=Role.DESTINATION, software="waiting",
+            timeout={timeout}, pin=None)
+print("connected", flush=True)
+started = time.monotonic()
+try:
+    conn.read()
+    print("a frame came")
+except Exception as exc:
+    print(f"{{type(exc).__name__}} after {{time.monotonic() - started:.1f}} s")
+"""
+
+
+def test_a_wait_between_frames_ends_within_twice_the_timeout_once_the_link_is_down(
+    hosts: Lan, figure: Figure
+) -> None:
+    """The destination waits for the source's next frame (as between two files of a
+    copy) when the source's link goes down: the peer's kernel answers no keepalive
+    probe, and the wait ends about ``2 * TIMEOUT`` s later (it took a minute, the
+    fixed keepalive, before: longer than this test waits)."""
+    port, timeout = 4790, 2.0
+    server = subprocess.Popen(
+        hosts.source.argv(
+            [sys.executable, "-c", IDLE_SERVER.format(port=port, timeout=timeout)]
+        ),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    client = None
+    try:
+        assert server.stdout is not None
+        assert server.stdout.readline() == "listening\n"
+        client = subprocess.Popen(
+            hosts.master.argv(
+                [
+                    sys.executable,
+                    "-c",
+                    IDLE_CLIENT.format(
+                        address=hosts.source.address, port=port, timeout=timeout
+                    ),
+                ]
+            ),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert client.stdout is not None
+        assert client.stdout.readline() == "connected\n"
+        hosts.source.link(up=False)
+        try:
+            said, _ = client.communicate(timeout=6 * timeout)
+        except subprocess.TimeoutExpired:
+            said = f"still waiting after {6 * timeout:g} s"
+        finally:
+            hosts.source.link(up=True)
+    finally:
+        for proc in (server, client):
+            if proc is not None:
+                proc.kill()
+                proc.communicate()
+    problems = [] if said.startswith("ConnectionLostError") else [said]
+    figure.trial("link down between frames", problems, hang=True)
+    assert not problems, said
 
 
 SILENT = """#!{python}

@@ -10,8 +10,8 @@ Invariants:
 - every step has a deadline: connecting, the TLS handshake and the hello are bounded
   by ``timeout`` together; afterwards every send, and every read while a frame is
   incomplete, is bounded by ``timeout``; between frames a connection may stay idle
-  while TCP keepalive (:func:`tune`) finds the peer alive, so a vanished peer is
-  found within about ``keepalive`` seconds;
+  while TCP keepalive (:func:`tune`) finds the peer alive, so a vanished peer (a
+  host gone, a link down) is found within about ``2 * timeout`` seconds;
 - frames from several threads never interleave (:meth:`Connection.send` holds a lock
   for the whole frame); one thread reads;
 - the descriptor is released only when no thread is inside a send or a read
@@ -62,7 +62,8 @@ BUFFER = 4 << 20
 buffer is left to the kernel's autotuning, which grows it with the path's
 bandwidth-delay product (up to ``tcp_rmem``'s maximum); a fixed size would turn that
 off and cap the window on a long or queued path."""
-KEEPALIVE = 60
+KEEPALIVE_PROBES = 4
+"""Unanswered keepalive probes after which the peer is gone."""
 SOCKET_ERRNOS = frozenset(
     (errno.EPIPE, errno.ECONNRESET, errno.ECONNABORTED, errno.ENOTCONN, errno.ETIMEDOUT)
 )
@@ -70,19 +71,23 @@ SOCKET_ERRNOS = frozenset(
 JOIN_BELOW = 64 << 10
 """Frames with less data than this go out as one joined buffer (one write, one TLS
 record); larger data is written after the header, never copied."""
-"""Seconds of silence after which a peer that does not answer probes is gone."""
 
 
-def tune(sock: socket.socket, keepalive: int = KEEPALIVE) -> None:
-    """No Nagle delay, a large send buffer, keepalive probes within ``keepalive`` s."""
+def tune(sock: socket.socket, timeout: float) -> None:
+    """No Nagle delay, a large send buffer, and keepalive: after ``timeout`` s of
+    silence the kernel probes the peer every ``timeout / KEEPALIVE_PROBES`` s, so a
+    peer that answers none of them (its host or the link gone) fails every wait on
+    the connection with ``ETIMEDOUT`` about ``2 * timeout`` s after it went silent.
+    A live peer's kernel answers probes even while its process is busy or stopped:
+    that case is for the bounded waits inside frames."""
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, BUFFER)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    idle = max(1, keepalive // 2)
-    interval = max(1, keepalive // 12)
+    idle = max(1, round(timeout))
+    interval = max(1, round(timeout / KEEPALIVE_PROBES))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 6)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_PROBES)
 
 
 class Connection:
@@ -383,7 +388,7 @@ def _handshake(
     then every read inside a frame is bounded by ``timeout``. ``sock`` is closed if
     anything fails."""
     try:
-        tune(sock)
+        tune(sock, timeout)
         sock.settimeout(max(0.001, deadline - time.monotonic()))
         if secure is not None:
             try:

@@ -19,7 +19,8 @@ Invariants of :class:`FrameReader` -- what a hostile or broken peer can do to us
   mid-frame raises :class:`PeerTimeoutError`, one that closes mid-frame
   :class:`ConnectionLostError`; a close *between* frames is the normal end (``None``).
   Between frames the wait is ``idle_timeout`` (``None``: as long as the peer is alive,
-  which TCP keepalive checks).
+  which TCP keepalive checks: a peer whose host stopped answering the probes is
+  :class:`ConnectionLostError`).
 
 Names in headers are POSIX byte strings decoded with ``os.fsdecode`` (UTF-8 with
 surrogateescape); JSON carries undecodable bytes as ``\\udcXX`` escapes, and
@@ -29,6 +30,7 @@ surrogateescape); JSON carries undecodable bytes as ``\\udcXX`` escapes, and
 from __future__ import annotations
 
 import enum
+import errno
 import json
 import socket
 import struct
@@ -172,6 +174,10 @@ class FrameReader:
             try:
                 k = self.sock.recv_into(view[got:])
             except TimeoutError as exc:
+                if exc.errno == errno.ETIMEDOUT:  # the kernel's keepalive gave up
+                    raise ConnectionLostError(
+                        "the peer's host stopped answering (TCP keepalive)"
+                    ) from exc
                 raise PeerTimeoutError(f"no data from the peer for {wait} s") from exc
             if k == 0:
                 if at_boundary and got == 0:
