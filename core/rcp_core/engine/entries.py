@@ -69,7 +69,7 @@ def _plan(
 ) -> Plan:
     """What to do with the destination (:func:`rcp_core.engine.destination.plan`),
     and with ``checksum`` a content comparison of a file whose metadata agree."""
-    old = existing(node, dst_name)
+    old = destination.existing(node.dst_fd, node.fresh, dst_name)  # once per file
     if old is None:
         return CREATE
     decided = destination.plan(
@@ -175,7 +175,9 @@ def _copy_data(
     """Write the file; ``True`` when the destination now holds the source's data."""
     decided = _plan(ctx, node, dst_name, st, src)
     old, reason = decided.old, decided.reason
-    word = decided.stays(tally, "files")
+    # Nothing there (the plan CREATE): nothing to keep, a file made under its own
+    # name, nothing to commit. The per-file path skips those calls then.
+    word = None if old is None else decided.stays(tally, "files")
     if word is not None:
         ctx.dry(word, "file", node, rel, reason)
         return decided.step is Step.UNCHANGED
@@ -189,7 +191,7 @@ def _copy_data(
         tally["copied.bytes"] += st.st_size
         return True
     assert node.dst_fd is not None
-    target = decided.new_name(dst_name)
+    target = dst_name if old is None else decided.new_name(dst_name)
     start = None
     destination = None
     if ctx.choose_method or ctx.pre_create:
@@ -233,7 +235,8 @@ def _copy_data(
         os.unlink(target, dir_fd=node.dst_fd)
         raise
     os.close(dst)
-    commit(node.dst_fd, target, dst_name, old, tally)
+    if old is not None:
+        commit(node.dst_fd, target, dst_name, old, tally)
     tally["copied.files"] += 1
     tally["copied.bytes"] += copied
     if method is not None:

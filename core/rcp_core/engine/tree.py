@@ -74,8 +74,10 @@ class Node(Generic[P]):
     incomplete: bool = False
 
     def child_rel(self, name: str) -> str:
-        """The relative path of its entry ``name``."""
-        return joined(self.rel, name)
+        """The relative path of its entry ``name`` (:func:`joined`, written out: this
+        runs once per entry of every walk)."""
+        rel = self.rel
+        return f"{rel}/{name}" if rel else name
 
 
 N = TypeVar("N", bound=Node[Any])
