@@ -8,6 +8,10 @@
                        with the engine (an ``rcp://host/...`` URL makes the service form)
 ``service``            ``RcpServiceFileSystem``: the ``rcp`` filesystem on an ``rcpd
                        serve`` service
+``servicefile``        ``RcpServiceFile``: a file on a service, read by ranges or
+                       written whole
+``servicetransfers``   the service form's ``copy``, ``put`` and ``get``: its jobs, or
+                       the data between this process and the service directly
 ``plan``               fsspec's transfer plan: the pairs a copy, put or get transfers
 ``plugin``             the fsspec backend: every protocol fsspec knows, as a backend
                        plugin (``rcp_backend_for``)

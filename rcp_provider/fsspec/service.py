@@ -4,23 +4,13 @@
 :class:`~rcp_core.remote.client.ServiceClient` (TLS with the service's certificate
 pinned, its token): ``info`` and ``ls`` are ``stat`` and ``listdir`` requests, a file
 opened for reading reads ranges, and a file opened for writing goes to a temporary
-that the service renames into place when the file is closed. Bulk transfers are the
-service's own copies, in parallel and keeping modes and times:
-
-- ``copy`` within the service is one of its jobs per group of pairs: the bytes never
-  leave the service's host;
-- ``put`` and ``get`` run :func:`~rcp_core.remote.servicemaster.service_copy`, this
-  process sending or receiving, the data flowing between it and the service directly;
-- with a ``callback=``, ``put`` and ``get`` go file by file (fsspec's loop), so the
-  callback gets a child per file with its bytes as they move.
+that the service renames into place when the file is closed
+(:mod:`rcp_provider.fsspec.servicefile`). Bulk transfers are the service's own copies,
+in parallel and keeping modes and times.
 
 Invariants:
 
-- **fsspec decides what is copied where** (:mod:`rcp_provider.fsspec.plan`, the same plan
-  as the local form's), and a directory goes to one job whole only where fsspec
-  copies it whole; parents of what is written are made as needed (as an object
-  store has them), directories of a plan that is not whole are made as fsspec's
-  ``cp_file`` makes them;
+- **fsspec decides what is copied where** (:mod:`rcp_provider.fsspec.servicetransfers`);
 - **no half-written file under its name**: a file being written is invisible until
   ``close``; a ``with`` block that raises, and a writer dropped without ``close``,
   abort it; ``get`` writes a local file through a temporary renamed into place;
@@ -44,30 +34,28 @@ import datetime
 import errno
 import os
 import posixpath
-import resource
 import secrets
 import stat
-import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from fsspec.callbacks import DEFAULT_CALLBACK, Callback
-from fsspec.implementations.local import LocalFileSystem, make_path_posix
-from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
+from fsspec.implementations.local import make_path_posix
+from fsspec.spec import AbstractFileSystem
 
 from rcp_core.errors import (
-    JobFailedError,
     RemoteFileNotFoundError,
     RemoteNotADirectoryError,
     UsageError,
 )
-from rcp_core.remote.client import FINISHED, SERVICE_PORT, ServiceClient
+from rcp_core.remote.client import SERVICE_PORT, ServiceClient
 from rcp_core.remote.clientupload import FileWriter
 from rcp_core.remote.filewire import MAX_READ, MAX_WRITE, Entry
-from rcp_core.run.summary import Resources
-from rcp_provider.fsspec.base import Kind, RcpBase, Transfer
-from rcp_provider.fsspec.plan import Plan, plan_transfer, whole_roots
+from rcp_provider.fsspec.base import RcpBase
+from rcp_provider.fsspec.plan import Plan
+from rcp_provider.fsspec.servicefile import RcpServiceFile
+from rcp_provider.fsspec.servicetransfers import bulk, run_jobs, steps
 from rcp_provider.fsspec.storage_options import (
     bool_option,
     float_option,
@@ -80,14 +68,8 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT = 15.0
 """Seconds a service has to answer each request (a job's wait is longer)."""
-JOB_WAIT = 30.0
-"""Seconds one wait for a job asks the service to hold its answer."""
-
 MAX_HOPS = 40
 """Symlinks followed to the bytes of a path at most (Linux's limit)."""
-
-Step = tuple[list[str], str]
-"""One copy by ``rcp``'s operand rules: sources, destination."""
 
 
 class RcpServiceFileSystem(RcpBase, AbstractFileSystem):  # type: ignore[misc]  # fsspec is untyped
@@ -387,7 +369,13 @@ class RcpServiceFileSystem(RcpBase, AbstractFileSystem):  # type: ignore[misc]  
 
     def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
         pair = (self._strip_protocol(path1), self._strip_protocol(path2))
-        self._run_jobs(self._steps(Plan([pair], False), self.isdir, self._ensure_dir))
+        run_jobs(self, steps(Plan([pair], False), self.isdir, self._ensure_dir))
+
+    def _ensure_dir(self, path: str) -> None:
+        """Make the directory ``path`` here unless it is one already (a root's parent
+        is not the service's to make, or even to ask about making)."""
+        if not self.isdir(path):
+            self.makedirs(path, exist_ok=True)
 
     def _writer(
         self, path: str, *, exclusive: bool = False, mode: int | None = None
@@ -409,208 +397,4 @@ class RcpServiceFileSystem(RcpBase, AbstractFileSystem):  # type: ignore[misc]  
                 return
             offset += len(piece)
 
-    # -- bulk transfers -----------------------------------------------------------------
-
-    def _bulk(self, transfer: Transfer) -> None:
-        """A copy as the service's jobs (the bytes stay on its host); a ``put`` or
-        ``get`` as transfers between this process and the service, the data going
-        directly (with a callback: file by file, fsspec's loop). Unless ``on_error``
-        is ``"raise"``, a source that matches nothing copies nothing."""
-        if transfer.counted:
-            loop = (
-                AbstractFileSystem.put
-                if transfer.kind is Kind.PUT
-                else AbstractFileSystem.get
-            )
-            loop(
-                self,
-                transfer.source,
-                transfer.destination,
-                transfer.recursive,
-                transfer.callback,
-                transfer.maxdepth,
-                **transfer.options,
-            )
-            return
-        local = LocalFileSystem()
-        source, destination = {
-            Kind.COPY: (self, self),
-            Kind.PUT: (local, self),
-            Kind.GET: (self, local),
-        }[transfer.kind]
-        try:
-            planned = plan_transfer(
-                source,
-                destination,
-                transfer.source,
-                transfer.destination,
-                transfer.recursive,
-                transfer.maxdepth,
-                contained=transfer.contained,
-            )
-        except FileNotFoundError:
-            if transfer.on_error == "raise":
-                raise
-            return
-        if planned is None:
-            return
-        steps = self._steps(
-            planned,
-            os.path.isdir if source is local else self.isdir,
-            _local_makedirs if destination is local else self._ensure_dir,
-        )
-        if transfer.kind is Kind.COPY:
-            self._run_jobs(steps)
-            return
-        for sources, to in steps:
-            self._transfer(sources, to, to_service=transfer.kind is Kind.PUT)
-
-    @staticmethod
-    def _steps(
-        planned: Plan,
-        source_isdir: Callable[[str], bool],
-        ensure_dir: Callable[[str], None],
-    ) -> list[Step]:
-        """The plan as copies by ``rcp``'s operand rules: a whole tree as one; the
-        files that keep their names in one directory together (``destination/``);
-        other files one each. Directories of a plan that is not whole
-        (``source_isdir`` tells them) and the parents of every destination are made
-        first, by ``ensure_dir`` of the destination's side."""
-        pairs = whole_roots(planned.pairs) if planned.whole else None
-        if pairs is None:
-            pairs = []
-            for src, dst in planned.pairs:
-                if source_isdir(src):
-                    ensure_dir(dst)
-                else:
-                    pairs.append((src, dst))
-        steps: list[Step] = []
-        together: dict[str, list[str]] = {}
-        for src, dst in pairs:
-            parent, name = posixpath.split(dst)
-            if parent not in together:
-                ensure_dir(parent or "/")
-                together[parent] = []
-            if posixpath.basename(src) == name:
-                together[parent].append(src)
-            else:
-                steps.append(([src], dst))
-        for parent, sources in together.items():
-            names = {posixpath.basename(src) for src in sources}
-            if len(sources) > 1 and len(names) == len(sources):
-                steps.append((sources, parent.rstrip("/") + "/"))
-            else:
-                steps.extend(
-                    ([src], posixpath.join(parent, posixpath.basename(src)))
-                    for src in sources
-                )
-        return steps
-
-    def _ensure_dir(self, path: str) -> None:
-        """Make the directory ``path`` here unless it is one already (a root's parent
-        is not the service's to make, or even to ask about making)."""
-        if not self.isdir(path):
-            self.makedirs(path, exist_ok=True)
-
-    def _run_jobs(self, steps: list[Step]) -> None:
-        """Run each copy as a job of the service, one after another.
-
-        :raises JobFailedError: a job failed or was cancelled.
-        """
-        for sources, destination in steps:
-            job = self.client.submit(sources, destination, self.settings)
-            while job["state"] not in FINISHED:
-                job = self.client.wait(job["job"], JOB_WAIT)
-            if job["state"] != "succeeded":
-                raise JobFailedError(job)
-
-    def _transfer(
-        self, sources: list[str], destination: str, *, to_service: bool
-    ) -> None:
-        """One copy between this host and the service, the data going directly.
-
-        :raises CopyFailedError: something was not copied (its summary tells what).
-        """
-        from rcp_core.remote.outcome import between_summary
-        from rcp_core.remote.servicemaster import service_copy
-
-        started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
-        source, received = service_copy(
-            sources,
-            destination,
-            self.settings,
-            source_service=None if to_service else self.client,
-            destination_service=self.client if to_service else None,
-            timeout=self.timeout,
-        )
-        between_summary(source, received, Resources.since(started, usage))
-
-
-class RcpServiceFile(AbstractBufferedFile):  # type: ignore[misc]  # fsspec is untyped
-    """A file on a service: read by ranges, or written whole.
-
-    Writing goes to a temporary on the service (:class:`FileWriter`) that takes the
-    file's name at ``close`` (with ``autocommit``) or at the transaction's commit;
-    leaving a ``with`` block by an exception, or dropping an unclosed file, aborts it.
-    Appending (``"ab"``) is not supported: a service writes whole files.
-    """
-
-    DEFAULT_BLOCK_SIZE = MAX_WRITE
-
-    def __init__(
-        self,
-        fs: RcpServiceFileSystem,
-        path: str,
-        mode: str = "rb",
-        block_size: int | None = None,
-        autocommit: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        if mode == "ab":
-            raise NotImplementedError(f"{path}: rcp:// files cannot be appended to")
-        self._file: FileWriter | None = None
-        super().__init__(fs, path, mode, block_size, autocommit, **kwargs)
-        if mode == "xb":  # an existing name fails now, as open(path, "xb") does
-            self._initiate_upload()
-            self.offset = 0
-
-    def _fetch_range(self, start: int, end: int) -> bytes:
-        data: bytes = self.fs.client.read_range(self.path, start, end - start)
-        return data
-
-    def _initiate_upload(self) -> None:
-        self._file = self.fs._writer(self.path, exclusive=self.mode == "xb")
-
-    def _upload_chunk(self, final: bool = False) -> bool:
-        assert self._file is not None
-        self._file.write(self.buffer.getvalue())
-        if final and self.autocommit:
-            self.commit()
-        return True
-
-    def commit(self) -> None:
-        """Give the written file its name, in one step."""
-        if self._file is not None:
-            self._file.commit()
-
-    def discard(self) -> None:
-        """Drop what was written; the name keeps what it had."""
-        if self._file is not None:
-            self._file.abort()
-
-    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
-        if kind is not None and self.writable():
-            self.discard()
-            self.closed = True
-            return
-        self.close()
-
-    def __del__(self) -> None:
-        if not self.closed and self.writable():
-            with contextlib.suppress(Exception):
-                self.discard()
-            self.closed = True
-
-
-def _local_makedirs(path: str) -> None:
-    os.makedirs(path, exist_ok=True)
+    _bulk = bulk  # copy, put and get (rcp_provider.fsspec.servicetransfers)
