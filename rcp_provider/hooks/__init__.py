@@ -1,7 +1,11 @@
 """Airflow hooks: where a task's trees live and how work starts there.
 
-==============  =====================================================================
-``rcp``         ``RcpHook``: a connection of type ``rcp``, the one place that starts work
-``endpoint``    an ``rcpd serve`` service's address and trust, read from a connection
-==============  =====================================================================
+=================  ==================================================================
+``rcp``            ``RcpHook``: a connection of type ``rcp``, the one place that
+                   starts work
+``endpoint``       an ``rcpd serve`` service's address and trust, read from a
+                   connection
+``workerstorage``  ``RcpHook``'s work on the worker's own storage: shard plans,
+                   shards, removal, comparison, verification
+=================  ==================================================================
 """

@@ -17,6 +17,9 @@ retried task finds a copy its earlier try started instead of starting a second o
 A copy between two places stops with the task's process (the services see their peer
 go); ``cancel`` stops local copies and service jobs.
 
+Shard plans, shards, removal, comparison and verification run on the worker's own
+storage: :class:`~rcp_provider.hooks.workerstorage.WorkerStorage`, a base of the hook.
+
 Connection fields are read when the hook first needs them; a wrong one is a
 :class:`rcp_core.errors.UsageError` naming the connection.
 """
@@ -26,36 +29,29 @@ from __future__ import annotations
 import resource
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow.sdk import BaseHook, Connection
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from rcp_core import CompareAttr, CopySettings, Preserve, UsageError
+from rcp_core import CopySettings, UsageError
 from rcp_core import copy as engine_copy
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.outcome import between_summary, job_summary
 from rcp_core.run.progress import Progress
 from rcp_core.run.summary import Resources, merge
 from rcp_provider.hooks.endpoint import Endpoint, endpoint_of, typed_extras
-from rcp_provider.ports import remove, tree
+from rcp_provider.hooks.workerstorage import Report, WorkerStorage, relay
 
-if TYPE_CHECKING:
-    from rcp_core.backends.port import Port
-    from rcp_core.tools.remove.removal import RemoveSettings
-    from rcp_core.tools.verify.compare import Scope
-
-Report = Callable[[dict[str, Any]], None]
-"""Receives a running copy's ``entries``, ``bytes``, ``errors`` and ``elapsed``."""
 ACTIVE = frozenset({"queued", "running"})
 POLL = 2.0
 """Seconds a blocking wait for a service's job asks the service to hold each answer."""
 
 
-class RcpHook(BaseHook):
+class RcpHook(WorkerStorage, BaseHook):
     """One place trees live: the worker's storage, or an ``rcpd serve`` service.
 
     :param rcp_conn_id: an Airflow connection of type ``rcp``; ``None`` is the
@@ -154,7 +150,7 @@ class RcpHook(BaseHook):
                 list(sources),
                 destination,
                 settings,
-                on_progress=_relay(on_progress),
+                on_progress=relay(on_progress),
                 cancel=cancel,
             )
             return summary.as_dict()
@@ -199,158 +195,6 @@ class RcpHook(BaseHook):
                     client.close()
         resources = Resources.since(started, usage)
         return between_summary(source, received, resources).as_dict()
-
-    # -- the worker's own storage: shard plans, shards, verification -----------------
-
-    def plan(self, src: str, manifest: str, shards: int) -> list[dict[str, Any]]:
-        """Split ``src`` (a path, or a URL: :func:`rcp_provider.ports.tree`) into at
-        most ``shards`` balanced shards, write the plan to ``manifest`` (where every
-        worker can read it); one ``{"manifest", "shard"}`` per shard: the arguments
-        of a mapped copy task."""
-        from rcp_core.tools.shards.planner import plan_shards, write_manifest
-
-        self._on_worker("a shard plan")
-        plan = plan_shards(tree(src), shards)
-        write_manifest(plan, manifest)
-        return [{"manifest": manifest, "shard": shard.index} for shard in plan.shards]
-
-    def copy_shard(
-        self,
-        manifest: str,
-        index: int,
-        destination: str,
-        settings: CopySettings,
-        *,
-        on_progress: Report | None = None,
-        cancel: threading.Event | None = None,
-    ) -> dict[str, Any]:
-        """Copy shard ``index`` of the plan in ``manifest`` into ``destination`` (a
-        path or a URL, as the plan's root); its progress carries the shard's bytes as
-        ``total_bytes``."""
-        from rcp_core.tools.shards.planner import copy_shard, read_manifest
-
-        self._on_worker("a sharded copy")
-        plan = read_manifest(manifest)
-        if not 0 <= index < len(plan.shards):
-            raise UsageError(
-                f"{manifest} has shards 0 to {len(plan.shards) - 1}, not {index}"
-            )
-        total = plan.shards[index].bytes
-        relay = None
-        if on_progress is not None:
-            report = on_progress
-
-            def relay(progress: Progress) -> None:
-                report({**progress.brief(), "total_bytes": total})
-
-        summary = copy_shard(
-            plan,
-            index,
-            tree(destination),
-            settings,
-            source=_source(plan.root),
-            on_progress=relay,
-            cancel=cancel,
-        )
-        return summary.as_dict()
-
-    def finalize(
-        self, manifest: str, destination: str, settings: CopySettings
-    ) -> dict[str, Any]:
-        """After every shard: the source directories' metadata onto the copies of the
-        plan's parent directories; ``{"directories": n, "src": root}``."""
-        from rcp_core.tools.shards.planner import finalize, read_manifest
-
-        self._on_worker("finalizing a sharded copy")
-        plan = read_manifest(manifest)
-        done = finalize(plan, tree(destination), settings, source=_source(plan.root))
-        return {"directories": done, "src": plan.root}
-
-    def remove(
-        self,
-        paths: Sequence[str],
-        settings: RemoveSettings,
-        *,
-        on_progress: Report | None = None,
-        cancel: threading.Event | None = None,
-    ) -> dict[str, Any]:
-        """Remove ``paths`` (trees: the worker's paths, or URLs) in parallel, as
-        ``rrm`` does (:func:`rcp_provider.ports.remove`); the JSON summary.
-
-        :raises CopyFailedError: something selected could not be removed.
-        """
-        self._on_worker("removal")
-        return remove(
-            paths, settings, on_progress=_relay(on_progress), cancel=cancel
-        ).as_dict()
-
-    def compare(
-        self,
-        src: str,
-        dst: str,
-        *,
-        checksum: bool,
-        attrs: frozenset[CompareAttr],
-        cancel: threading.Event | None = None,
-    ) -> dict[str, Any]:
-        """Compare the tree ``src`` with ``dst`` on the worker's storage; the JSON
-        result (:func:`rcp_core.tools.verify.compare.compare`), differences or not."""
-        from rcp_core.tools.verify.compare import compare
-
-        self._on_worker("comparison")
-        return compare(
-            src, dst, checksum=checksum, attrs=attrs, cancel=cancel
-        ).as_dict()
-
-    def verify(
-        self,
-        sources: Sequence[str],
-        destination: str,
-        *,
-        checksum: bool,
-        preserve: Preserve,
-        scopes: Mapping[str, Scope] | None = None,
-        cancel: threading.Event | None = None,
-    ) -> dict[str, Any]:
-        """Compare each source with its copy (by ``rcp``'s operand rules: into
-        ``destination`` when it ends in ``/``); ``same`` and each tree's result. Sizes
-        and link targets always count; times, mode and owner only where the copy
-        ``preserve``-d them.
-
-        :param scopes: what the copy was asked to copy, from
-            :func:`rcp_core.tools.verify.compare.prepare_scopes` before it (default:
-            everything).
-        :raises VerificationError: a copy differs (the result is its ``result``).
-        """
-        from rcp_core.tools.verify.compare import verify_copy
-
-        self._on_worker("verification")
-        return verify_copy(
-            sources,
-            destination,
-            checksum=checksum,
-            preserve=preserve,
-            scopes=scopes,
-            cancel=cancel,
-        )
-
-    def scopes(
-        self, sources: Sequence[str], destination: str, settings: CopySettings
-    ) -> dict[str, Scope]:
-        """What a copy of ``sources`` to ``destination`` with ``settings`` is asked to
-        copy, for :meth:`verify` (:func:`rcp_core.tools.verify.compare.prepare_scopes`);
-        read on the worker's storage before the copy, which may change what it reads."""
-        from rcp_core.tools.verify.compare import prepare_scopes
-
-        self._on_worker("verification")
-        return prepare_scopes(sources, destination, settings)
-
-    def _on_worker(self, what: str) -> None:
-        if self.endpoint is not None:
-            raise UsageError(
-                f"{what} runs on the worker's own storage; connection "
-                f"{self.rcp_conn_id!r} is a service"
-            )
 
     # -- jobs of a service -----------------------------------------------------------
 
@@ -437,19 +281,6 @@ class RcpHook(BaseHook):
             f"rcpd serve at {endpoint.host}:{endpoint.port} answered "
             f"({running} job(s) queued or running)"
         )
-
-
-def _source(root: str) -> Port | None:
-    """A plan's source as its port where its root is a URL (a path root is the
-    worker's own)."""
-    found = tree(root)
-    return None if isinstance(found, str) else found
-
-
-def _relay(report: Report | None) -> Callable[[Progress], None] | None:
-    if report is None:
-        return None
-    return lambda progress: report(progress.brief())
 
 
 def _relay_counts(
