@@ -190,3 +190,34 @@ def test_a_snapshot_through_a_port_is_what_the_tree_holds(tmp_path: Path) -> Non
         )
         assert (st.st_uid, st.st_gid) == (real.st_uid, real.st_gid)
     assert snapshot(PosixPort(str(tmp_path / "none"))) is None
+
+
+DEEP: Spec = {
+    "top.csv": b"t",
+    "data/deep/er/y.csv": b"3,4",
+    "data/deep/er/.gitignore": b"*.tmp\n",
+    "data/deep/er/scratch.tmp": b"t",
+    "data/notes.log": b"n",
+    "logs/nested/w.log": b"w",
+}
+"""An included file only three levels below a directory the filters traverse."""
+
+
+@pytest.mark.parametrize("gitignore", [False, True], ids=["filters", "gitignore"])
+def test_a_traversed_directory_missing_is_missing_where_it_holds_an_include(
+    tmp_path: Path, gitignore: bool
+) -> None:
+    """``--include '*.csv'`` only traverses ``data`` and ``logs``, and neither is in
+    the copy: ``data`` (an included file three levels below) is ``missing``, ``logs``
+    (nothing included below: the copy removed it) is not, on both paths (one
+    descent, :meth:`~rcp_core.tools.verify.scope.Scope.included_below`)."""
+    src = make_tree(tmp_path / "src", DEEP)
+    dst = tmp_path / "dst"
+    copy = rcp_core.CopySettings(includes=["*.csv"], gitignore=gitignore)
+    rcp_core.copy(str(src), str(dst), copy)
+    assert not (dst / "logs").exists()
+    os.rename(dst / "data", tmp_path / "moved")
+    sizes = frozenset({CompareAttr.SIZE})  # the rename changed the root's mtime
+    local, ported = both(src, dst, attrs=sizes, scope=Scope.of(copy))
+    assert as_found(ported) == as_found(local)
+    assert [(p, k) for p, k, _ in as_found(local)] == [("data", DiffKind.MISSING)]

@@ -27,8 +27,10 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import cast
 
@@ -41,6 +43,7 @@ from rcp_core.tools.verify.comparerun import ComparisonRun
 from rcp_core.tools.verify.differences import DiffKind, entry_type
 from rcp_core.tools.verify.entrypair import EntryPair
 from rcp_core.tools.verify.hashing import Contents
+from rcp_core.tools.verify.scope import Listed
 
 BATCH = 64
 """Entries of one directory compared by one work item."""
@@ -346,8 +349,8 @@ class PairWalk:
                 if self.run.stopping:
                     return
                 child = joined(pair.rel, name)
-                if name in listing.traversed and not self._wanted(
-                    pair.src_fd, name, child, pair.ignores
+                if name in listing.traversed and not self.scope.included_below(
+                    pair.src_fd, name, child, pair.ignores, self._below
                 ):
                     continue
                 if self.excused(entry):
@@ -358,30 +361,21 @@ class PairWalk:
         finally:
             self.run.count(entries=alone)
 
-    def _wanted(
+    @contextlib.contextmanager
+    def _below(
         self, parent_fd: int, name: str, rel: str, ignores: GitIgnores | None
-    ) -> bool:
-        """Whether the scope's filters include an entry below ``name`` of the source
-        directory ``parent_fd``, a directory they only traverse (the copy then makes
-        it). Only traversed: no ancestor was included, so ``under`` is false below."""
+    ) -> Iterator[Listed[int] | None]:
+        """The source directory ``name`` of ``parent_fd`` listed, open while in it
+        (:meth:`~rcp_core.tools.verify.scope.Scope.included_below`)."""
         below = self.run.tried(_list_below, parent_fd, name, rel)
         if below is None:
-            return False
+            yield None
+            return
         fd, entries = below
         try:
-            if ignores is not None:
-                ignores = ignores.with_dir(fd, rel)
-            for child, is_dir in entries:
-                child_rel = joined(rel, child)
-                verdict = self.scope.verdict(child_rel, is_dir, False, ignores)
-                if verdict is Verdict.INCLUDE or (
-                    verdict is Verdict.TRAVERSE
-                    and self._wanted(fd, child, child_rel, ignores)
-                ):
-                    return True
+            yield fd, entries, None if ignores is None else ignores.with_dir(fd, rel)
         finally:
             os.close(fd)
-        return False
 
     def excused(self, entry: os.DirEntry[str]) -> bool:
         """Whether the source entry ``entry`` may be missing in the destination."""

@@ -50,6 +50,7 @@ import contextlib
 import errno
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -70,6 +71,7 @@ from rcp_core.tools.verify.differences import (
 from rcp_core.tools.verify.digests import Stopped, blake3_of, streamed
 from rcp_core.tools.verify.entrypair import Next, judge
 from rcp_core.tools.verify.hashing import READ_SIZE
+from rcp_core.tools.verify.scope import Listed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -177,7 +179,9 @@ class PortWalk:
                 if name in theirs.entries or name in excluded:
                     continue
                 child = joined(rel, name)
-                if name in traversed and not self._wanted(child, ignores):
+                if name in traversed and not self.scope.included_below(
+                    None, name, child, ignores, self._below
+                ):
                     continue
                 st = a.stat()
                 if not scope.excused(st.st_mode):
@@ -288,23 +292,19 @@ class PortWalk:
         data = self.run.tried(self._read, joined(rel, ".gitignore"))
         return "" if data is None else data.decode("utf-8", "surrogateescape")
 
-    def _wanted(self, rel: str, ignores: GitIgnores | None) -> bool:
-        """Whether the scope's filters include an entry below the source directory
-        ``rel``, which they only traverse (the copy then makes it). Only traversed:
-        no ancestor was included, so ``under`` is false below."""
+    @contextlib.contextmanager
+    def _below(
+        self, parent: None, name: str, rel: str, ignores: GitIgnores | None
+    ) -> Iterator[Listed[None] | None]:
+        """The source directory ``rel`` listed
+        (:meth:`~rcp_core.tools.verify.scope.Scope.included_below`)."""
         listing = self.run.tried(self._list, self.src, rel, "source", self.follow)
         if listing is None:
-            return False
+            yield None
+            return
         if ignores is not None:
             ignores = ignores.with_file(rel, self._gitignore(rel, listing))
-        for name, entry in listing.entries.items():
-            child = joined(rel, name)
-            verdict = self.scope.verdict(child, entry.is_dir, False, ignores)
-            if verdict is Verdict.INCLUDE or (
-                verdict is Verdict.TRAVERSE and self._wanted(child, ignores)
-            ):
-                return True
-        return False
+        yield None, [(n, e.is_dir) for n, e in listing.entries.items()], ignores
 
 
 @dataclass(slots=True)

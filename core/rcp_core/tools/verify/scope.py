@@ -23,9 +23,10 @@ import enum
 import functools
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from rcp_core.engine.existing import Action, decide
 from rcp_core.engine.filters import Filter, GitIgnores, Verdict
@@ -35,6 +36,11 @@ from rcp_core.settings import RETRIES, RETRY_DELAY, CopySettings, ExistingPolicy
 
 if TYPE_CHECKING:
     from rcp_core.backends.port import Port
+
+D = TypeVar("D")
+Listed = tuple[D, list[tuple[str, bool]], GitIgnores | None]
+"""A source directory listed: its handle, its entries (is each a directory), the
+ignores below it."""
 
 SPECIALS = frozenset({stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK})
 """File types a copy may skip when it cannot recreate them (``skip_specials``)."""
@@ -153,6 +159,37 @@ class Scope:
             elif verdict is Verdict.TRAVERSE:
                 traversed.add(name)
         return excluded, traversed
+
+    def included_below(
+        self,
+        parent: D,
+        name: str,
+        rel: str,
+        ignores: GitIgnores | None,
+        listed: Callable[
+            [D, str, str, GitIgnores | None], AbstractContextManager[Listed[D] | None]
+        ],
+    ) -> bool:
+        """Whether the filters include an entry below the source directory ``rel``
+        (``name`` in ``parent``), which they only traverse (the copy then makes it).
+        Only traversed: no ancestor was included, so ``under`` is false below.
+
+        :param listed: lists a directory (``parent``, ``name``, ``rel``, ``ignores``)
+            while in it; ``None`` where it could not be (an ``error`` difference).
+        """
+        with listed(parent, name, rel, ignores) as found:
+            if found is None:
+                return False
+            handle, entries, ignores = found
+            for child, is_dir in entries:
+                child_rel = joined(rel, child)
+                verdict = self.verdict(child_rel, is_dir, False, ignores)
+                if verdict is Verdict.INCLUDE or (
+                    verdict is Verdict.TRAVERSE
+                    and self.included_below(handle, child, child_rel, ignores, listed)
+                ):
+                    return True
+        return False
 
     def only_in_destination(
         self,
