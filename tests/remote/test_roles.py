@@ -148,16 +148,16 @@ def test_an_unreadable_entry_is_reported_and_the_rest_arrives(
 ) -> None:
     """A read that fails (EIO: a disk error, which root cannot provoke here) costs
     that entry only."""
-    from rcp_core.remote import send
+    from rcp_core.remote import sendbatch
 
-    read_all = send._read_all
+    read_all = sendbatch._read_all
 
     def failing(fd: int, size: int) -> bytes:
         if size == len(b"broken sector"):
             raise OSError(errno.EIO, "Input/output error")
         return read_all(fd, size)
 
-    monkeypatch.setattr(send, "_read_all", failing)
+    monkeypatch.setattr(sendbatch, "_read_all", failing)
     src = make_tree(
         tmp_path / "src",
         {"a/ok": b"fine", "a/bad": b"broken sector", "b/ok": b"also fine"},

@@ -3,44 +3,47 @@
 The protocol (roles, connections, frames, versions, security, flow) is documented in
 ``docs/remote_protocol.md``. Modules:
 
-=================  =====================================================================
-``wire``           frames: encoding, and a reader bounded in memory and time
-``hello``          the first frame each way; version negotiation; roles
-``tls``            per-run identities, pinned certificates, TLS 1.3 contexts
-``connection``     a framed, authenticated connection: dial, accept, greet, expect
-``meta``           entry metadata on the wire, rebuilt as ``os.stat_result``
-``settingswire``   a copy's settings on the wire (to a daemon or a service, and back)
-``send``           the source role: walk, announce directories, send entries
-``receive``        the destination role: write entries with the local copy's rules
-``incoming``       a large file arriving in chunks at the destination
-``dry``            a destination that only says what it would do (``--dry-run``)
-``roleruntime``    the runtime each role runs under: its host's plugins, retries,
-                   fail-early, throttle
-``roles``          both roles wired to their connections (``run_source``,
-                   ``run_destination``)
-``ssh``            starting ``rcpd`` on another host over SSH
-``daemon``         ``rcpd --role``: a role started over SSH, talking to its master
-``sshmaster``      the master of a copy over SSH: starts the roles (SSH or in-process),
-                   hands out jobs, merges results
-``outcome``        a service's job or a copy between places judged by the engine's rule
-``service``        ``rcpd serve``: copy jobs and file requests for clients
-``jobtable``       a service's table of jobs: queued, run, watched, kept a while
-``rolejobs``       a service's ``send`` and ``receive`` jobs: the service as one role of
-                   a copy between hosts
-``servicemaster``  the master of a copy through services: this host and a service, or
-                   two services
-``roots``          a service's paths confined beneath its roots
-``client``         a service's client: jobs, and entries to look at, read and write
-``filerequests``   a service's answers to file requests: stat, list, read, write, mkdir,
-                   remove
-``filewire``       file requests on the wire: limits, entries, failures (service and
-                   client)
-``listing``        a directory listed in pages (``listdir``)
-``upload``         the service's side of a file written through it: a temporary renamed
-                   into place on commit
-``clientupload``   the client's side of a file written through a service: append, then
-                   commit or abort
-=================  =====================================================================
+====================  ==================================================================
+``wire``              frames: encoding, and a reader bounded in memory and time
+``hello``             the first frame each way; version negotiation; roles
+``tls``               per-run identities, pinned certificates, TLS 1.3 contexts
+``connection``        a framed, authenticated connection: dial, accept, greet, expect
+``meta``              entry metadata on the wire, rebuilt as ``os.stat_result``
+``settingswire``      a copy's settings on the wire (to a daemon or a service, and back)
+``send``              the source role: walk, announce directories, queue entries
+``sendbatch``         the source role's senders: a batch of entries as frames
+``sendcontrol``       the source role's control connection: the destination's answers
+``receive``           the destination role: write entries with the local copy's rules
+``incoming``          a large file arriving in chunks at the destination
+``dry``               a destination that only says what it would do (``--dry-run``)
+``roleruntime``       the runtime each role runs under: its host's plugins, retries,
+                      fail-early, throttle
+``roles``             both roles wired to their connections (``run_source``,
+                      ``run_destination``)
+``ssh``               starting ``rcpd`` on another host over SSH
+``daemon``            ``rcpd --role``: a role started over SSH, talking to its master
+``sshmaster``         the master of a copy over SSH: starts the roles (SSH or
+                      in-process), hands out jobs, merges results
+``outcome``           a service's job or a copy between places judged by the engine's
+                      rule
+``service``           ``rcpd serve``: copy jobs and file requests for clients
+``jobtable``          a service's table of jobs: queued, run, watched, kept a while
+``rolejobs``          a service's ``send`` and ``receive`` jobs: the service as one role
+                      of a copy between hosts
+``servicemaster``     the master of a copy through services: this host and a service, or
+                      two services
+``roots``             a service's paths confined beneath its roots
+``client``            a service's client: jobs, and entries to look at, read and write
+``filerequests``      a service's answers to file requests: stat, list, read, write,
+                      mkdir, remove
+``filewire``          file requests on the wire: limits, entries, failures (service and
+                      client)
+``listing``           a directory listed in pages (``listdir``)
+``upload``            the service's side of a file written through it: a temporary
+                      renamed into place on commit
+``clientupload``      the client's side of a file written through a service: append,
+                      then commit or abort
+====================  ==================================================================
 
 Nothing here is imported by a local copy (the ``rcp`` command imports the master only
 when an operand is remote).

@@ -9,40 +9,28 @@ One *walker* (the caller's thread) and one *sender* thread per data connection:
   ``dir_end`` and the number of entries queued, so the destination can finish the
   directory when that many arrived.
 - Senders take batches from a bounded queue (the walk never runs far ahead of the
-  network): small files travel together in ``FILES`` frames, a large one alone as
-  ``CHUNK`` frames, its holes skipped (``SEEK_DATA``/``SEEK_HOLE``) so they stay holes.
-- An entry that cannot be read is still sent, as ``failed``, so every count the
-  destination waits for is met; the error is recorded here.
-- A file with more than one name (``st_nlink > 1``) is read once: the first name seen
-  travels with its data and a ``link`` id, each later one as a ``hardlink`` entry
-  with that id and no data (to a destination that speaks protocol 1.1; an older one
-  gets every name as a file). A symlink with more than one name goes the same way: the
-  first name as a ``symlink`` with a ``link`` id, the later ones as ``hardlink`` (to a
-  destination of 1.9; an older one gets every name as a symlink). An inode is
-  forgotten once all its names were seen.
+  network) and send them as frames (:mod:`rcp_core.remote.sendbatch`: small files
+  together, large ones as chunks with their holes kept, an unreadable entry as
+  ``failed``, a file or symlink with several names read once).
 - Filters (``--include``/``--exclude``/``--gitignore``) are applied here, as a local
   copy applies them: an excluded entry is not sent (under ``--delete`` its name is,
   in ``dir_excluded``, so the destination keeps it), a directory the filters only
   traverse is announced with ``traverse`` (removed there if it stays empty).
-- A dry run (``--dry-run``) sends every file's metadata and none of its data.
 - Entries run under :class:`~rcp_core.remote.roleruntime.RoleRun`: transient errors of
   reads are retried, errors are classified by this host's site plugins, the walk takes
   one ``ops_throttle`` token per entry, and once the run stops (a fatal error, any
   error under ``fail_early``, or the destination's ``stop``, protocol 1.10) nothing
   more is read: directories not yet scanned end with a count of 0, queued entries go
   as ``failed``.
-- A destination directory that existed may come with a manifest of its regular files
-  (``dir_manifest``, before ``dir_ready``): a source file that the copy's settings
-  find unchanged against it, or one to keep, goes as an ``unchanged`` or ``kept``
-  entry without data (a second run of the same copy sends no file data).
+- A file the destination's manifest of an existing directory (``dir_manifest``:
+  :mod:`rcp_core.remote.sendcontrol`) matches goes as ``unchanged`` or ``kept``,
+  without data (:meth:`~rcp_core.remote.sendbatch.BatchSender.kind`).
 
-Invariants: a directory's descriptor stays open until its last batch is sent; the
-sizes in a frame are the bytes actually read (a file that shrank is sent as it is now).
+Invariant: a directory's descriptor stays open until its last batch is sent.
 """
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import queue
@@ -53,47 +41,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rcp_core.engine.existing import Action, decide
 from rcp_core.engine.filters import Filter, GitIgnores, Verdict
-from rcp_core.engine.metadata import Metadata
-from rcp_core.engine.methods import data_extents
 from rcp_core.engine.tree import DIR_FLAGS, Lifecycle, Node, joined
-from rcp_core.errors import (
-    ConnectionLostError,
-    PeerTimeoutError,
-    ProtocolError,
-    RemoteError,
-)
+from rcp_core.errors import PeerTimeoutError, RemoteError
 from rcp_core.remote.connection import Connection
-from rcp_core.remote.hello import (
-    FILTERS,
-    HARD_LINKS,
-    SPECIALS,
-    SYMLINK_LINKS,
-    XATTRS,
-)
-from rcp_core.remote.meta import meta_of, stat_of, xattrs_to_wire
-from rcp_core.remote.receive import ANCHOR, check_name
+from rcp_core.remote.hello import FILTERS
+from rcp_core.remote.meta import meta_of
+from rcp_core.remote.receive import ANCHOR
 from rcp_core.remote.roleruntime import RoleRun
-from rcp_core.remote.wire import FrameKind
+from rcp_core.remote.sendbatch import Batch, BatchSender, Kind
+from rcp_core.remote.sendcontrol import Answers
 from rcp_core.run.summary import Tally, merge
 from rcp_core.settings import CopySettings
 
 log = logging.getLogger("rcp_core")
 
-SMALL = 1 << 20
-"""Files up to this size travel in ``FILES`` frames; larger ones as ``CHUNK`` runs."""
-FRAME_DATA = 4 << 20
-"""Data bytes per frame at most (below the 8 MiB frame limit with room for headers)."""
 BATCH_ENTRIES = 256
 EXCLUDED_PART = 4096
 """Names per ``dir_excluded`` message."""
 QUEUE_DEPTH = 64
-READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
 @dataclass(slots=True, eq=False)
-class _Dir(Node["_Dir"]):
+class SourceDir(Node["SourceDir"]):
     """A source directory whose batches may still be queued; finished (closed) when
     the last one is sent. The destination finishes directories, so a sender's node
     holds no reference on its parent (``parent`` is ``None``).
@@ -108,7 +78,7 @@ class _Dir(Node["_Dir"]):
     ignores: GitIgnores | None = None
 
 
-def _close(tally: Tally, node: _Dir) -> None:
+def _close(tally: Tally, node: SourceDir) -> None:
     """A directory's finish: its descriptor closes."""
     os.close(node.fd)
 
@@ -117,29 +87,11 @@ def _close(tally: Tally, node: _Dir) -> None:
 class _Announced:
     """A directory announced to the destination, scanned once it is ready there."""
 
-    parent: _Dir
+    parent: SourceDir
     name: str
     rel: str
     path: str
     under_include: bool
-
-
-Kind = str
-"""What the walk found an entry to be: ``file``, ``symlink``, ``special`` (a FIFO,
-socket or device), or a file matched by the destination's manifest: ``unchanged``
-or ``kept``."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Batch:
-    """Entries of one directory for one sender: ``(name, kind)`` pairs (the sender
-    stats each file as it reads it, so a file costs no separate ``lstat``)."""
-
-    dir_id: int
-    node: _Dir
-    entries: list[tuple[str, Kind]]
-    rename: str | None = None
-    """The one entry's name at the destination, when it differs (a root file)."""
 
 
 class Sender:
@@ -174,7 +126,7 @@ class Sender:
         self.tallies: list[Tally] = []
         self.errors = self.runtime.errors
         self._lock = threading.Lock()
-        self.tree: Lifecycle[_Dir] = Lifecycle(_close)
+        self.tree: Lifecycle[SourceDir] = Lifecycle(_close)
         self._ids = 0
         self._announced: dict[int, _Announced] = {}
         self.filter = Filter.build(
@@ -184,23 +136,13 @@ class Sender:
             gitignore=settings.gitignore,
         )
         self._filters_wire = control.version >= FILTERS
-        self._specials = control.version >= SPECIALS
-        # Reads the attributes --preserve keeps (xattrs, acls); none for an older peer.
-        self._metadata = Metadata(settings.preserve, umask=0)
-        self._xattrs = self._metadata.copy_xattrs and control.version >= XATTRS
+        self.batches = BatchSender(settings, self.runtime, control.version)
         self._protect = (
             settings.delete and not settings.delete_excluded and self._filters_wire
         )
-        self._ready: queue.Queue[tuple[int, bool]] = queue.Queue()
-        self._work: queue.Queue[_Batch | None] = queue.Queue(QUEUE_DEPTH)
+        self.answers = Answers(control, self.runtime, self._is_announced)
+        self._work: queue.Queue[Batch | None] = queue.Queue(QUEUE_DEPTH)
         self._failure: BaseException | None = None
-        self._hard_links = control.version >= HARD_LINKS
-        self._symlink_links = control.version >= SYMLINK_LINKS
-        self._links: dict[tuple[int, int], list[int]] = {}
-        """(device, inode) -> [its link id, names still to see]."""
-        self._link_ids = 0
-        self._manifests: dict[int, dict[str, os.stat_result]] = {}
-        """Directory id -> the regular files its destination already holds."""
 
     # -- the walk ----------------------------------------------------------------
 
@@ -213,7 +155,7 @@ class Sender:
         ]
         for thread in senders:
             thread.start()
-        reader = threading.Thread(target=self._read_control, daemon=True)
+        reader = threading.Thread(target=self._read_answers, daemon=True)
         reader.start()
         try:
             self._walk(tally)
@@ -244,7 +186,9 @@ class Sender:
         entries = 0
         for src, dst_name in self.sources:
             parent, name = os.path.split(os.path.abspath(src))
-            anchor = _Dir(parent=None, rel="", fd=os.open(parent or "/", DIR_FLAGS))
+            anchor = SourceDir(
+                parent=None, rel="", fd=os.open(parent or "/", DIR_FLAGS)
+            )
             try:
                 st = os.lstat(name, dir_fd=anchor.fd)
                 if stat.S_ISDIR(st.st_mode):
@@ -253,7 +197,7 @@ class Sender:
                 else:
                     kind = "symlink" if stat.S_ISLNK(st.st_mode) else "file"
                     self.tree.hold(anchor)
-                    self._work.put(_Batch(ANCHOR, anchor, [(name, kind)], dst_name))
+                    self._work.put(Batch(ANCHOR, anchor, [(name, kind)], dst_name))
                     entries += 1
             finally:
                 self.tree.release(tally, anchor)
@@ -279,7 +223,7 @@ class Sender:
             if self._failure is not None:
                 raise self._failure
             try:
-                return self._ready.get(timeout=0.2)
+                return self.answers.ready.get(timeout=0.2)
             except queue.Empty:
                 if time.monotonic() > deadline:
                     raise PeerTimeoutError(
@@ -288,7 +232,7 @@ class Sender:
 
     def _announce(
         self,
-        parent: _Dir,
+        parent: SourceDir,
         parent_id: int,
         announced: _Announced,
         dst_name: str,
@@ -322,7 +266,7 @@ class Sender:
             return 0
         finally:
             self.tree.release(tally, parent)
-        node = _Dir(
+        node = SourceDir(
             parent=None,
             rel=rel,
             fd=fd,
@@ -332,8 +276,8 @@ class Sender:
         if self.filter.gitignore:
             ignores = parent.ignores or GitIgnores.root()
             node.ignores = ignores.with_dir(fd, announced.path)
-        with self._lock:
-            manifest = self._manifests.pop(dir_id, {})
+        manifest = self.answers.manifest(dir_id)
+        kind_of = self.batches.kind
         subdirs = 0
         count = 0
         batch: list[tuple[str, Kind]] = []
@@ -372,7 +316,7 @@ class Sender:
                             )
                             subdirs += 1
                             continue
-                        kind = self._kind(entry, manifest)
+                        kind = kind_of(entry, manifest)
                     except OSError as exc:
                         self.runtime.fail(
                             tally, node.child_rel(entry.name), "stat", exc
@@ -392,15 +336,15 @@ class Sender:
                 part = excluded[start : start + EXCLUDED_PART]
                 self.control.send_control("dir_excluded", dir=dir_id, names=part)
         end: dict[str, Any] = {}
-        if self._xattrs:
-            attrs = self._meta(tally, rel, fd, os.fstat(fd)).get("xattrs")
+        if self.batches.xattrs:
+            attrs = self.batches.meta(tally, rel, fd, os.fstat(fd)).get("xattrs")
             if attrs:
                 end["xattrs"] = attrs
         self.control.send_control("dir_end", dir=dir_id, count=count, **end)
         self.tree.release(tally, node)
         return subdirs
 
-    def _verdict(self, node: _Dir, path: str, is_dir: bool) -> Verdict | None:
+    def _verdict(self, node: SourceDir, path: str, is_dir: bool) -> Verdict | None:
         """The filters' verdict on ``path`` (``None`` when no filter is active)."""
         if not self.filter.active:
             return None
@@ -408,33 +352,12 @@ class Sender:
             path, is_dir, under_include=node.under_include, ignores=node.ignores
         ).verdict
 
-    def _kind(
-        self, entry: os.DirEntry[str], manifest: dict[str, os.stat_result]
-    ) -> Kind:
-        """What to send for a non-directory entry: a ``symlink``, a ``file``, or a
-        file only counted at the destination because its manifest matched it
-        (``unchanged``, ``kept``)."""
-        if entry.is_symlink():
-            return "symlink"
-        if self._specials and not entry.is_file(follow_symlinks=False):
-            return "special"  # a FIFO, socket or device: recreated, never read
-        there = manifest.get(entry.name)
-        if there is None:
-            return "file"
-        st = entry.stat(follow_symlinks=False)
-        if not stat.S_ISREG(st.st_mode):
-            return "file"  # the sender finds out what it is and reports it
-        action, reason = decide(
-            self.settings.existing, self.settings.overwrite_compare, st, there
-        )
-        if action is Action.UNCHANGED and reason != "checksum":
-            return "unchanged"
-        if action is Action.KEEP:
-            return "kept"
-        return "file"  # replaced, or contents to compare: the destination decides
-
     def _queue(
-        self, tally: Tally, dir_id: int, node: _Dir, entries: list[tuple[str, Kind]]
+        self,
+        tally: Tally,
+        dir_id: int,
+        node: SourceDir,
+        entries: list[tuple[str, Kind]],
     ) -> None:
         self.tree.hold(node)
         while True:
@@ -442,57 +365,22 @@ class Sender:
                 self.tree.release(tally, node)
                 raise self._failure
             try:
-                self._work.put(_Batch(dir_id, node, entries), timeout=0.2)
+                self._work.put(Batch(dir_id, node, entries), timeout=0.2)
                 return
             except queue.Full:
                 continue
 
     # -- the control connection ----------------------------------------------------
 
-    def _read_control(self) -> None:
+    def _read_answers(self) -> None:
         try:
-            while True:
-                frame = self.control.read()
-                if frame is None:
-                    raise ConnectionLostError(
-                        f"{self.control.peer} closed control before it finished"
-                    )
-                kind = frame.header.get("type")
-                dir_id = frame.header.get("id")
-                if frame.kind is not FrameKind.CONTROL or kind not in (
-                    "dir_ready",
-                    "dir_failed",
-                    "dir_manifest",
-                ):
-                    if kind == "finished":
-                        return
-                    if kind == "stop" and frame.kind is FrameKind.CONTROL:
-                        reason = frame.header.get("reason")
-                        self.runtime.stop(f"the destination stopped: {reason}")
-                        continue
-                    raise ProtocolError(f"unexpected {kind or frame.kind.name}")
-                with self._lock:
-                    known = isinstance(dir_id, int) and dir_id in self._announced
-                if not isinstance(dir_id, int) or not known:
-                    raise ProtocolError(f"{kind} for unknown directory {dir_id!r}")
-                if kind == "dir_manifest":
-                    self._note_manifest(dir_id, frame.header.get("entries"))
-                else:
-                    self._ready.put((dir_id, kind == "dir_ready"))
+            self.answers.read()
         except (RemoteError, OSError) as exc:
             self._failure = exc
 
-    def _note_manifest(self, dir_id: int, entries: Any) -> None:
-        """Keep a part of a directory's manifest until its scan."""
-        if not isinstance(entries, list):
-            raise ProtocolError("dir_manifest without an entry list")
-        files: dict[str, os.stat_result] = {}
-        for item in entries:
-            if not isinstance(item, list) or len(item) != 2:
-                raise ProtocolError("dir_manifest entry is not a [name, meta] pair")
-            files[check_name(item[0])] = stat_of(item[1])
+    def _is_announced(self, dir_id: int) -> bool:
         with self._lock:
-            self._manifests.setdefault(dir_id, {}).update(files)
+            return dir_id in self._announced
 
     # -- senders -------------------------------------------------------------------
 
@@ -504,284 +392,8 @@ class Sender:
                 return
             try:
                 if self._failure is None:
-                    self._send_batch(tally, conn, batch)
+                    self.batches.send(tally, conn, batch)
             except (RemoteError, OSError) as exc:
                 self._failure = exc
             finally:
                 self.tree.release(tally, batch.node)
-
-    def _send_batch(self, tally: Tally, conn: Connection, batch: _Batch) -> None:
-        entries: list[dict[str, Any]] = []
-        chunks: list[bytes] = []
-        size = 0
-
-        def flush() -> None:
-            nonlocal entries, chunks, size
-            if entries:
-                conn.send(
-                    FrameKind.FILES,
-                    {"dir": batch.dir_id, "entries": entries},
-                    b"".join(chunks),
-                )
-            entries, chunks, size = [], [], 0
-
-        for name, kind in batch.entries:
-            rel = batch.node.child_rel(name)
-            sent_as = batch.rename or name
-            entry: dict[str, Any]
-            if self.runtime.stopping:
-                entry, data = {"name": sent_as, "kind": "failed"}, b""
-            elif kind == "symlink":
-                entry, data = self._symlink(tally, batch.node, name, sent_as, rel)
-            elif kind == "special":
-                entry, data = self._special(tally, batch.node, name, sent_as, rel)
-            elif kind in ("unchanged", "kept"):
-                entry, data = self._matched(tally, batch.node, name, sent_as, kind)
-            elif self.settings.dry_run is not None:
-                entry, data = self._dry_file(tally, batch.node, name, sent_as, rel)
-            else:
-                opened = self._open(tally, batch.node, name, rel)
-                link, first = self._claim(opened[1]) if opened else (None, True)
-                if opened is None:
-                    entry, data = {"name": sent_as, "kind": "failed"}, b""
-                elif not first:
-                    os.close(opened[0])
-                    entry, data = {"name": sent_as, "kind": "hardlink"}, b""
-                    entry["meta"] = meta_of(opened[1])
-                    tally["copied.hardlinks"] += 1
-                elif opened[1].st_size > SMALL:
-                    flush()
-                    self._send_large(tally, conn, batch, sent_as, rel, *opened, link)
-                    continue
-                else:
-                    entry, data = self._read_small(tally, sent_as, rel, *opened)
-                if link is not None:
-                    entry["link"] = link
-            if size + len(data) > FRAME_DATA:
-                flush()
-            entries.append(entry)
-            chunks.append(data)
-            size += len(data)
-        flush()
-
-    def _special(
-        self, tally: Tally, node: _Dir, name: str, sent_as: str, rel: str
-    ) -> tuple[dict[str, Any], bytes]:
-        """A FIFO, socket or device: its metadata (and device number) only."""
-        st = self._lstat(tally, node, name, rel)
-        if st is None:
-            return {"name": sent_as, "kind": "failed"}, b""
-        if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
-            changed = OSError(errno.EAGAIN, "changed type during the copy")
-            self.runtime.fail(tally, rel, "stat", changed)
-            return {"name": sent_as, "kind": "failed"}, b""
-        return {"name": sent_as, "kind": "special", "meta": meta_of(st)}, b""
-
-    def _lstat(
-        self, tally: Tally, node: _Dir, name: str, rel: str
-    ) -> os.stat_result | None:
-        """An entry's ``lstat``; ``None`` (the error recorded) if it is gone."""
-        try:
-            return self.runtime.attempt(lambda: os.lstat(name, dir_fd=node.fd))
-        except OSError as exc:
-            self.runtime.fail(tally, rel, "stat", exc)
-            return None
-
-    def _dry_file(
-        self, tally: Tally, node: _Dir, name: str, sent_as: str, rel: str
-    ) -> tuple[dict[str, Any], bytes]:
-        """A file in a dry run: its metadata (and link id), never its data."""
-        st = self._lstat(tally, node, name, rel)
-        if st is None:
-            return {"name": sent_as, "kind": "failed"}, b""
-        link, first = self._claim(st)
-        entry: dict[str, Any] = {
-            "name": sent_as,
-            "kind": "file" if first else "hardlink",
-            "meta": meta_of(st),
-        }
-        if link is not None:
-            entry["link"] = link
-        return entry, b""
-
-    def _matched(
-        self, tally: Tally, node: _Dir, name: str, sent_as: str, kind: Kind
-    ) -> tuple[dict[str, Any], bytes]:
-        """A file the destination's manifest matched: its name and kind, no data (and
-        its link id, if later names of its inode link to it)."""
-        entry: dict[str, Any] = {"name": sent_as, "kind": kind}
-        try:
-            st = os.lstat(name, dir_fd=node.fd)
-        except OSError:
-            st = None  # gone since the scan: the destination keeps what it has
-        if st is not None:
-            link, first = self._claim(st)
-            if link is not None:
-                entry["link"] = link
-                if not first:  # a later name: link it like any other
-                    entry["kind"] = "hardlink"
-                    entry["meta"] = meta_of(st)
-        tally["unchanged.files" if kind == "unchanged" else "skipped.files"] += 1
-        return entry, b""
-
-    def _claim(self, st: os.stat_result) -> tuple[int | None, bool]:
-        """``(link id, first name)`` of a regular file's or symlink's inode:
-        ``(None, True)`` when it has one name (or the destination cannot link)."""
-        if st.st_nlink < 2 or not self._hard_links:
-            return None, True
-        key = (st.st_dev, st.st_ino)
-        with self._lock:
-            known = self._links.get(key)
-            if known is None:
-                self._link_ids += 1
-                self._links[key] = [self._link_ids, st.st_nlink - 1]
-                return self._link_ids, True
-            known[1] -= 1
-            if known[1] <= 0:
-                del self._links[key]
-            return known[0], False
-
-    def _symlink(
-        self, tally: Tally, node: _Dir, name: str, sent_as: str, rel: str
-    ) -> tuple[dict[str, Any], bytes]:
-        """A symlink: its target and metadata, or, for a later name of a symlink
-        with several, a ``hardlink`` entry (see :meth:`_claim`)."""
-        try:
-            st, target = self.runtime.attempt(
-                lambda: (
-                    os.lstat(name, dir_fd=node.fd),
-                    os.readlink(name, dir_fd=node.fd),
-                )
-            )
-        except OSError as exc:
-            self.runtime.fail(tally, rel, "read symlink", exc)
-            return {"name": sent_as, "kind": "failed"}, b""
-        meta = meta_of(st)
-        linked = st.st_nlink > 1 and self._symlink_links
-        link, first = self._claim(st) if linked else (None, True)
-        entry: dict[str, Any]
-        if not first:
-            tally["copied.hardlinks"] += 1
-            entry = {"name": sent_as, "kind": "hardlink", "meta": meta}
-        else:
-            tally["copied.symlinks"] += 1
-            entry = {"name": sent_as, "kind": "symlink", "meta": meta, "target": target}
-        if link is not None:
-            entry["link"] = link
-        return entry, b""
-
-    def _open(
-        self, tally: Tally, node: _Dir, name: str, rel: str
-    ) -> tuple[int, os.stat_result] | None:
-        """Open a regular file for reading; ``None`` (error recorded) otherwise."""
-        try:
-            fd = self.runtime.attempt(lambda: os.open(name, READ_FLAGS, dir_fd=node.fd))
-        except OSError as exc:
-            self.runtime.fail(tally, rel, "open", exc)
-            return None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                # Replaced since the scan, or a special file for a destination older
-                # than 1.4, which cannot make one.
-                raise OSError(errno.EOPNOTSUPP, "not a regular file")
-        except OSError as exc:
-            os.close(fd)
-            self.runtime.fail(tally, rel, "open", exc)
-            return None
-        return fd, st
-
-    def _meta(
-        self, tally: Tally, rel: str, fd: int, st: os.stat_result
-    ) -> dict[str, Any]:
-        """An open entry's metadata for the wire, with the extended attributes (and
-        ACLs) the copy keeps; attributes that cannot be read are an error of the
-        entry, which travels without them."""
-        meta: dict[str, Any] = meta_of(st)
-        if self._xattrs:
-            try:
-                attrs = self._metadata.read_xattrs(fd)
-            except OSError as exc:
-                self.runtime.fail(tally, rel, "read extended attributes", exc)
-                attrs = {}
-            if attrs:
-                meta["xattrs"] = xattrs_to_wire(attrs)
-        return meta
-
-    def _read_small(
-        self, tally: Tally, sent_as: str, rel: str, fd: int, st: os.stat_result
-    ) -> tuple[dict[str, Any], bytes]:
-        try:
-            data = _read_all(fd, st.st_size)
-            meta = self._meta(tally, rel, fd, st)
-        except OSError as exc:
-            self.runtime.fail(tally, rel, "read", exc)
-            return {"name": sent_as, "kind": "failed"}, b""
-        finally:
-            os.close(fd)
-        meta["size"] = len(data)
-        tally["copied.files"] += 1
-        tally["copied.bytes"] += len(data)
-        return {"name": sent_as, "kind": "file", "meta": meta}, data
-
-    def _send_large(
-        self,
-        tally: Tally,
-        conn: Connection,
-        batch: _Batch,
-        sent_as: str,
-        rel: str,
-        fd: int,
-        st: os.stat_result,
-        link: int | None,
-    ) -> None:
-        """One large file as ``CHUNK`` frames; the last one says how it ended."""
-        base: dict[str, Any] = {"dir": batch.dir_id, "name": sent_as}
-        first = True
-        meta = self._meta(tally, rel, fd, st)
-
-        def header(offset: int, **end: Any) -> dict[str, Any]:
-            nonlocal first
-            fields = {**base, "offset": offset, "first": first, **end}
-            if first:
-                fields["meta"] = meta
-                if link is not None:
-                    fields["link"] = link
-            first = False
-            return fields
-
-        try:
-            for offset, length in data_extents(fd, st.st_size):
-                end = offset + length
-                while offset < end:
-                    size = min(end - offset, FRAME_DATA)
-                    got = conn.send_file(
-                        FrameKind.CHUNK, header(offset), fd, offset, size
-                    )
-                    if got < size:
-                        raise OSError(errno.EIO, "file shrank while being sent")
-                    offset += size
-        except RemoteError:
-            raise
-        except OSError as exc:
-            self.runtime.fail(tally, rel, "read", exc)
-            conn.send(FrameKind.CHUNK, header(0, last=True, failed=str(exc)))
-            return
-        finally:
-            os.close(fd)
-        conn.send(FrameKind.CHUNK, header(st.st_size, last=True))
-        tally["copied.files"] += 1
-        tally["copied.bytes"] += st.st_size
-
-
-def _read_all(fd: int, size: int) -> bytes:
-    """Up to ``size`` bytes from the start (fewer if the file shrank)."""
-    parts = []
-    got = 0
-    while got < size:
-        data = os.read(fd, size - got)
-        if not data:
-            break
-        parts.append(data)
-        got += len(data)
-    return b"".join(parts)
