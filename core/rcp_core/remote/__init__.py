@@ -34,6 +34,8 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
                       two services
 ``roots``             a service's paths confined beneath its roots
 ``client``            a service's client: jobs, and entries to look at, read and write
+``clientconnection``  a client's connection to a service: opened on first use, reopened
+                      once, every request bounded in time
 ``filerequests``      a service's answers to file requests: stat, list, read, write,
                       mkdir, remove
 ``filewire``          file requests on the wire: limits, entries, failures (service and
