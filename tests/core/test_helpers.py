@@ -24,13 +24,7 @@ import pytest
 
 from rcp_core import CopyFailedError, CopySettings, DryRun, ExistingPolicy, hookimpl
 from rcp_core.engine.copyrun import Engine
-from rcp_core.engine.helpers.caller import (
-    FINAL_TIMEOUT,
-    TASK_ENTRIES,
-    Team,
-    _Backlog,
-    _backlog_bound,
-)
+from rcp_core.engine.helpers.caller import FINAL_TIMEOUT
 from rcp_core.engine.helpers.channel import (
     MAX_MESSAGE,
     Channel,
@@ -43,6 +37,8 @@ from rcp_core.engine.helpers.channel import (
     Record,
     Setup,
 )
+from rcp_core.engine.helpers.feeding import TASK_ENTRIES, Backlog, backlog_bound
+from rcp_core.engine.helpers.team import Team
 from rcp_core.paths import plan_jobs
 from rcp_core.run.pool import WorkPool
 from rcp_core.run.progress import Progress
@@ -333,7 +329,8 @@ def test_a_run_whose_helpers_never_start_does_not_import_their_machinery(
         "import sys; from rcp_core import CopySettings, copy; "
         "copy(sys.argv[1], sys.argv[2], CopySettings(max_processes=2)).counts; "
         "print(*(m in sys.modules for m in ('rcp_core.engine.helpers.channel', "
-        "'rcp_core.engine.helpers.caller')))"
+        "'rcp_core.engine.helpers.team', 'rcp_core.engine.helpers.caller', "
+        "'rcp_core.engine.helpers.feeding')))"
     )
     asked = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path / "src"), str(tmp_path / "dst")],
@@ -341,10 +338,7 @@ def test_a_run_whose_helpers_never_start_does_not_import_their_machinery(
         text=True,
         check=True,
     )
-    assert asked.stdout.split() == [
-        "True",
-        "True",
-    ]  # asked for: started before the walk
+    assert asked.stdout.split() == ["True"] * 4  # asked for: started before the walk
     code = code.replace("CopySettings(max_processes=2)", "CopySettings()")
     auto = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path / "src"), str(tmp_path / "dst2")],
@@ -352,7 +346,7 @@ def test_a_run_whose_helpers_never_start_does_not_import_their_machinery(
         text=True,
         check=True,
     )
-    assert auto.stdout.split() == ["False", "False"]
+    assert auto.stdout.split() == ["False"] * 4
     assert (tmp_path / "dst2" / "one").read_bytes() == b"1"
 
 
@@ -669,8 +663,8 @@ def test_the_backlog_sends_ahead_by_entries_up_to_its_bound() -> None:
     """Small tasks pass while fewer entries than the bound are out (so one task may
     pass it); a task coming back makes room; a smaller bound waits for returns;
     wake lets a waiting feeder through at the end."""
-    backlog = _Backlog(_backlog_bound(1))
-    assert _backlog_bound(1) == 2 * TASK_ENTRIES
+    backlog = Backlog(backlog_bound(1))
+    assert backlog_bound(1) == 2 * TASK_ENTRIES
     sent = 0
     while backlog.wait_for_room(timeout=0):
         backlog.add(16)  # a directory of 16 files
@@ -680,9 +674,9 @@ def test_the_backlog_sends_ahead_by_entries_up_to_its_bound() -> None:
     assert backlog.wait_for_room(timeout=0)
     backlog.add(TASK_ENTRIES)  # a full task passes the bound by at most itself
     assert not backlog.wait_for_room(timeout=0)
-    backlog.resize(_backlog_bound(3))
+    backlog.resize(backlog_bound(3))
     assert backlog.wait_for_room(timeout=0)
-    backlog.resize(_backlog_bound(0))
+    backlog.resize(backlog_bound(0))
     assert not backlog.wait_for_room(timeout=0.01)
     backlog.wake()
     assert backlog.wait_for_room(timeout=0)

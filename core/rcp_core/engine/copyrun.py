@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from rcp_core.engine.helpers.caller import Team
+    from rcp_core.engine.helpers.team import Team
 
 from rcp_core.engine.context import Context, log
 from rcp_core.engine.entries import copy_file, copy_other, copy_symlink
@@ -136,8 +136,8 @@ class Engine:
         def build(eager: bool) -> Team:
             # Imported here: a run whose helpers never start (a small tree, a few
             # large files) does not pay for sockets, pickle and subprocess.
-            from rcp_core.engine.helpers.caller import Team
             from rcp_core.engine.helpers.channel import Setup
+            from rcp_core.engine.helpers.team import Team
 
             setup = Setup(
                 settings=self.settings,

@@ -2,8 +2,12 @@
 saturates one (the caller keeps the walk; helpers copy file batches). Modules:
 
 ============  ==========================================================================
-``caller``    the caller's side (``Team``): spawns helpers, feeds them batches, collects
-              results
+``team``      the helpers of one run (``Team``): started, given the caller's limit,
+              finished
+``caller``    the caller's side of one helper: spawns it, feeds it batches, applies
+              what comes back
+``feeding``   how far ahead a helper is sent work, and the work of the directories
+              it owns
 ``process``   a helper process (``python -m rcp_core.engine.helpers.process FD``)
 ``channel``   the messages between caller and helper, and the socket that carries them
 ``ondemand``  a run's helpers (``Crew``), built and imported only when first needed

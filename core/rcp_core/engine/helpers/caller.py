@@ -14,13 +14,13 @@ caller such as an Airflow worker is safe) that copy *file batches*:
   own depth-first path, so processes mostly work in different directories; the batch
   travels with its directory's two descriptors;
 - a helper runs as many batches at once as the caller's pool runs workers, and is
-  sent tasks while fewer entries are out than a full task (:data:`TASK_ENTRIES`) for
-  each batch it runs and one more (:class:`_Backlog`): a tree of small directories
-  keeps many small tasks queued there, enough to cover the moments its feeder waits
-  for the caller's GIL, while a tree of large directories keeps the two tasks it
-  always did.
-  When the controller moves the limit, :meth:`Team.set_limit` moves every helper's (a
-  cold tree whose single worker waits for the disk grows to two in the helpers too);
+  sent tasks while fewer entries are out than a full task for each batch it runs and
+  one more (:mod:`rcp_core.engine.helpers.feeding`): a tree of small directories keeps
+  many small tasks queued there, enough to cover the moments its feeder waits for the
+  caller's GIL, while a tree of large directories keeps the two tasks it always did.
+  When the controller moves the limit, the run's team
+  (:mod:`rcp_core.engine.helpers.team`) moves every helper's (a cold tree whose single
+  worker waits for the disk grows to two in the helpers too);
 - a stolen batch holds its directory node until the helper's ``Done``, so a directory
   is finished after every entry wherever it was copied;
 - hard-linked files and symlinks go back to the caller, which owns the link map
@@ -35,7 +35,6 @@ caller such as an Airflow worker is safe) that copy *file batches*:
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import errno
 import itertools
@@ -45,8 +44,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rcp_core.engine.entries import copy_other
 from rcp_core.engine.helpers.channel import (
@@ -61,102 +59,31 @@ from rcp_core.engine.helpers.channel import (
     Limit,
     Ready,
     Record,
-    Setup,
-    Stop,
     Task,
 )
+from rcp_core.engine.helpers.feeding import (
+    TASK_ENTRIES,
+    Backlog,
+    OwnWork,
+    backlog_bound,
+)
 from rcp_core.engine.tree import DirNode
-from rcp_core.engine.walk import OP_NAMES, Batch, Walker
+from rcp_core.engine.walk import OP_NAMES, Batch
 from rcp_core.errors import ChannelError, FatalError
-from rcp_core.paths import Job
-from rcp_core.run.pool import Item, WorkPool
+from rcp_core.run.pool import Item
 from rcp_core.run.summary import Tally
+
+if TYPE_CHECKING:
+    from rcp_core.engine.helpers.team import Team
 
 log = logging.getLogger("rcp_core")
 
-TASK_ENTRIES = 256
-"""A task joins consecutive batches of one directory up to this many entries: one
-message pair per 256 small files instead of per 32."""
 READY_TIMEOUT = 30.0
 FINAL_TIMEOUT = 30.0
 POLL = 0.2
 
 
-class Team:
-    """The helpers of one run, feeding on its pool.
-
-    :param size: helper processes to start.
-    :param eager: the helpers were asked for (``--max-processes``): the engine starts
-        them before the walk, and :meth:`start` waits (bounded) until every one can
-        take work. Otherwise the engine starts them when work queues up in a run
-        expected to last long enough to repay them (:mod:`rcp_core.run.monitor`), and
-        the caller goes on while they get ready.
-
-    :meth:`start` and :meth:`close` may race (the monitor thread starts the team
-    while the run ends): whichever comes first wins, and a team closed before it
-    started never starts.
-    """
-
-    def __init__(self, walker: Walker, setup: Setup, size: int, *, eager: bool) -> None:
-        self.walker = walker
-        self.setup = setup
-        self.eager = eager
-        self._lock = threading.Lock()
-        self._started = False
-        self._closed = False
-        self.jobs: Mapping[Job, int] = {job: i for i, job in enumerate(setup.jobs)}
-        self.helpers = [_Helper(self, number) for number in range(size)]
-        self.tallies: list[Tally] = [
-            tally
-            for helper in self.helpers
-            for tally in (helper.remote, helper.local, helper.walked)
-        ]
-        """Every helper's counters (for progress and the summary)."""
-
-    def start(self) -> None:
-        """Spawn the helpers (once; never after :meth:`close`)."""
-        with self._lock:
-            if self._started or self._closed:
-                return
-            self._started = True
-            for helper in self.helpers:
-                helper.start()
-        self.walker.ctx.on_stop.append(self._stop)
-        if self.eager:
-            deadline = time.monotonic() + READY_TIMEOUT
-            for helper in self.helpers:
-                while not helper.dead and not helper.ready.wait(POLL):
-                    if time.monotonic() > deadline:
-                        break
-
-    def set_limit(self, workers: int) -> None:
-        """Have every helper run ``workers`` batches at once, as the caller now does
-        (before :meth:`start`: from their start)."""
-        for helper in self.helpers:
-            helper.set_limit(workers)
-
-    def _stop(self, reason: str) -> None:
-        for helper in self.helpers:
-            helper.send_quietly(Stop(reason))
-
-    def close(self) -> None:
-        """After the pool ended: let every helper finish, collect its counts, reap it."""
-        with self._lock:
-            self._closed = True
-            if not self._started:
-                return
-        for helper in self.helpers:
-            helper.finish()
-        for helper in self.helpers:
-            helper.reap()
-
-    @property
-    def batches(self) -> int:
-        """Batches the helpers took."""
-        return sum(helper.sent for helper in self.helpers)
-
-
-class _Helper:
+class Helper:
     """One helper process and the two threads that talk to it.
 
     The *feeder* takes work: first its helper's own directories' work (``own``),
@@ -176,12 +103,12 @@ class _Helper:
         self.remote = Tally()
         self.local = Tally()
         self.walked = Tally()
-        self.own = _Own(self.pool, team.walker.batch)
+        self.own = OwnWork(self.pool, team.walker.batch)
         self.ready = threading.Event()
         self.final = threading.Event()
         self.limit = team.setup.concurrency.initial
         """Batches the helper runs at once (what its process was last told)."""
-        self.backlog = _Backlog(_backlog_bound(self.limit))
+        self.backlog = Backlog(backlog_bound(self.limit))
         self.tasks: dict[int, tuple[DirNode, int, int]] = {}
         """Task id -> its directory, how many batches (references) it joined, and
         how many entries it holds."""
@@ -239,7 +166,7 @@ class _Helper:
 
     def set_limit(self, workers: int) -> None:
         """Run ``workers`` batches at once there, with tasks sent ahead to match."""
-        self.backlog.resize(_backlog_bound(workers))
+        self.backlog.resize(backlog_bound(workers))
         with self.lock:
             self.limit = workers
             self.send_quietly(Limit(workers))  # before start: sent by start
@@ -464,102 +391,3 @@ class _Helper:
         self.dead = True
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
-
-
-def _backlog_bound(workers: int) -> int:
-    """Entries a helper running ``workers`` batches at once may hold (one task more
-    may pass it): one full task for each, and one ahead."""
-    return (workers + 1) * TASK_ENTRIES
-
-
-class _Backlog:
-    """Entries sent to a helper and not yet done, against a bound that can change.
-
-    The feeder sends a task while fewer entries than the bound are out, so the bound
-    is passed by at most one task. A smaller bound takes effect as tasks come back;
-    :meth:`wake` lets a waiting feeder through at the end, to see that it is done.
-    """
-
-    def __init__(self, bound: int) -> None:
-        self._bound = bound
-        self._out = 0
-        self._woken = False
-        self._cond = threading.Condition()
-
-    def resize(self, bound: int) -> None:
-        with self._cond:
-            self._bound = bound
-            self._cond.notify_all()
-
-    def wait_for_room(self, timeout: float) -> bool:
-        """Whether another task may be sent (or :meth:`wake` was called), waiting at
-        most ``timeout`` seconds for it."""
-        with self._cond:
-            return self._cond.wait_for(
-                lambda: self._out < self._bound or self._woken, timeout
-            )
-
-    def add(self, entries: int) -> None:
-        with self._cond:
-            self._out += entries
-
-    def done(self, entries: int) -> None:
-        with self._cond:
-            self._out -= entries
-            self._cond.notify_all()
-
-    def wake(self) -> None:
-        with self._cond:
-            self._woken = True
-            self._cond.notify_all()
-
-
-class _Own:
-    """The work of the directories a helper owns, LIFO like the pool (batches before
-    the scan continuation that would add more). Each item is reserved in the pool.
-
-    After :meth:`give_back` (the helper is gone) items go to the pool itself.
-    """
-
-    def __init__(self, pool: WorkPool, batch_fn: Callable[..., None]) -> None:
-        self.pool = pool
-        self.batch_fn = batch_fn
-        """The walker's batch item, which :meth:`pop_batches` joins."""
-        self.items: collections.deque[Item] = collections.deque()
-        self.lock = threading.Lock()
-        self.returned = False
-
-    def push(self, fn: Callable[..., None], *args: Any) -> None:
-        with self.lock:
-            if not self.returned:
-                self.pool.reserve()
-                self.items.append((fn, args))
-                return
-        self.pool.push(fn, *args)
-
-    def pop(self) -> Item | None:
-        with self.lock:
-            return self.items.pop() if self.items else None
-
-    def pop_batches(self, node: DirNode, room: int) -> list[Batch]:
-        """Take the batches of ``node`` on top of the queue, up to ``room`` entries
-        in all (each stays reserved in the pool, as it was)."""
-        taken: list[Batch] = []
-        with self.lock:
-            while self.items:
-                fn, args = self.items[-1]
-                if fn != self.batch_fn or args[0] is not node or len(args[1]) > room:
-                    break
-                self.items.pop()
-                taken.append(args[1])
-                room -= len(args[1])
-        return taken
-
-    def give_back(self) -> None:
-        """Move every item to the pool, and send later ones there directly."""
-        with self.lock:
-            self.returned = True
-            items, self.items = list(self.items), collections.deque()
-        for fn, args in items:
-            self.pool.push(fn, *args)
-            self.pool.finish_external()

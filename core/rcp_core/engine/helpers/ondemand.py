@@ -1,4 +1,4 @@
-"""Helper processes on demand: a run's :class:`~rcp_core.engine.helpers.caller.Team`, built
+"""Helper processes on demand: a run's :class:`~rcp_core.engine.helpers.team.Team`, built
 when it starts.
 
 The team's machinery (:mod:`rcp_core.engine.helpers.caller`,
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from rcp_core.run.summary import Tally
 
 if TYPE_CHECKING:
-    from rcp_core.engine.helpers.caller import Team
+    from rcp_core.engine.helpers.team import Team
 
 
 class Crew:
