@@ -12,7 +12,9 @@ A copy from another host checks its destination by the same rules
 (:func:`check_destination`), on the destination's host; a copy with a store side by
 the same rules on its backend ports (:func:`port_target`; a storage without
 directories of its own, an object store's prefixes, has no parent to miss).
-Paths are mapped with ``os.path`` arithmetic on whole components, never string replace.
+A copy between hosts names its sources at the destination by the same rules
+(:func:`plan_names`). Paths are mapped with ``os.path`` arithmetic on whole components,
+never string replace.
 """
 
 from __future__ import annotations
@@ -226,3 +228,35 @@ def port_target(
     if source.holds(target):
         raise _within(shown)
     return target, entry
+
+
+def plan_names(
+    sources: Sequence[str], destination: str, into: bool, settings: CopySettings
+) -> list[tuple[str, str]]:
+    """Each source with its name at the destination, by ``rcp``'s operand rules:
+    with ``into`` (a destination ending in ``/``) the sources' own names, else the
+    destination's (one source only).
+
+    :raises UsageError: several sources without ``into``, or with ``--delete``; two
+        sources with one name.
+    """
+    if len(sources) > 1 and not into:
+        raise UsageError(
+            "several sources need a trailing slash on the destination (DST/)"
+        )
+    if len(sources) > 1 and settings.delete:
+        raise UsageError("--delete works with a single source only")
+    named = [
+        (path, _copy_name(path) if into else _copy_name(destination))
+        for path in sources
+    ]
+    if len({name for _, name in named}) != len(named):
+        raise UsageError("two sources have the same name; they would collide")
+    return named
+
+
+def _copy_name(path: str) -> str:
+    name = os.path.basename(path.rstrip("/"))
+    if not name:
+        raise UsageError(f"{path!r} cannot be the name of a copy")
+    return name

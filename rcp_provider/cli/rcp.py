@@ -37,7 +37,7 @@ from rcp_provider.cli.common import (
 from rcp_provider.cli.settings import add_settings_options, settings_from_args
 
 if TYPE_CHECKING:
-    from rcp_core.remote.sshmaster import RoleResult
+    from rcp_core.remote.outcome import RoleResult
 
 
 def build_parser() -> argparse.ArgumentParser:

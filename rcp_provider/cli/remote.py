@@ -30,8 +30,8 @@ from rcp_core.run.summary import Resources, human_bytes, merge
 if TYPE_CHECKING:
     from rcp_core.backends.port import Port
     from rcp_core.remote.client import ServiceClient
+    from rcp_core.remote.outcome import RoleResult
     from rcp_core.remote.ssh import Launch
-    from rcp_core.remote.sshmaster import RoleResult
 
 log = logging.getLogger("rcp_core")
 
@@ -177,7 +177,8 @@ def run(
     if args.no_encryption:
         log.warning("rcp: --no-encryption: data and control travel in plain text")
     # Imported here: TLS and SSH cost a local copy's start-up nothing.
-    from rcp_core.remote.sshmaster import merged_counts, remote_copy, role_summary
+    from rcp_core.remote.outcome import merged_counts, role_summary
+    from rcp_core.remote.sshmaster import remote_copy
 
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
 

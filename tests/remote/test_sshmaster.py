@@ -194,7 +194,7 @@ def test_the_rcp_command_shows_progress_of_a_remote_copy(
 
 def test_counts_from_a_daemon_are_checked() -> None:
     from rcp_core.errors import ProtocolError
-    from rcp_core.remote.sshmaster import counts_from_wire
+    from rcp_core.remote.outcome import counts_from_wire
 
     assert counts_from_wire({"copied.files": 3, "from.the.future": 9}) == {
         "copied.files": 3

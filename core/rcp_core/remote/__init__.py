@@ -23,9 +23,9 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``ssh``               starting ``rcpd`` on another host over SSH
 ``daemon``            ``rcpd --role``: a role started over SSH, talking to its master
 ``sshmaster``         the master of a copy over SSH: starts the roles (SSH or
-                      in-process), hands out jobs, merges results
+                      in-process), hands out jobs, collects their results
 ``outcome``           a service's job or a copy between places judged by the engine's
-                      rule
+                      rule; the roles' results, and what they add up to
 ``service``           ``rcpd serve``: copy jobs and file requests for clients
 ``jobtable``          a service's table of jobs: queued, run, watched, kept a while
 ``rolejobs``          a service's ``send`` and ``receive`` jobs: the service as one role

@@ -8,15 +8,68 @@ the two roles' results. The functions here apply the same rule to those, so ever
 way of starting a copy ends the same way: its summary when nothing failed, else a
 ``CopyFailedError``. Only a job that ended without a summary (a refused path, an
 internal error: nothing was counted) is a :class:`~rcp_core.errors.JobFailedError`.
+
+A role's result (:class:`RoleResult`) is what each master (over SSH, through services)
+gets from each role; the destination's counts are what was copied, both roles' errors
+count (:func:`role_summary`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from rcp_core.errors import CopyFailedError, JobFailedError
-from rcp_core.remote.sshmaster import RoleResult, role_summary
-from rcp_core.run.summary import Resources, Summary
+from rcp_core.errors import CopyFailedError, JobFailedError, ProtocolError
+from rcp_core.remote.hello import Role
+from rcp_core.run.summary import KEYS, Resources, Summary, merge
+
+
+@dataclass(slots=True)
+class RoleResult:
+    """What one role reported at the end."""
+
+    role: Role
+    ok: bool
+    counts: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    resources: dict[str, float] = field(default_factory=dict)
+
+
+def counts_from_wire(value: Any) -> dict[str, int]:
+    """A daemon's counters: the known keys with non-negative integer values (a
+    malformed report is a :class:`ProtocolError`, never a crash in the summary)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ProtocolError("counts are not an object")
+    counts: dict[str, int] = {}
+    for key, number in value.items():
+        if key not in KEYS:
+            continue  # a newer daemon's counter: not ours to show
+        if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+            raise ProtocolError(f"count {key!r} is {number!r}")
+        counts[key] = number
+    return counts
+
+
+def merged_counts(source: RoleResult, destination: RoleResult) -> dict[str, int]:
+    """The destination decides what was copied; errors of both count."""
+    counts = merge([destination.counts])
+    counts["errors"] = source.counts.get("errors", 0) + destination.counts.get(
+        "errors", 0
+    )
+    return counts
+
+
+def role_summary(
+    source: RoleResult, destination: RoleResult, resources: Resources
+) -> Summary:
+    """The summary of a copy between hosts: :func:`merged_counts`, and each role's
+    errors (named by the role)."""
+    errors = [
+        (e, 1, role.role.value) for role in (source, destination) for e in role.errors
+    ]
+    return Summary(merged_counts(source, destination), resources, errors=tuple(errors))
 
 
 def checked(

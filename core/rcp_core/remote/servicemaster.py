@@ -22,17 +22,17 @@ from typing import Any
 from rcp_core.backends.capabilities import DECLARED, refuse
 from rcp_core.backends.routing import Engine, Storage
 from rcp_core.errors import PeerTimeoutError, RemoteError, UsageError
-from rcp_core.paths import check_destination
+from rcp_core.paths import check_destination, plan_names
 from rcp_core.remote import tls
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.hello import Role
+from rcp_core.remote.outcome import RoleResult
 from rcp_core.remote.roles import (
     STALL,
     Progress,
     run_destination,
     run_source,
 )
-from rcp_core.remote.sshmaster import RoleResult, plan_names
 from rcp_core.settings import CopySettings
 
 POLL = 1.0

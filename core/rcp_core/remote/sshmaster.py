@@ -1,4 +1,4 @@
-"""The master of a remote copy: starts the roles, hands out jobs, merges results.
+"""The master of a remote copy: starts the roles, hands out jobs, collects their results.
 
 A remote side is an ``rcpd`` started over SSH (:mod:`rcp_core.remote.ssh`: the system
 OpenSSH client with the user's configuration); a local side runs in this process, so
@@ -17,17 +17,17 @@ import os
 import socket
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from rcp_core.backends.capabilities import DECLARED, refuse
 from rcp_core.backends.operands import RemotePath, parse_operand
 from rcp_core.backends.routing import Engine, Storage
 from rcp_core.errors import ProtocolError, RemoteError, UsageError
-from rcp_core.paths import check_destination
+from rcp_core.paths import check_destination, plan_names
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection, dial
 from rcp_core.remote.hello import DRY_RUN, FILTERS, STOP, Role
+from rcp_core.remote.outcome import RoleResult, counts_from_wire
 from rcp_core.remote.roles import (
     SOFTWARE,
     Progress,
@@ -37,21 +37,9 @@ from rcp_core.remote.roles import (
 from rcp_core.remote.settingswire import settings_to_wire
 from rcp_core.remote.ssh import Launch, SshDaemon
 from rcp_core.remote.wire import Frame, FrameKind
-from rcp_core.run.summary import KEYS, Resources, Summary, merge
 from rcp_core.settings import CopySettings
 
 log = logging.getLogger("rcp_core")
-
-
-@dataclass(slots=True)
-class RoleResult:
-    """What one role reported at the end."""
-
-    role: Role
-    ok: bool
-    counts: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    resources: dict[str, float] = field(default_factory=dict)
 
 
 class _Remote:
@@ -323,28 +311,6 @@ def remote_copy(
     return by_role[Role.SOURCE], by_role[Role.DESTINATION]
 
 
-def plan_names(
-    sources: Sequence[str], destination: str, into: bool, settings: CopySettings
-) -> list[tuple[str, str]]:
-    """Each source with its name at the destination, by ``rcp``'s operand rules:
-    with ``into`` (a destination ending in ``/``) the sources' own names, else the
-    destination's (one source only).
-
-    :raises UsageError: several sources without ``into``, or with ``--delete``; two
-        sources with one name.
-    """
-    if len(sources) > 1 and not into:
-        raise UsageError(
-            "several sources need a trailing slash on the destination (DST/)"
-        )
-    if len(sources) > 1 and settings.delete:
-        raise UsageError("--delete works with a single source only")
-    named = [(path, _name(path) if into else _name(destination)) for path in sources]
-    if len({name for _, name in named}) != len(named):
-        raise UsageError("two sources have the same name; they would collide")
-    return named
-
-
 def _sources(sources: list[str]) -> tuple[RemotePath | None, list[str]]:
     """The sources' host (``None``: local) and their absolute paths there.
 
@@ -373,13 +339,6 @@ def _destination(
         "names": names,
         "existing": settings.existing.value,
     }
-
-
-def _name(path: str) -> str:
-    name = os.path.basename(path.rstrip("/"))
-    if not name:
-        raise UsageError(f"{path!r} cannot be the name of a copy")
-    return name
 
 
 def _needed_version(settings: CopySettings) -> tuple[int, int]:
@@ -429,40 +388,3 @@ def _run_local(jobs: list[Callable[[], RoleResult]]) -> list[RoleResult]:
 
 def _family(bind: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in bind else socket.AF_INET
-
-
-def counts_from_wire(value: Any) -> dict[str, int]:
-    """A daemon's counters: the known keys with non-negative integer values (a
-    malformed report is a :class:`ProtocolError`, never a crash in the summary)."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ProtocolError("counts are not an object")
-    counts: dict[str, int] = {}
-    for key, number in value.items():
-        if key not in KEYS:
-            continue  # a newer daemon's counter: not ours to show
-        if not isinstance(number, int) or isinstance(number, bool) or number < 0:
-            raise ProtocolError(f"count {key!r} is {number!r}")
-        counts[key] = number
-    return counts
-
-
-def merged_counts(source: RoleResult, destination: RoleResult) -> dict[str, int]:
-    """The destination decides what was copied; errors of both count."""
-    counts = merge([destination.counts])
-    counts["errors"] = source.counts.get("errors", 0) + destination.counts.get(
-        "errors", 0
-    )
-    return counts
-
-
-def role_summary(
-    source: RoleResult, destination: RoleResult, resources: Resources
-) -> Summary:
-    """The summary of a copy between hosts: :func:`merged_counts`, and each role's
-    errors (named by the role)."""
-    errors = [
-        (e, 1, role.role.value) for role in (source, destination) for e in role.errors
-    ]
-    return Summary(merged_counts(source, destination), resources, errors=tuple(errors))
