@@ -38,8 +38,8 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
                       once, every request bounded in time
 ``filerequests``      a service's answers to file requests: stat, list, read, write,
                       mkdir, remove
-``filewire``          file requests on the wire: limits, entries, failures (service and
-                      client)
+``filewire``          file requests on the wire: limits, entries, failures, a request's
+                      fields (service and client)
 ``listing``           a directory listed in pages (``listdir``)
 ``upload``            the service's side of a file written through it: a temporary
                       renamed into place on commit

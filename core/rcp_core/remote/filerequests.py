@@ -48,15 +48,19 @@ from rcp_core.errors import PathRefusedError, ProtocolError, UsageError
 from rcp_core.remote.filewire import (
     MAX_DIGEST,
     MAX_LISTINGS,
-    MAX_PATH,
     MAX_READ,
     MAX_WRITE,
     MAX_WRITERS,
     entry_to_wire,
     failed,
+    request_count,
+    request_flag,
+    request_mode,
+    request_name,
+    request_path,
 )
 from rcp_core.remote.listing import Listing
-from rcp_core.remote.roots import Confined, Roots
+from rcp_core.remote.roots import Confined, Roots, link_target, walk_errno
 from rcp_core.remote.upload import Upload
 from rcp_core.remote.wire import FrameKind
 from rcp_core.tools.verify.digests import at_offset, blake3_of
@@ -154,7 +158,7 @@ class FileSession:
         try:
             return self._serve(type_, request, data)
         except PathRefusedError as exc:
-            code = _walk_errno(exc)
+            code = walk_errno(exc)
             if code is None:
                 return _refused(str(exc))
             return Reply(failed(OSError(code, os.strerror(code))))
@@ -167,7 +171,9 @@ class FileSession:
         done = Reply({"type": "done"})
         match type_:
             case "stat":
-                return self._stat(_path(request), _flag(request, "follow"))
+                return self._stat(
+                    request_path(request), request_flag(request, "follow")
+                )
             case "listdir":
                 return self._listdir(request)
             case "read":
@@ -181,7 +187,7 @@ class FileSession:
                 if len(data) > MAX_WRITE:
                     raise UsageError(f"write: at most {MAX_WRITE} bytes per request")
                 try:
-                    upload.write(_count(request, "offset"), data)
+                    upload.write(request_count(request, "offset"), data)
                 except OSError:  # some of it may be in the file: the upload is over
                     self._uploads.pop(request["handle"]).close()
                     raise
@@ -189,7 +195,7 @@ class FileSession:
             case "commit":
                 upload = self._upload(request)
                 del self._uploads[request["handle"]]
-                st = upload.commit(_flag(request, "sync"))
+                st = upload.commit(request_flag(request, "sync"))
                 return Reply({"type": "committed", "size": st.st_size})
             case "abort":
                 self._upload(request)
@@ -199,7 +205,7 @@ class FileSession:
                 self._mkdir(request)
                 return done
             case "remove":
-                with closing(self.roots.destination(_name(request))) as at:
+                with closing(self.roots.destination(request_name(request))) as at:
                     try:
                         os.unlink(at.name, dir_fd=at.fd)
                     except IsADirectoryError:
@@ -207,8 +213,8 @@ class FileSession:
                 return done
             case "rename":
                 with (
-                    closing(self.roots.destination(_name(request))) as old,
-                    closing(self.roots.destination(_name(request, "to"))) as new,
+                    closing(self.roots.destination(request_name(request))) as old,
+                    closing(self.roots.destination(request_name(request, "to"))) as new,
                 ):
                     os.rename(old.name, new.name, src_dir_fd=old.fd, dst_dir_fd=new.fd)
                 return done
@@ -228,7 +234,7 @@ class FileSession:
                 return Reply(
                     {"type": "entry", "entry": entry_to_wire(name, st, target)}
                 )
-            path = _resolve(path, target)
+            path = link_target(path, target)
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
 
     def _listdir(self, request: dict[str, Any]) -> Reply:
@@ -237,7 +243,7 @@ class FileSession:
         oldest one (its client abandoned it, or will be told its cursor is gone)."""
         cursor = request.get("cursor")
         if cursor is None:
-            listing = Listing(self.roots, _path(request))
+            listing = Listing(self.roots, request_path(request))
             cursor = next(self._ids)
         elif isinstance(cursor, int) and cursor in self._listings:
             listing = self._listings.pop(cursor)
@@ -259,8 +265,11 @@ class FileSession:
     def _read(self, request: dict[str, Any]) -> Reply:
         """Up to ``length`` bytes of a regular file from ``offset`` (fewer only where
         the file ends), and its size."""
-        path = _path(request)
-        offset, length = _count(request, "offset"), _count(request, "length")
+        path = request_path(request)
+        offset, length = (
+            request_count(request, "offset"),
+            request_count(request, "length"),
+        )
         if length > MAX_READ:
             raise UsageError(f"read: at most {MAX_READ} bytes per request")
         with closing(self.roots.source(path)) as at:
@@ -277,8 +286,11 @@ class FileSession:
         """The BLAKE3 digest of up to ``length`` bytes of a regular file from
         ``offset`` (fewer only where the file ends), hashed here: the bytes never
         cross the connection. ``hashed`` says how many were."""
-        path = _path(request)
-        offset, length = _count(request, "offset"), _count(request, "length")
+        path = request_path(request)
+        offset, length = (
+            request_count(request, "offset"),
+            request_count(request, "length"),
+        )
         if length > MAX_DIGEST:
             raise UsageError(f"digest: at most {MAX_DIGEST} bytes per request")
         with closing(self.roots.source(path)) as at:
@@ -305,8 +317,8 @@ class FileSession:
             raise UsageError(
                 f"create: at most {MAX_WRITERS} files open for writing per connection"
             )
-        mode, exclusive = _mode(request), _flag(request, "exclusive")
-        upload = Upload(self.roots.destination(_name(request)), mode, exclusive)
+        mode, exclusive = request_mode(request), request_flag(request, "exclusive")
+        upload = Upload(self.roots.destination(request_name(request)), mode, exclusive)
         handle = next(self._ids)
         self._uploads[handle] = upload
         return Reply({"type": "created", "handle": handle})
@@ -320,9 +332,9 @@ class FileSession:
     def _mkdir(self, request: dict[str, Any]) -> None:
         """``mkdir`` (``mode``, less the umask), with ``parents`` as ``mkdir -p``;
         an existing directory is an error unless ``exist_ok``."""
-        path, asked = _name(request), _mode(request)
+        path, asked = request_name(request), request_mode(request)
         mode = 0o777 if asked is None else asked
-        if _flag(request, "parents"):
+        if request_flag(request, "parents"):
             at = self.roots.parents_made(path, mode)
         else:
             at = self.roots.destination(path)
@@ -331,7 +343,9 @@ class FileSession:
                 os.mkdir(at.name, mode, dir_fd=at.fd)
             except FileExistsError:
                 st = os.stat(at.name, dir_fd=at.fd, follow_symlinks=False)
-                if not _flag(request, "exist_ok") or not stat.S_ISDIR(st.st_mode):
+                if not request_flag(request, "exist_ok") or not stat.S_ISDIR(
+                    st.st_mode
+                ):
                     raise
 
 
@@ -368,82 +382,5 @@ def _pread(fd: int, offset: int, length: int) -> bytes:
     return b"".join(pieces)
 
 
-def _resolve(path: str, target: str) -> str:
-    """The path the symlink ``path`` points at, as text.
-
-    ``..`` at the start of a relative target leaves a directory that ``path`` was
-    reached through, which is a real one (the walk follows no symlink); ``..`` after
-    a name of the target is refused, since that name may be a symlink the kernel would
-    follow first.
-    """
-    parts = [] if target.startswith("/") else path.rstrip("/").split("/")[:-1]
-    named = False
-    for part in target.split("/"):
-        if part in ("", "."):
-            continue
-        if part != "..":
-            parts.append(part)
-            named = True
-        elif named:
-            raise PathRefusedError(f"{path}: symlink target {target!r} has '..' inside")
-        elif parts:
-            parts.pop()
-    return "/" + "/".join(p for p in parts if p)
-
-
-def _walk_errno(exc: PathRefusedError) -> int | None:
-    """The errno of a walk that failed on a directory that is missing or may not be
-    entered: the client sees that as the OS error; ``None`` for a refusal (outside
-    the roots, ``..``, a symlink or non-directory on the way)."""
-    cause = exc.__cause__
-    if not isinstance(cause, OSError) or cause.errno in (errno.ELOOP, errno.ENOTDIR):
-        return None
-    return cause.errno
-
-
 def _refused(reason: str) -> Reply:
     return Reply({"type": "refused", "reason": reason})
-
-
-def _path(request: dict[str, Any], field: str = "path") -> str:
-    path = request.get(field)
-    if not isinstance(path, str):
-        raise ProtocolError(f"{request['type']}: {field} must be a string")
-    try:
-        size = len(os.fsencode(path))
-    except UnicodeEncodeError:
-        raise ProtocolError(f"{request['type']}: {field} is not a POSIX name") from None
-    if size > MAX_PATH:
-        raise UsageError(f"{request['type']}: a path longer than {MAX_PATH} bytes")
-    return path
-
-
-def _name(request: dict[str, Any], field: str = "path") -> str:
-    """A path that names an entry to change: a trailing ``/`` is dropped."""
-    return _path(request, field).rstrip("/") or "/"
-
-
-def _flag(request: dict[str, Any], field: str) -> bool:
-    value = request.get(field, False)
-    if not isinstance(value, bool):
-        raise ProtocolError(f"{request['type']}: {field} must be true or false")
-    return value
-
-
-def _count(request: dict[str, Any], field: str) -> int:
-    """A byte count or offset: ``0 <= value < 2**63``, as files have."""
-    value = request.get(field)
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
-        raise ProtocolError(f"{request['type']}: {field} must be an offset or size")
-    return value
-
-
-def _mode(request: dict[str, Any]) -> int | None:
-    """Permission bits (``0o777`` at most: a client never makes setuid files), or
-    ``None`` when not given."""
-    value = request.get("mode")
-    if value is not None and (
-        not isinstance(value, int) or isinstance(value, bool) or value & ~0o777
-    ):
-        raise ProtocolError(f"{request['type']}: mode must be permission bits")
-    return value

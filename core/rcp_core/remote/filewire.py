@@ -20,6 +20,10 @@ An entry is the metadata of :mod:`rcp_core.remote.meta` (``lstat``: the type is 
 ``mode``) with its ``name`` and, for a symlink, its ``target``. A request that fails
 with an OS error is answered ``failed`` with the errno's *name* (hosts number errnos
 differently) and the client raises the matching :class:`RemoteFileError` subclass.
+
+A request's fields are read as their wire form requires (``request_path``, ...): a
+malformed one is a :class:`~rcp_core.errors.ProtocolError`, a path beyond
+:data:`MAX_PATH` a :class:`~rcp_core.errors.UsageError`.
 """
 
 from __future__ import annotations
@@ -31,7 +35,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rcp_core.backends.port import DIGEST_RANGE
-from rcp_core.errors import ProtocolError, RemoteFileError, remote_file_error
+from rcp_core.errors import (
+    ProtocolError,
+    RemoteFileError,
+    UsageError,
+    remote_file_error,
+)
 from rcp_core.remote.meta import meta_of, stat_of
 from rcp_core.remote.receive import check_name
 
@@ -132,3 +141,47 @@ def failure(answer: dict[str, Any], peer: str, path: str | None) -> RemoteFileEr
     if not isinstance(code, int):
         code = errno.EIO
     return remote_file_error(code, f"{reason or os.strerror(code)} (on {peer})", path)
+
+
+def request_path(request: dict[str, Any], field: str = "path") -> str:
+    path = request.get(field)
+    if not isinstance(path, str):
+        raise ProtocolError(f"{request['type']}: {field} must be a string")
+    try:
+        size = len(os.fsencode(path))
+    except UnicodeEncodeError:
+        raise ProtocolError(f"{request['type']}: {field} is not a POSIX name") from None
+    if size > MAX_PATH:
+        raise UsageError(f"{request['type']}: a path longer than {MAX_PATH} bytes")
+    return path
+
+
+def request_name(request: dict[str, Any], field: str = "path") -> str:
+    """A path that names an entry to change: a trailing ``/`` is dropped."""
+    return request_path(request, field).rstrip("/") or "/"
+
+
+def request_flag(request: dict[str, Any], field: str) -> bool:
+    value = request.get(field, False)
+    if not isinstance(value, bool):
+        raise ProtocolError(f"{request['type']}: {field} must be true or false")
+    return value
+
+
+def request_count(request: dict[str, Any], field: str) -> int:
+    """A byte count or offset: ``0 <= value < 2**63``, as files have."""
+    value = request.get(field)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
+        raise ProtocolError(f"{request['type']}: {field} must be an offset or size")
+    return value
+
+
+def request_mode(request: dict[str, Any]) -> int | None:
+    """Permission bits (``0o777`` at most: a client never makes setuid files), or
+    ``None`` when not given."""
+    value = request.get("mode")
+    if value is not None and (
+        not isinstance(value, int) or isinstance(value, bool) or value & ~0o777
+    ):
+        raise ProtocolError(f"{request['type']}: mode must be permission bits")
+    return value

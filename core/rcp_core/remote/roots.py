@@ -10,7 +10,10 @@ directory, never a string it would resolve again.
 
 Inside a tree the engine itself never follows a symlink (it walks by descriptors with
 ``O_NOFOLLOW``), so confining the operands confines the whole copy; a service refuses
-settings that would follow symlinks (``dereference``).
+settings that would follow symlinks (``dereference``). A file request that follows a
+symlink takes its target as text (:func:`link_target`) and confines it again like any
+path a client sends; a walk that failed on a directory that is missing or may not be
+entered is that OS error to a client (:func:`walk_errno`), not a refusal.
 
 Invariants:
 
@@ -191,3 +194,36 @@ class Roots:
 
 def _components(path: str) -> tuple[str, ...]:
     return tuple(part for part in path.split("/") if part)
+
+
+def link_target(path: str, target: str) -> str:
+    """The path the symlink ``path`` points at, as text.
+
+    ``..`` at the start of a relative target leaves a directory that ``path`` was
+    reached through, which is a real one (the walk follows no symlink); ``..`` after
+    a name of the target is refused, since that name may be a symlink the kernel would
+    follow first.
+    """
+    parts = [] if target.startswith("/") else path.rstrip("/").split("/")[:-1]
+    named = False
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part != "..":
+            parts.append(part)
+            named = True
+        elif named:
+            raise PathRefusedError(f"{path}: symlink target {target!r} has '..' inside")
+        elif parts:
+            parts.pop()
+    return "/" + "/".join(p for p in parts if p)
+
+
+def walk_errno(exc: PathRefusedError) -> int | None:
+    """The errno of a walk that failed on a directory that is missing or may not be
+    entered: the client sees that as the OS error; ``None`` for a refusal (outside
+    the roots, ``..``, a symlink or non-directory on the way)."""
+    cause = exc.__cause__
+    if not isinstance(cause, OSError) or cause.errno in (errno.ELOOP, errno.ENOTDIR):
+        return None
+    return cause.errno
