@@ -163,7 +163,7 @@ def test_a_link_down_and_up_again_then_a_rerun_converges(
 
 IDLE_SERVER = """
 import socket, sys, time
-from rcp_core.remote.connection import accept
+from rcp_core.remote.handshake import accept
 from rcp_core.remote.hello import Role
 listener = socket.create_server(("0.0.0.0", {port}))
 print("listening", flush=True)
@@ -174,7 +174,7 @@ time.sleep(3600)
 """
 IDLE_CLIENT = """
 import time
-from rcp_core.remote.connection import dial
+from rcp_core.remote.handshake import dial
 from rcp_core.remote.hello import Role
 conn = dial(("{address}", {port}), role=Role.DESTINATION, software="waiting",
             timeout={timeout}, pin=None)

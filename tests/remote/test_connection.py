@@ -21,7 +21,8 @@ from rcp_core.errors import (
     RemoteError,
 )
 from rcp_core.remote import tls
-from rcp_core.remote.connection import Connection, accept, dial
+from rcp_core.remote.connection import Connection
+from rcp_core.remote.handshake import accept, dial
 from rcp_core.remote.hello import PROTOCOL, Role
 from rcp_core.remote.wire import FrameKind, FrameReader, encode
 

@@ -25,7 +25,7 @@ from rcp_core.errors import (
     RemoteNotADirectoryError,
     UsageError,
 )
-from rcp_core.remote.connection import Connection, dial
+from rcp_core.remote.connection import Connection
 from rcp_core.remote.filewire import (
     MAX_DIGEST,
     MAX_ENTRIES,
@@ -34,6 +34,7 @@ from rcp_core.remote.filewire import (
     MAX_WRITERS,
     failure,
 )
+from rcp_core.remote.handshake import dial
 from rcp_core.remote.hello import Role
 from rcp_core.remote.roles import SOFTWARE
 from rcp_core.remote.wire import FrameKind
@@ -535,15 +536,15 @@ def test_a_root_is_neither_removed_nor_renamed(served: Served) -> None:
 def test_a_client_checks_the_service_speaks_file_requests(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rcp_core.remote import connection
+    from rcp_core.remote import handshake
 
-    monkeypatch.setattr(connection, "PROTOCOL", (1, 6))
+    monkeypatch.setattr(handshake, "PROTOCOL", (1, 6))
     for served in start(tmp_path):
         with served.client() as client:
             with pytest.raises(RemoteError, match=r"stat needs 1\.7"):
                 client.stat(str(served.data))
             assert client.jobs() == []  # what 1.6 serves still works
-    monkeypatch.setattr(connection, "PROTOCOL", (1, 7))
+    monkeypatch.setattr(handshake, "PROTOCOL", (1, 7))
     (tmp_path / "again").mkdir()
     for served in start(tmp_path / "again"):
         (served.data / "f").write_bytes(b"x")

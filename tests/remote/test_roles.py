@@ -331,9 +331,9 @@ def test_a_destination_of_protocol_1_0_gets_every_name_as_a_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Hard links came with 1.1; an older peer is sent what it understands."""
-    from rcp_core.remote import connection
+    from rcp_core.remote import handshake
 
-    monkeypatch.setattr(connection, "PROTOCOL", (1, 0))
+    monkeypatch.setattr(handshake, "PROTOCOL", (1, 0))
     src = make_tree(tmp_path / "src", LINKED)
     _, written, errors = remote_copy(src, tmp_path / "dst")
     assert errors == []
@@ -407,9 +407,9 @@ def test_a_destination_of_protocol_1_8_gets_every_symlink_name_as_a_symlink(
 ) -> None:
     """Links of symlinks came with 1.9: an older destination, which would ignore the
     link id of a symlink, gets each name as a symlink of its own (and no hang)."""
-    from rcp_core.remote import connection
+    from rcp_core.remote import handshake
 
-    monkeypatch.setattr(connection, "PROTOCOL", (1, 8))
+    monkeypatch.setattr(handshake, "PROTOCOL", (1, 8))
     src = linked_symlinks(tmp_path / "src", "file")
     _, written, errors = remote_copy(src, tmp_path / "dst")
     assert errors == []

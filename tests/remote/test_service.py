@@ -17,7 +17,7 @@ from rcp_core.errors import (
     UsageError,
 )
 from rcp_core.remote import tls
-from rcp_core.remote.connection import dial
+from rcp_core.remote.handshake import dial
 from rcp_core.remote.hello import Role
 from rcp_core.remote.roles import SOFTWARE
 from rcp_core.remote.service import ServiceConfig

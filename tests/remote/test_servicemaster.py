@@ -131,7 +131,7 @@ def test_a_send_job_admits_only_the_destination_it_was_told(
     destination is not disturbed."""
     from rcp_core.errors import AuthenticationError, ConnectionLostError
     from rcp_core.remote import tls
-    from rcp_core.remote.connection import dial
+    from rcp_core.remote.handshake import dial
     from rcp_core.remote.hello import Role
     from rcp_core.remote.roles import SOFTWARE, run_destination
 

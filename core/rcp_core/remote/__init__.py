@@ -7,7 +7,8 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``wire``              frames: encoding, and a reader bounded in memory and time
 ``hello``             the first frame each way; version negotiation; roles
 ``tls``               per-run identities, pinned certificates, TLS 1.3 contexts
-``connection``        a framed, authenticated connection: dial, accept, greet, expect
+``connection``        a framed, authenticated connection: send, read, greet, expect
+``handshake``         making a connection: dial, accept, TLS and hellos by one deadline
 ``meta``              entry metadata on the wire, rebuilt as ``os.stat_result``
 ``settingswire``      a copy's settings on the wire (to a daemon or a service, and back)
 ``send``              the source role: walk, announce directories, queue entries

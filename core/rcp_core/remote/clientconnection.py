@@ -32,8 +32,9 @@ from rcp_core.errors import (
     UsageError,
 )
 from rcp_core.remote import tls
-from rcp_core.remote.connection import Connection, dial
+from rcp_core.remote.connection import Connection
 from rcp_core.remote.filewire import REQUESTS, failure
+from rcp_core.remote.handshake import dial
 from rcp_core.remote.hello import DIGESTS, FILE_REQUESTS, Role
 from rcp_core.remote.roles import SOFTWARE
 from rcp_core.remote.wire import Frame, FrameKind

@@ -1,17 +1,15 @@
 """One framed, authenticated connection between two rcp processes.
 
-:func:`dial` connects (TCP, then TLS with the server pinned, unless encryption is off)
-and :func:`accept` does the server's half; both then exchange hellos
-(:meth:`Connection.greet`), so a :class:`Connection` that exists has a peer of a known
-role speaking a negotiated version.
+A :class:`Connection` is made by :mod:`rcp_core.remote.handshake` (``dial``,
+``accept``), which exchanged hellos on it (:meth:`Connection.greet`): one that exists
+has a peer of a known role speaking a negotiated version.
 
 Invariants:
 
-- every step has a deadline: connecting, the TLS handshake and the hello are bounded
-  by ``timeout`` together; afterwards every send, and every read while a frame is
-  incomplete, is bounded by ``timeout``; between frames a connection may stay idle
-  while TCP keepalive (:func:`tune`) finds the peer alive, so a vanished peer (a
-  host gone, a link down) is found within about ``2 * timeout`` seconds;
+- every send, and every read while a frame is incomplete, is bounded by ``timeout``;
+  between frames a connection may stay idle while TCP keepalive (:func:`tune`) finds
+  the peer alive, so a vanished peer (a host gone, a link down) is found within about
+  ``2 * timeout`` seconds;
 - frames from several threads never interleave (:meth:`Connection.send` holds a lock
   for the whole frame); one thread reads;
 - the descriptor is released only when no thread is inside a send or a read
@@ -33,8 +31,7 @@ import select
 import socket
 import ssl
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from rcp_core.errors import (
@@ -44,8 +41,7 @@ from rcp_core.errors import (
     ProtocolError,
     RemoteError,
 )
-from rcp_core.remote import tls
-from rcp_core.remote.hello import PROTOCOL, Hello, Role, negotiate
+from rcp_core.remote.hello import PROTOCOL, Hello, negotiate
 from rcp_core.remote.wire import (
     MAX_FRAME,
     Frame,
@@ -282,136 +278,6 @@ class Connection:
             socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
         with self._send_lock, self._read_lock, contextlib.suppress(OSError):
             self.sock.close()  # a broken socket has nothing to report
-
-
-def dial(
-    address: tuple[str, int],
-    *,
-    role: Role,
-    software: str,
-    timeout: float,
-    pin: str | None,
-    identity: tls.Identity | None = None,
-    token: str | None = None,
-) -> Connection:
-    """Connect, handshake (TLS pinned to ``pin``; plain TCP when ``pin`` is None),
-    and exchange hellos, all within ``timeout`` seconds.
-    """
-    deadline = time.monotonic() + timeout
-    peer = f"{address[0]}:{address[1]}"
-    try:
-        sock = socket.create_connection(address, timeout=timeout)
-    except TimeoutError as exc:
-        raise PeerTimeoutError(f"connecting to {peer}: timed out") from exc
-    except OSError as exc:
-        raise ConnectionLostError(f"connecting to {peer}: {exc}") from exc
-    ctx = tls.client_context(identity) if pin is not None else None
-    return _handshake(
-        sock,
-        peer,
-        None
-        if ctx is None or pin is None
-        else lambda s: tls.connect(s, ctx, pin, peer),
-        lambda conn: conn.greet(Hello(PROTOCOL, role, software, token), first=True),
-        deadline,
-        timeout,
-    )
-
-
-def accept(
-    sock: socket.socket,
-    peer: str,
-    *,
-    role: Role,
-    software: str,
-    timeout: float,
-    ctx: ssl.SSLContext | None,
-    token: str | None = None,
-) -> Connection:
-    """The server's half of :func:`dial` on an accepted ``sock``, within ``timeout``."""
-    return _handshake(
-        sock,
-        peer,
-        None if ctx is None else lambda s: ctx.wrap_socket(s, server_side=True),
-        lambda conn: conn.greet(
-            Hello(PROTOCOL, role, software), token=token, first=False
-        ),
-        time.monotonic() + timeout,
-        timeout,
-    )
-
-
-def accept_next(
-    listener: socket.socket,
-    deadline: float,
-    who: str,
-    *,
-    role: Role,
-    software: str,
-    timeout: float,
-    ctx: ssl.SSLContext | None,
-) -> Connection:
-    """The next connection on ``listener`` that completes the handshake, before
-    ``deadline`` (``time.monotonic()``). One that fails it (a port scan, a wrong
-    certificate) is dropped and logged, and the wait goes on: a stray connection
-    never ends the transfer it was not part of.
-
-    :param who: the peer expected, for messages ("the destination").
-    :raises PeerTimeoutError: nobody completed a handshake in time.
-    """
-    while True:
-        listener.settimeout(max(0.001, deadline - time.monotonic()))
-        try:
-            sock, address = listener.accept()
-        except TimeoutError as exc:
-            raise PeerTimeoutError(
-                f"{who} did not connect within {timeout:g} s"
-            ) from exc
-        peer = f"{who} {address[0]}:{address[1]}"
-        try:
-            return accept(
-                sock, peer, role=role, software=software, timeout=timeout, ctx=ctx
-            )
-        except (RemoteError, OSError) as exc:
-            log.warning("refused %s: %s", peer, exc)
-
-
-def _handshake(
-    sock: socket.socket,
-    peer: str,
-    secure: Callable[[socket.socket], socket.socket] | None,
-    greet: Callable[[Connection], object],
-    deadline: float,
-    timeout: float,
-) -> Connection:
-    """TLS (``secure``, if any) and hellos on a connected ``sock`` by ``deadline``;
-    then every read inside a frame is bounded by ``timeout``. ``sock`` is closed if
-    anything fails."""
-    try:
-        tune(sock, timeout)
-        sock.settimeout(max(0.001, deadline - time.monotonic()))
-        if secure is not None:
-            try:
-                sock = secure(sock)
-            except RemoteError:
-                raise
-            except ssl.SSLError as exc:
-                raise AuthenticationError(f"{peer}: TLS handshake: {exc}") from exc
-            except TimeoutError as exc:
-                raise PeerTimeoutError(f"{peer}: TLS handshake timed out") from exc
-            except OSError as exc:  # reset or closed by the peer mid-handshake
-                raise ConnectionLostError(f"{peer}: TLS handshake: {exc}") from exc
-        conn = Connection(sock, peer)
-        conn.settimeout(max(0.001, deadline - time.monotonic()))
-        conn.reader.deadline = deadline  # a hello trickled byte by byte ends too
-        greet(conn)
-        conn.reader.deadline = None
-        conn.settimeout(timeout)
-        conn.wait_while_alive()
-        return conn
-    except BaseException:
-        sock.close()
-        raise
 
 
 def _pread_into(fd: int, view: memoryview, offset: int) -> int:

@@ -42,7 +42,7 @@ from rcp_core.errors import (
 )
 from rcp_core.paths import check_destination
 from rcp_core.remote import tls
-from rcp_core.remote.connection import accept_next
+from rcp_core.remote.handshake import accept_next
 from rcp_core.remote.hello import PROTOCOL, Role
 from rcp_core.remote.receive import check_name
 from rcp_core.remote.roles import SOFTWARE, Progress, run_destination, run_source

@@ -30,8 +30,9 @@ from collections.abc import Callable, Sequence
 from rcp_core.engine.tree import DIR_FLAGS
 from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
 from rcp_core.remote import tls
-from rcp_core.remote.connection import Connection, accept_next, dial
+from rcp_core.remote.connection import Connection
 from rcp_core.remote.dry import DryReceiver
+from rcp_core.remote.handshake import accept_next, dial
 from rcp_core.remote.hello import MANIFESTS, STOP, Role
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.receive import Receiver

@@ -48,9 +48,9 @@ from rcp_core.errors import (
     UsageError,
 )
 from rcp_core.remote import tls
-from rcp_core.remote.connection import accept
 from rcp_core.remote.filerequests import Answers, FileSession
 from rcp_core.remote.filewire import REQUESTS
+from rcp_core.remote.handshake import accept
 from rcp_core.remote.hello import Role
 from rcp_core.remote.jobtable import (
     CopyRequest,

@@ -25,7 +25,8 @@ from rcp_core.backends.routing import Engine, Storage
 from rcp_core.errors import ProtocolError, RemoteError, UsageError
 from rcp_core.paths import check_destination, plan_names
 from rcp_core.remote import tls
-from rcp_core.remote.connection import Connection, dial
+from rcp_core.remote.connection import Connection
+from rcp_core.remote.handshake import dial
 from rcp_core.remote.hello import DRY_RUN, FILTERS, STOP, Role
 from rcp_core.remote.outcome import RoleResult, counts_from_wire
 from rcp_core.remote.roles import (
