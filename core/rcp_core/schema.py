@@ -21,6 +21,9 @@ Invariants:
 - an option a front-end does not offer is refused by it (never accepted and ignored);
 - defaults are the field's, except where :attr:`Option.defaults` says otherwise for a
   front-end, with the reason in :attr:`Option.why`.
+
+Over 400 lines because :data:`OPTIONS` is one declarative table, a row per option, and
+split it would no longer be the one place an option is declared.
 """
 
 from __future__ import annotations

@@ -77,3 +77,44 @@ def test_a_new_package_is_its_docstring_only(package: Path) -> None:
     that needs one module does not load the copy engine)."""
     tree = ast.parse((package / "__init__.py").read_text())
     assert len(tree.body) == 1, "only a docstring"
+
+
+MAX_LINES = 400
+"""Issue 24: no module over this many lines without a stated reason."""
+
+REASON = re.compile(r"^Over 400 lines because \S.*", re.M)
+
+UNDER_REWORK = {
+    # Issue 24's remote concurrency work is reworking these; remove the entry once it
+    # lands (under 400 lines, or with its reason stated).
+    "core/rcp_core/remote/receive.py",
+}
+
+SOURCES = sorted(
+    p
+    for top in (ROOT / "core", ROOT / "rcp_provider")
+    for p in top.rglob("*.py")
+    if "__pycache__" not in p.parts
+)
+
+
+def _lines(module: Path) -> int:
+    return len(module.read_text().splitlines())
+
+
+def test_a_module_over_400_lines_states_why_in_its_docstring() -> None:
+    """One sentence in the module's docstring, starting "Over 400 lines because"."""
+    unexplained = [
+        f"{module.relative_to(ROOT)} ({_lines(module)} lines)"
+        for module in SOURCES
+        if _lines(module) > MAX_LINES
+        and str(module.relative_to(ROOT)) not in UNDER_REWORK
+        and not REASON.search(ast.get_docstring(ast.parse(module.read_text())) or "")
+    ]
+    assert unexplained == []
+
+
+def test_the_modules_under_rework_are_still_long() -> None:
+    """An entry of :data:`UNDER_REWORK` goes once its module is 400 lines or fewer."""
+    for name in UNDER_REWORK:
+        assert _lines(ROOT / name) > MAX_LINES, name
