@@ -19,8 +19,7 @@ from rcp_core import (
     copy,
 )
 from rcp_core.backends import routing
-from rcp_core.backends.capabilities import refuse_route
-from rcp_core.backends.routing import Engine
+from rcp_core.backends.routing import Engine, refuse_route
 from rcp_core.errors import RemoteError, VerificationError
 from rcp_core.run.progress import BarProgress
 from rcp_core.run.summary import human_bytes

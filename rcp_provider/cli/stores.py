@@ -11,7 +11,7 @@ backend plugin answers ``rcp_backend_for`` for it (a site's, else fsspec's:
 written.
 
 One source and one destination (several sources are refused when the operands are
-routed: :func:`rcp_core.backends.capabilities.refuse_route`); a destination ending
+routed: :func:`rcp_core.backends.routing.refuse_route`); a destination ending
 in ``/`` receives the source under its name. What the store engine or the pair
 cannot do is refused up front with the flags named
 (:mod:`rcp_core.backends.capabilities`), nothing started. The copy runs in a worker
@@ -36,7 +36,7 @@ def run(
     renderer: Callable[[Progress], None] | None,
 ) -> Summary:
     """Copy the route's one source (``route`` passed
-    :func:`~rcp_core.backends.capabilities.refuse_route`) to its destination; the
+    :func:`~rcp_core.backends.routing.refuse_route`) to its destination; the
     summary.
 
     :raises UsageError: an unsupported option, a URL no backend serves or its

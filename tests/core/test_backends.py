@@ -14,10 +14,9 @@ from rcp_core.backends.capabilities import (
     Capability,
     refusals,
     refuse,
-    refuse_route,
     store_backend,
 )
-from rcp_core.backends.routing import Engine, Storage, operand, route
+from rcp_core.backends.routing import Engine, Storage, operand, refuse_route, route
 from rcp_core.run.throttle import TokenBucket
 from rcp_core.settings import Preserve
 

@@ -3,12 +3,12 @@
 A storage declares its :class:`Capability` set (:data:`DECLARED`; a URL store's
 depends on its filesystem, so the store engine declares it per filesystem with
 :func:`store_backend`); an engine declares the options it does not honour
-(:data:`NOT_HONOURED`) and whether it copies one source per run
-(:data:`ONE_SOURCE`). :func:`refusals` is the one place that decides, from the
+(:data:`NOT_HONOURED`). :func:`refusals` is the one place that decides, from the
 options and the pair, what a copy cannot do; :func:`refuse` turns that into the
 usage error every front-end raises before anything is opened or written (the
 ``rcp`` program's exit 2). What the operands alone ask of an engine (several
-sources) is refused by :func:`refuse_route`, as soon as the operands are routed.
+sources) is the route's to refuse
+(:func:`rcp_core.backends.routing.refuse_route`), as soon as they are routed.
 
 Invariants:
 
@@ -17,9 +17,7 @@ Invariants:
   attribute is refused when it was asked for (:attr:`Preserve.explicit`) and a side
   of the pair cannot keep or give it; the default ``--preserve`` keeps mode and times
   where both sides have them, as documented;
-- a refusal names every refused flag and the pair, on one line;
-- an engine of :data:`ONE_SOURCE` is never given several sources: the route is
-  refused first, from the operands' spelling, before any of them is opened.
+- a refusal names every refused flag and the pair, on one line.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rcp_core.backends.routing import Engine, Route, Storage
+from rcp_core.backends.routing import Engine, Storage
 from rcp_core.errors import UsageError
 from rcp_core.settings import CompareAttr, CopySettings, PreserveAttr
 
@@ -121,10 +119,6 @@ NOT_HONOURED: dict[Engine, dict[str, Given]] = {
 }
 """Options each engine does not honour yet, as flags, and whether settings give them."""
 
-ONE_SOURCE: dict[Engine, str] = {Engine.STORE: "a copy to or from a URL"}
-"""Engines that copy one source per run (the store engine copies one tree between
-two places), each with how a refusal names such a copy."""
-
 KEPT_BY: dict[PreserveAttr, Capability] = {
     PreserveAttr.MODE: Capability.MODES,
     PreserveAttr.TIMES: Capability.MTIMES,
@@ -163,19 +157,4 @@ def refuse(
         raise UsageError(
             f"not supported from {source.name} to {destination.name}: "
             + ", ".join(flags)
-        )
-
-
-def refuse_route(route: Route) -> None:
-    """Refuse what ``route``'s operands alone ask of its engine: several sources for
-    an engine of :data:`ONE_SOURCE`. Decided from the operands' spelling, so a
-    front-end calls it as soon as it has routed them, before anything is opened.
-
-    :raises UsageError: naming the kind of copy and how many sources were given.
-    """
-    copy = ONE_SOURCE.get(route.engine)
-    if copy is not None and len(route.sources) > 1:
-        raise UsageError(
-            f"{copy} takes one source and a destination "
-            f"({len(route.sources)} sources given): copy each in a run of its own"
         )

@@ -5,7 +5,7 @@ Each :class:`Feature` is a behaviour users see (a flag, a kind of entry, a rule)
 (:data:`rcp_core.backends.capabilities.DECLARED`, or a URL store's own declaration)
 and what the engine that copies it honours
 (:data:`~rcp_core.backends.capabilities.NOT_HONOURED`,
-:data:`~rcp_core.backends.capabilities.ONE_SOURCE`), never written by hand. The
+:data:`~rcp_core.backends.routing.ONE_SOURCE`), never written by hand. The
 README's table of storages is :func:`markdown` (``python -m
 rcp_core.backends.features`` prints it; a test keeps the README equal to it), and the
 conformance suite (``tests/conformance``) checks each cell against real copies.
@@ -28,12 +28,11 @@ from dataclasses import dataclass
 from rcp_core.backends.capabilities import (
     DECLARED,
     NOT_HONOURED,
-    ONE_SOURCE,
     Backend,
     Capability,
     store_backend,
 )
-from rcp_core.backends.routing import Engine, Storage
+from rcp_core.backends.routing import ONE_SOURCE, Engine, Storage
 
 
 class Support(enum.Enum):

@@ -45,6 +45,8 @@ def split_url(operand: str) -> tuple[str, str] | None:
     """``(scheme, rest)`` of a URL operand ``scheme://rest``, the scheme lower-cased
     (RFC 3986 spells it a letter then letters, digits, ``+``, ``-``, ``.``, and
     compares it ignoring case); ``None`` when ``operand`` is not a URL."""
+    if "://" not in operand:  # most operands: no pattern compiled for them
+        return None
     match = _url().match(operand)
     if match is None:
         return None

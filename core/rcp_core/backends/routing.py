@@ -28,9 +28,10 @@ that pair (:func:`route`):
   open a URL).
 
 Invariants: a route is decided from the operands' spelling alone, before anything is
-opened or started; the local paths of a route are the operands with their
-``file://``/``rcp://`` prefix removed (and a trailing ``/`` kept: it asks for a copy
-*into* the destination).
+opened or started; an engine of :data:`ONE_SOURCE` is never given several sources
+(:func:`refuse_route`, before any of them is opened); the local paths of a route are
+the operands with their ``file://``/``rcp://`` prefix removed (and a trailing ``/``
+kept: it asks for a copy *into* the destination).
 """
 
 from __future__ import annotations
@@ -155,3 +156,23 @@ def _engine(pair: tuple[Storage, Storage]) -> Engine:
     if Storage.SERVICE in pair:
         return Engine.REMOTE
     return Engine.LOCAL
+
+
+ONE_SOURCE: dict[Engine, str] = {Engine.STORE: "a copy to or from a URL"}
+"""Engines that copy one source per run (the store engine copies one tree between
+two places), each with how a refusal names such a copy."""
+
+
+def refuse_route(route: Route) -> None:
+    """Refuse what ``route``'s operands alone ask of its engine: several sources for
+    an engine of :data:`ONE_SOURCE`. Decided from the operands' spelling, so a
+    front-end calls it as soon as it has routed them, before anything is opened.
+
+    :raises UsageError: naming the kind of copy and how many sources were given.
+    """
+    copy = ONE_SOURCE.get(route.engine)
+    if copy is not None and len(route.sources) > 1:
+        raise UsageError(
+            f"{copy} takes one source and a destination "
+            f"({len(route.sources)} sources given): copy each in a run of its own"
+        )
