@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,9 @@ def test_no_operator_imports_the_command_line(tmp_path: Path) -> None:
     assert imported_after(imports, ("rcp_provider.cli",), tmp_path) == []
 
 
-@pytest.mark.parametrize("script", ["rcp", "rcp-filegen"])
+@pytest.mark.parametrize(
+    "script", ["rcp", "rcp-filegen", "rcpd", "rrm", "rcmp", "rlink"]
+)
 def test_console_scripts_installed(script: str) -> None:
     path = shutil.which(script, path=str(BIN))
     assert path is not None
@@ -159,3 +162,38 @@ def test_every_provider_module_is_in_its_package_map() -> None:
     assert {p.name for p in packages} >= {"hooks", "triggers", "fs", "fsspec", "cli"}
     for package in packages:
         assert _listed(package) == _modules(package), package.name
+
+
+def test_the_launcher_imports_a_tool_with_the_collector_paused_then_resumes_it() -> (
+    None
+):
+    """Every console script goes through ``rcp_provider.cli.launch``: inside the
+    pause nothing is collected; after it the collector runs again, and what existed
+    is frozen out of its reach."""
+    probe = (
+        "import gc\n"
+        "from rcp_provider.cli.launch import collector_paused\n"
+        "frozen = gc.get_freeze_count()\n"
+        "with collector_paused():\n"
+        "    paused = not gc.isenabled()\n"
+        "    import json\n"
+        "print(paused, gc.isenabled(), gc.get_freeze_count() > frozen)\n"
+    )
+    done = subprocess.run(
+        [str(BIN / "python"), "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.split() == ["True", "True", "True"]
+
+
+def test_every_console_script_runs_its_tool_through_the_launcher() -> None:
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert {
+        name: target.split(":")[0] for name, target in scripts.items()
+    } == dict.fromkeys(
+        ("rcp", "rcp-filegen", "rcpd", "rrm", "rcmp", "rlink"),
+        "rcp_provider.cli.launch",
+    )

@@ -12,8 +12,10 @@
 ``filegen``    ``rcp-filegen``: generate realistic trees to copy (benchmarks, the demo)
 ``common``     what every tool shares: one-line usage errors, logging, output options
 ``settings``   the copy flags, made from the one table of options (``rcp_core.schema``)
+``launch``     the console scripts: each command's module imported with the garbage
+               collector paused, then its ``main``
 =============  =====================================================================
 
-The console scripts (``pyproject.toml``) are the ``main`` of each command's module;
-none of these is a library of the operators.
+The console scripts (``pyproject.toml``) run the ``main`` of each command's module,
+through ``launch``; none of these is a library of the operators.
 """
