@@ -69,15 +69,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def settings_from(args: argparse.Namespace) -> CopySettings:
-    """The copy's settings for these flags.
+def local_operands(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with its operands as the paths of this host they name (a
+    ``file://`` prefix removed); ``args`` itself is left as parsed.
 
-    :raises UsageError: an operand not of this host, SRC not a directory, or a bad
-        comparison.
+    :raises UsageError: an operand names another host, a service or a store.
     """
-    for name in ("src", "dst", "update"):
-        if getattr(args, name) is not None:
-            setattr(args, name, _local(getattr(args, name)))
+    paths = {
+        name: _local(value)
+        for name in ("src", "dst", "update")
+        if (value := getattr(args, name)) is not None
+    }
+    return argparse.Namespace(**{**vars(args), **paths})
+
+
+def settings_from(args: argparse.Namespace) -> CopySettings:
+    """The copy's settings for these flags (operands already :func:`local_operands`).
+
+    :raises UsageError: SRC not a directory, or a bad comparison.
+    """
     if not os.path.isdir(args.src):
         raise UsageError(f"{args.src}: not a directory")
     return settings_from_args(
@@ -107,7 +117,7 @@ def _local(text: str) -> str:
 @logging_restored
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = local_operands(build_parser().parse_args(argv))
         configure_logging(args.verbose, args.quiet)
         settings = settings_from(args)
     except UsageError as exc:
