@@ -5,7 +5,8 @@ form (:class:`~rcp_provider.fsspec.service.RcpServiceFileSystem`) that asks the
 service what a comparison needs, where the data is:
 
 - a listing is the service's ``listdir`` (``lstat`` on its host: type, mode, owner,
-  mtime to the nanosecond, device numbers and symlink targets; names checked on the
+  mtime to the nanosecond, device numbers, the device each entry is on (1.12: a
+  removal keeps a mount point) and symlink targets; names checked on the
   wire by :func:`rcp_core.remote.filewire.entry_from_wire`); a source's symlink
   (``follow``) is its target's ``stat`` when that is a file beneath the service's
   roots, else skipped and counted;
@@ -34,6 +35,7 @@ from rcp_core.backends.port import Entry, Listing
 from rcp_core.engine.posixport import entry_of
 from rcp_core.errors import UsageError
 from rcp_core.remote.client import ServiceClient
+from rcp_core.remote.filewire import Entry as RemoteEntry
 from rcp_provider.fsspec.service import RcpServiceFileSystem
 from rcp_provider.fsspec.storetree import Place, store_backend_of
 
@@ -93,7 +95,7 @@ class ServicePlace(Place):
                 found = client.stat(self.join(rel), follow=follow)
             except FileNotFoundError:
                 return None
-        return entry_of(found.stat, found.target)
+        return _entry(found)
 
     def list(self, rel: str, *, follow: bool) -> Listing:
         entries: dict[str, Entry] = {}
@@ -108,13 +110,19 @@ class ServicePlace(Place):
                     else:
                         entries[listed.name] = entry_of(st)
                     continue
-                entries[listed.name] = entry_of(listed.stat, listed.target)
+                entries[listed.name] = _entry(listed)
         return Listing(entries, {}, skipped)
 
     def digest(self, rel: str, offset: int, length: int) -> bytes | None:
         with self.connections.client() as client:
             digest, _ = client.digest(self.join(rel), offset, length)
         return bytes.fromhex(digest)
+
+
+def _entry(found: RemoteEntry) -> Entry:
+    """A service's entry as a port's, with the device it is on as the service says
+    (``None`` from a service older than 1.12): its ``stat`` has none."""
+    return dataclasses.replace(entry_of(found.stat, found.target), dev=found.dev)
 
 
 def _followed(client: ServiceClient, path: str) -> os.stat_result | None:

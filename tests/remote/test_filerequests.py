@@ -576,3 +576,19 @@ def test_a_failed_answer_is_the_error_of_its_errno(
     assert "why (on host:7450)" in str(exc)
     again = pickle.loads(pickle.dumps(exc))  # crosses process boundaries whole
     assert (type(again), again.errno, again.filename) == (type(exc), exc.errno, "/p")
+
+
+def test_an_entry_tells_the_device_it_is_on_from_1_12(tmp_path: Path) -> None:
+    """``dev`` beside ``meta``: read back; absent (an older service) is ``None``; a
+    bad one is a protocol error."""
+    from rcp_core.errors import ProtocolError
+    from rcp_core.remote.filewire import entry_from_wire, entry_to_wire
+
+    st = os.lstat(tmp_path)
+    wire = entry_to_wire("d", st, None)
+    assert entry_from_wire(wire).dev == st.st_dev
+    del wire["dev"]
+    assert entry_from_wire(wire).dev is None
+    for bad in (-1, True, "1", 2**64):
+        with pytest.raises(ProtocolError, match="dev"):
+            entry_from_wire({**wire, "dev": bad})

@@ -36,7 +36,7 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol
 
 from rcp_core.backends.capabilities import Backend
@@ -84,6 +84,10 @@ class Entry:
     :param target: a symlink's target, where the listing gives it (an entry listed
         without following symlinks).
     :param rdev: a device's number, where the storage has devices.
+    :param dev: the device of the filesystem it is on, where the storage tells
+        (this host's ``lstat``, a service's listing from protocol 1.12): a directory
+        on another device than its tree's is a mount point (``rrm`` keeps it). Never
+        compared, nor part of :meth:`stat`: it says where an entry is, not what.
     """
 
     kind: EntryKind
@@ -95,6 +99,7 @@ class Entry:
     gid: int | None = None
     target: str | None = None
     rdev: int | None = None
+    dev: int | None = field(default=None, compare=False)
 
     @property
     def is_dir(self) -> bool:

@@ -53,7 +53,8 @@ nothing else (owners, xattrs, links and specials are the fast path's)."""
 
 
 def entry_of(st: os.stat_result, target: str | None = None) -> Entry:
-    """A stat result as a port's entry (with a symlink's ``target``, if read)."""
+    """A stat result as a port's entry (with a symlink's ``target``, if read, and
+    the device it is on)."""
     if stat.S_ISDIR(st.st_mode):
         kind = EntryKind.DIRECTORY
     elif stat.S_ISREG(st.st_mode):
@@ -73,6 +74,7 @@ def entry_of(st: os.stat_result, target: str | None = None) -> Entry:
         st.st_gid,
         target,
         rdev,
+        st.st_dev,
     )
 
 

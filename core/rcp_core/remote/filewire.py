@@ -17,7 +17,9 @@ Limits, which the service enforces and the client keeps to by splitting its work
 - a path is at most :data:`MAX_PATH` bytes.
 
 An entry is the metadata of :mod:`rcp_core.remote.meta` (``lstat``: the type is in
-``mode``) with its ``name`` and, for a symlink, its ``target``. A request that fails
+``mode``) with its ``name``, the device it is on (``dev``, protocol 1.12: a client
+tells a mount point by it; an older client ignores it, an older service sends none)
+and, for a symlink, its ``target``. A request that fails
 with an OS error is answered ``failed`` with the errno's *name* (hosts number errnos
 differently) and the client raises the matching :class:`RemoteFileError` subclass.
 
@@ -86,11 +88,14 @@ class Entry:
         :func:`rcp_core.remote.meta.stat_of`: inode and device are zero, and ``ctime``
         is the ``mtime``.
     :param target: a symlink's target as ``readlink`` gives it; ``None`` otherwise.
+    :param dev: the device it is on (``st_dev`` on the service's host, where
+        :attr:`stat` has zero); ``None`` from a service older than 1.12.
     """
 
     name: str
     stat: os.stat_result
     target: str | None = None
+    dev: int | None = None
 
     @property
     def kind(self) -> EntryKind:
@@ -106,7 +111,7 @@ class Entry:
 
 def entry_to_wire(name: str, st: os.stat_result, target: str | None) -> dict[str, Any]:
     """The wire form of an entry (``target`` only for a symlink)."""
-    entry: dict[str, Any] = {"name": name, "meta": meta_of(st)}
+    entry: dict[str, Any] = {"name": name, "meta": meta_of(st), "dev": st.st_dev}
     if target is not None:
         entry["target"] = target
     return entry
@@ -120,7 +125,12 @@ def entry_from_wire(value: Any) -> Entry:
     st = stat_of(value.get("meta"))
     if stat.S_ISLNK(st.st_mode) != isinstance(target, str):
         raise ProtocolError(f"entry {name!r}: a target belongs to symlinks only")
-    return Entry(name, st, target)
+    dev = value.get("dev")
+    if dev is not None and (
+        not isinstance(dev, int) or isinstance(dev, bool) or not 0 <= dev < 2**64
+    ):
+        raise ProtocolError(f"entry {name!r}: bad dev {dev!r}")
+    return Entry(name, st, target, dev)
 
 
 def failed(exc: OSError) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 11)
+PROTOCOL = (1, 12)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
@@ -29,7 +29,9 @@ symlinks (``link`` on a ``symlink`` entry, its later names as ``hardlink``); 1.1
 daemons honour ``retries``, ``retry_delay``, ``fail_early`` and ``ops_throttle``, and a
 destination that stops asks its source to stop too (``stop``); 1.11 a destination
 daemon checks the operand rules before it announces itself (``destination`` in the
-setup line, ``refused`` in the announcement)."""
+setup line, ``refused`` in the announcement); 1.12 a service's entries tell the device
+they are on (``dev`` beside ``meta``: an older client ignores it, an older service's
+entries have none)."""
 HARD_LINKS = (1, 1)
 """The first version whose destinations understand hard links."""
 MANIFESTS = (1, 2)

@@ -371,6 +371,79 @@ def test_a_failure_on_a_service_keeps_its_entry_and_exits_1(
     assert read_summary(tmp_path)["errors"] == 1
 
 
+@pytest.fixture
+def mounted(service: tuple[services.Served, str]) -> Iterator[Path]:
+    """A small tmpfs mounted at ``tree/old/mnt``, holding ``kept/f``."""
+    served, _ = service
+    point = served.data / "tree" / "old" / "mnt"
+    point.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(point)], check=True
+    )
+    try:
+        (point / "kept").mkdir()
+        (point / "kept" / "f").write_bytes(b"f")
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=True)
+
+
+@pytest.mark.privileged
+def test_a_filesystem_mounted_in_a_services_tree_is_kept(
+    rrm: Any, service: tuple[services.Served, str], mounted: Path
+) -> None:
+    served, base = service
+    status, out, err = rrm(f"{base}{served.data}/tree")
+    assert status == 0, err
+    assert "another filesystem is mounted here; kept" in out + err
+    assert (mounted / "kept" / "f").read_bytes() == b"f"
+    left = sorted(str(p.relative_to(served.data)) for p in served.data.rglob("*"))
+    assert left == [
+        "escape",
+        "tree",
+        "tree/old",
+        "tree/old/mnt",
+        "tree/old/mnt/kept",
+        "tree/old/mnt/kept/f",
+    ]
+
+
+@pytest.mark.privileged
+def test_cross_devices_empties_a_filesystem_mounted_in_a_services_tree(
+    rrm: Any, service: tuple[services.Served, str], mounted: Path
+) -> None:
+    served, base = service
+    status, out, err = rrm("--cross-devices", f"{base}{served.data}/tree")
+    # Everything in the mounted filesystem goes; its mount point cannot (EBUSY).
+    assert status == 1, err
+    assert "mnt" in out
+    assert list(mounted.iterdir()) == []
+    assert not (served.data / "tree" / "new").exists()
+
+
+def test_cross_devices_is_refused_by_a_service_that_tells_no_devices(
+    rrm: Any, service: tuple[services.Served, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service older than 1.12 sends no ``dev``: today's removal, and
+    ``--cross-devices`` refused."""
+    from rcp_core.remote import filewire
+
+    def old(name: str, st: os.stat_result, target: str | None) -> dict[str, Any]:
+        entry = filewire.meta_of(st)
+        wire: dict[str, Any] = {"name": name, "meta": entry}
+        if target is not None:
+            wire["target"] = target
+        return wire
+
+    monkeypatch.setattr("rcp_core.remote.filerequests.entry_to_wire", old)
+    monkeypatch.setattr("rcp_core.remote.listing.entry_to_wire", old)
+    served, base = service
+    status, _, err = rrm("--cross-devices", f"{base}{served.data}/tree")
+    assert status == 2
+    assert "--cross-devices" in err
+    assert (served.data / "tree" / "new").exists()
+
+
 # -- a site's backend -----------------------------------------------------------------
 
 

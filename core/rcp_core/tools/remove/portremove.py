@@ -26,18 +26,22 @@ Invariants:
   :class:`~rcp_core.errors.UsageError`, one line naming the flag and the storage):
   ``created_before`` (no port gives birth times), ``modified_before`` where the
   storage's listings give no times (:attr:`~rcp_core.backends.capabilities.
-  Capability.LISTED_TIMES`: ``memory://`` has none), ``cross_devices`` (a port's
-  listing tells no devices), a missing operand without ``missing_ok``, and the top of
-  a storage (a bucket, a service host's ``/``) without ``force``;
+  Capability.LISTED_TIMES`: ``memory://`` has none), ``cross_devices`` where the
+  operand's entry tells no device (a store; a service older than protocol 1.12), a
+  missing operand without ``missing_ok``, and the top of a storage (a bucket, a
+  service host's ``/``) without ``force``;
+- **mount points**: where the listings tell each entry's device
+  (:attr:`~rcp_core.backends.port.Entry.dev`: this host's, a service's from 1.12), a
+  subdirectory on another device than its operand's (a filesystem mounted inside the
+  tree) is kept, not entered, with a warning, as this host's removal keeps it, unless
+  ``cross_devices``. Whether a storage tells devices is read from the operand's
+  entry, not declared as a capability: a service tells them or not by its version;
 - **age**: ``modified_before`` reads each entry's
   :attr:`~rcp_core.backends.port.Entry.changed_ns`: its modification time where the
   storage keeps one, else the storage's own time of its last change (an object's
   upload); an entry whose listing gives none stays;
 - **counts**: what goes is counted by its kind, a file with its bytes (a listing
   gives sizes at no cost).
-
-Known limit: a port's listing tells no devices, so a filesystem mounted inside a
-service's tree is emptied like the rest (its mount point then fails to go).
 """
 
 from __future__ import annotations
@@ -78,9 +82,10 @@ _KINDS = {
 @dataclass(slots=True, eq=False, kw_only=True)
 class _PortDir(Emptied):
     """A directory being emptied through ``port`` (its operand's tree; ``rel`` is
-    relative to it)."""
+    relative to it): on the device ``dev`` where the listings tell devices."""
 
     port: Port
+    dev: int | None
 
 
 def remove_ports(
@@ -112,7 +117,8 @@ def remove_ports(
 
 
 def refuse(settings: RemoveSettings, port: Port) -> None:
-    """Refuse what a removal through ``port`` cannot honour (see the module).
+    """Refuse what a removal through ``port`` cannot honour whatever its operand
+    (see the module; ``cross_devices`` is :func:`_operand`'s to refuse).
 
     :raises UsageError: naming the flags and the storage, on one line.
     """
@@ -124,8 +130,6 @@ def refuse(settings: RemoveSettings, port: Port) -> None:
         Capability.LISTED_TIMES
     ):
         flags.append("--modified-before (its listings give no times)")
-    if settings.cross_devices:
-        flags.append("--cross-devices (its listings tell no devices)")
     if flags:
         raise UsageError(f"not supported on {backend.name}: " + ", ".join(flags))
 
@@ -146,6 +150,11 @@ def _operand(port: Port, settings: RemoveSettings) -> tuple[Port, Entry] | None:
             log.info("%s: not there; nothing to remove", shown)
             return None
         raise UsageError(f"{shown}: no such file or directory")
+    if settings.cross_devices and entry.dev is None:
+        raise UsageError(
+            f"not supported on {port.backend.name}: --cross-devices "
+            "(its listings tell no devices)"
+        )
     if port.parent() is None and not settings.force:
         raise UsageError(f"{shown}: refusing to remove the top of a storage (--force)")
     return port, entry
@@ -177,6 +186,7 @@ class _PortRemoval(Removal[_PortDir]):
                 parent=None,
                 rel="",
                 port=port,
+                dev=entry.dev,
                 display=port.describe(""),
                 under_include=not self.filter.includes,
             )
@@ -226,12 +236,24 @@ class _PortRemoval(Removal[_PortDir]):
             if under:
                 self._drop(tally, node, node.port, rel, node.display, name, entry)
             return
+        display = posixpath.join(node.display, name)
+        if (
+            node.dev is not None
+            and entry.dev is not None
+            and entry.dev != node.dev
+            and not self.settings.cross_devices
+        ):
+            node.incomplete = True
+            tally["skipped.dirs"] += 1
+            log.warning("%s: another filesystem is mounted here; kept", display)
+            return
         self.tree.hold(node)
         child = _PortDir(
             parent=node,
             rel=rel,
             port=node.port,
-            display=posixpath.join(node.display, name),
+            dev=entry.dev,
+            display=display,
             under_include=under,
         )
         self.pool.push(self._scan, child)
