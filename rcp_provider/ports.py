@@ -10,22 +10,25 @@ port (:class:`rcp_core.backends.port.Port`) is
 - any other URL: whatever backend plugin answers ``rcp_backend_for`` for it (a
   site's, else fsspec's: :mod:`rcp_provider.fsspec.plugin`), asked once per
   operand before anything is written;
-- a ``host:/path``: none (refused: its service's ``rcp://`` URL reaches it).
+- a ``host:/path``: none here (refused: its service's ``rcp://`` URL reaches it);
+  the tools that start a session over SSH (``rcmp``, ``rrm``) reach it through
+  :func:`rcp_provider.cli.remote.port`.
 
 :func:`tree` is what a tool that takes either a path or a port is given (shard plans,
 shards); :func:`remove` routes ``rrm``'s operands to the removal that reaches them:
-this host's paths through descriptors, URLs through their ports. fsspec and a
-store's package are imported only for a URL.
+this host's paths through descriptors, URLs (and ``host:/path``, when the caller
+says how to reach one) through their ports. fsspec and a store's package are
+imported only for a URL.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from rcp_core.backends.operands import split_url
+from rcp_core.backends.operands import parse_operand, split_url
 from rcp_core.backends.routing import Operand, Storage, operand
 from rcp_core.errors import UnsafeNameError, UsageError
 from rcp_core.names import check_relative
@@ -89,15 +92,20 @@ def remove(
     *,
     on_progress: Observer | None = None,
     cancel: threading.Event | None = None,
+    host_port: Callable[[Operand], Port] | None = None,
 ) -> Summary:
     """Remove ``paths`` as ``rrm`` does: local paths through descriptors
-    (:func:`rcp_core.tools.remove.rmtree.remove`), URLs through their ports
-    (:func:`rcp_core.tools.remove.portremove.remove_ports`); one kind per run. A
-    URL whose path has an empty, ``.`` or ``..`` component is refused: a store would
-    take it literally, a filesystem would resolve it, neither what it looks like.
+    (:func:`rcp_core.tools.remove.rmtree.remove`), URLs and ``host:/path`` through
+    their ports (:func:`rcp_core.tools.remove.portremove.remove_ports`); local paths
+    in a run of their own. A URL or ``host:/path`` whose path has an empty, ``.`` or
+    ``..`` component is refused: a store would take it literally, a filesystem would
+    resolve it, neither what it looks like.
 
-    :raises UsageError: local paths beside URLs, a ``host:/path``, an unsafe URL
-        path, a URL no backend serves, or what the removal refuses; nothing removed.
+    :param host_port: the port of a ``host:/path`` operand (``rrm``'s: a session
+        over SSH); without it one is refused.
+    :raises UsageError: local paths beside other operands, a ``host:/path`` without
+        ``host_port``, an unsafe path, a URL no backend serves, or what the removal
+        refuses; nothing removed.
     :raises CopyFailedError: something selected stayed (the partial summary).
     """
     operands = [operand(path) for path in paths]
@@ -109,11 +117,14 @@ def remove(
         return remove_paths(local, settings, on_progress=on_progress, cancel=cancel)
     if Storage.LOCAL in kinds:
         raise UsageError(
-            "the operands are local paths and URLs: remove each kind in a run of "
-            "its own"
+            "the operands are local paths and URLs or host:/paths: remove local "
+            "paths in a run of their own"
         )
     for given in operands:
         _, rest = split_url(given.text) or ("", "")
+        if given.storage is Storage.HOST:
+            where = parse_operand(given.text)
+            rest = where.path if where is not None else ""
         try:
             if rest.strip("/"):  # else the top of a storage: --force decides
                 check_relative(rest.strip("/"))
@@ -122,7 +133,12 @@ def remove(
     from rcp_core.tools.remove.portremove import remove_ports
 
     plugins = plugin_manager(backends=True)
-    ports = [port(given, plugins.hook) for given in operands]
+    ports = [
+        host_port(given)
+        if given.storage is Storage.HOST and host_port is not None
+        else port(given, plugins.hook)
+        for given in operands
+    ]
     return remove_ports(
         ports, settings, plugins=plugins, on_progress=on_progress, cancel=cancel
     )

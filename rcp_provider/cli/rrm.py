@@ -6,14 +6,22 @@ local paths (also ``file:///path``) are removed through descriptors
 ``s3://bucket/key``, any fsspec store, a site backend's scheme, an ``rcpd serve``
 service's ``rcp://host:port/path``) through their backend ports
 (:mod:`rcp_core.tools.remove.portremove`), with the same rules, words and summary.
-One run removes operands of one kind: local paths and URLs are refused together, and
-``host:/path`` is refused (its service's ``rcp://`` URL reaches it), as is a URL whose
-path has an empty, ``.`` or ``..`` component.
+A ``[user@]host[:port]:/path`` is removed through an ``rcpd serve --session`` that
+``rrm`` starts on that host over SSH (as ``rcmp`` does: ``--ssh``, ``--rcpd-path``,
+``--remote-timeout``; one session per such operand, confined to the operand's parent
+directory, since a service never removes its own root, and only the operand is
+removed), through its port like a service's URL: the same refusals, and a filesystem
+mounted inside the tree is kept unless ``--cross-devices``. Local paths are removed in
+a run of their own: beside URLs or ``host:/path`` operands they are refused (those two
+may share a run: both go through ports), as is a URL or ``host:/path`` whose path has
+an empty, ``.`` or ``..`` component. The launch options are refused without a
+``host:/path`` operand.
 
 Exit status: 0 when everything selected was removed, 1 when an entry could not be
-(the rest was; a partial summary is still printed with ``--summary``), 2 for bad input
-or an option the storage cannot honour (one line on stderr, nothing touched), 130
-when interrupted. Logs and the summary go to stdout, progress to stderr.
+(the rest was; a partial summary is still printed with ``--summary``), 2 for bad input,
+an option the storage cannot honour or a host's session that could not be started (one
+line on stderr, nothing touched), 130 when interrupted. Logs and the summary go to
+stdout, progress to stderr.
 
 Age options take a time (``2026-11-01``, ``2026-11-01T12:00``, an offset allowed; a
 time without one is local) or an age (``90s``, ``15m``, ``12h``, ``30d``, ``2w``: that
@@ -23,11 +31,18 @@ long before now).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import posixpath
 import sys
+import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from rcp_core.errors import UsageError
+from rcp_core.backends import routing
+from rcp_core.backends.operands import parse_operand
+from rcp_core.errors import RemoteError, UsageError
 from rcp_core.tools.remove.removal import RemoveSettings
+from rcp_provider.cli import remote
 from rcp_provider.cli.common import (
     OneLineErrorParser,
     add_output_options,
@@ -39,6 +54,11 @@ from rcp_provider.cli.common import (
 )
 from rcp_provider.options import parse_time
 from rcp_provider.ports import remove
+
+if TYPE_CHECKING:
+    from rcp_core.backends.port import Port
+    from rcp_core.run.monitor import Observer
+    from rcp_core.run.summary import Summary
 
 
 def _time_option(text: str) -> float:
@@ -92,15 +112,46 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also empty filesystems mounted inside the trees (kept by default)",
     )
+    remote.add_launch_options(
+        parser.add_argument_group("operands on another host ([user@]host[:port]:/path)")
+    )
     add_output_options(parser)
     return parser
 
 
+def _remove(
+    args: argparse.Namespace,
+    settings: RemoveSettings,
+    on_progress: Observer | None,
+    cancel: threading.Event,
+) -> Summary:
+    """Remove ``args.paths``; each ``host:/path`` through a session of its own on
+    that host, confined to the operand's parent, ended when the removal is."""
+    with contextlib.ExitStack() as sessions:
+
+        def host_port(given: routing.Operand) -> Port:
+            where = parse_operand(given.text)
+            assert where is not None  # a HOST operand is one
+            parent = posixpath.dirname(where.path.rstrip("/")) or "/"
+            return remote.port(given.text, args, sessions, root=parent)
+
+        return remove(
+            args.paths,
+            settings,
+            on_progress=on_progress,
+            cancel=cancel,
+            host_port=host_port,
+        )
+
+
 @logging_restored
 def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
         configure_logging(args.verbose, args.quiet)
+        storages = {routing.operand(path).storage for path in args.paths}
+        remote.refuse_unused(parser, args, storages)
         settings = RemoveSettings(
             includes=tuple(args.include),
             excludes=tuple(args.exclude),
@@ -116,13 +167,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         return usage_error("rrm", exc)
     renderer = progress_renderer(args)
-    return run_and_report(
-        "rrm",
-        args,
-        lambda cancel: remove(
-            args.paths, settings, on_progress=renderer, cancel=cancel
-        ),
-    )
+    try:
+        return run_and_report(
+            "rrm", args, lambda cancel: _remove(args, settings, renderer, cancel)
+        )
+    except RemoteError as exc:  # a host's session could not be started
+        print(f"rrm: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -147,7 +147,9 @@ def test_what_memory_cannot_honour_is_refused_naming_the_flag_and_storage(
         (["memory://NAME/../x"], "'..'"),
         (["memory://NAME/gone"], "no such file"),
         (["memory://NAME", "LOCAL"], "local paths and URLs"),
-        (["memory://NAME", "host:/x"], "host:/path"),
+        # Checked before any session is started on the host.
+        (["memory://NAME", "host:/x/../y"], "'..'"),
+        (["LOCAL", "host:/x"], "local paths and URLs or host:/paths"),
     ],
 )
 def test_bad_operands_are_refused_before_anything_goes(
