@@ -82,6 +82,10 @@ def test_a_filesystem_mounted_in_a_remote_tree_is_kept(
             "a/mnt",
             "a/mnt/kept",
         ]
+        refused = rrm(server, at(server, point))
+        assert refused.returncode == 2
+        assert "refusing to remove a mount point (--force)" in refused.stderr
+        assert (point / "kept").read_bytes() == b"k"
     finally:
         subprocess.run(["umount", "-l", str(point)], check=True)
 

@@ -408,6 +408,10 @@ def test_a_filesystem_mounted_in_a_services_tree_is_kept(
         "tree/old/mnt/kept",
         "tree/old/mnt/kept/f",
     ]
+    status, _, err = rrm(f"{base}{served.data}/tree/old/mnt")
+    assert status == 2
+    assert "refusing to remove a mount point (--force)" in err
+    assert (mounted / "kept" / "f").read_bytes() == b"f"
 
 
 @pytest.mark.privileged

@@ -29,7 +29,7 @@ Invariants:
   Capability.LISTED_TIMES`: ``memory://`` has none), ``cross_devices`` where the
   operand's entry tells no device (a store; a service older than protocol 1.12), a
   missing operand without ``missing_ok``, and the top of a storage (a bucket, a
-  service host's ``/``) without ``force``;
+  service host's ``/``) or, where devices are told, a mount point without ``force``;
 - **mount points**: where the listings tell each entry's device
   (:attr:`~rcp_core.backends.port.Entry.dev`: this host's, a service's from 1.12), a
   subdirectory on another device than its operand's (a filesystem mounted inside the
@@ -155,8 +155,13 @@ def _operand(port: Port, settings: RemoveSettings) -> tuple[Port, Entry] | None:
             f"not supported on {port.backend.name}: --cross-devices "
             "(its listings tell no devices)"
         )
-    if port.parent() is None and not settings.force:
+    parent = port.parent()
+    if parent is None and not settings.force:
         raise UsageError(f"{shown}: refusing to remove the top of a storage (--force)")
+    if parent is not None and entry.is_dir and entry.dev is not None:
+        above = None if settings.force else parent.stat("", follow=False)
+        if above is not None and above.dev is not None and above.dev != entry.dev:
+            raise UsageError(f"{shown}: refusing to remove a mount point (--force)")
     return port, entry
 
 
