@@ -57,6 +57,10 @@ class DryReceiver(Receiver):
         self.level = settings.dry_run
         self.say = say
 
+    def _write_pool(self) -> None:
+        """None: nothing is written, and the lines keep the order of the entries."""
+        return None
+
     def _tell(self, action: str, kind: str, rel: str, reason: str = "") -> None:
         line = self.level.line(action, kind, rel, reason)
         if line is not None:

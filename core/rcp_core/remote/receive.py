@@ -5,6 +5,13 @@ Directories arrive as ``dir`` messages (created ``0700``, or reused), entries in
 not read), large files as runs of ``CHUNK`` frames on one connection. Several
 connections deliver at once, so every method is thread-safe.
 
+A ``FILES`` frame is checked whole on its connection's thread (names, kinds, sizes,
+the directory's count, a hard link's first name); its entries are then written by the
+destination's work pool (:mod:`rcp_core.remote.writepool`: a local copy's workers and
+adaptive concurrency, a bound on the frames in flight), each counted into its
+directory only once written. A dry run writes nothing, so its entries are decided on
+the connection's thread, in order.
+
 The same invariants as a local copy (:mod:`rcp_core.engine.entries`):
 
 - a new file is created ``0600`` with ``O_EXCL`` and gets its mode and times only after
@@ -75,14 +82,19 @@ from rcp_core.names import check_component
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.meta import meta_of, stat_of, xattrs_of
 from rcp_core.remote.roleruntime import RoleRun
+from rcp_core.remote.writepool import WritePool
 from rcp_core.run.summary import Tally, ThreadTallies
 from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_core.site.capacity import choose_concurrency, open_files_budget
+from rcp_core.site.storage import StorageInfo
 
 log = logging.getLogger("rcp_core")
 
 ANCHOR = 0
 """Directory id of the destination root's parent, which exists before the copy."""
 MANIFEST_PART = 2048
+CLOSE_WAIT = 30.0
+"""Seconds :meth:`Receiver.close` waits for the writes still in flight."""
 """Files per ``dir_manifest`` message (about 300 KiB of JSON)."""
 
 
@@ -108,7 +120,7 @@ class ReceivedDir(Node["ReceivedDir"]):
     :param traverse_only: the filters only descend into it: removed at the end if
         it stayed empty.
     :param expected: the entry count ``dir_end`` announced; ``received``: the entries
-        done so far (both only to refuse a peer that sends more than it counted).
+        arrived so far (both only to refuse a peer that sends more than it counted).
     :param names: in a directory that existed, every name the source sent for it
         (``--delete`` keeps them; a killed run's temporaries of them are removed).
     :param protected: under ``--delete``, names the source's filters excluded.
@@ -141,11 +153,13 @@ class Link:
     :param path: where its first name was written, relative to the anchor, once it
         is in place.
     :param failed: its first name could not be written.
+    :param announced: its first name arrived (its write may still be running).
     :param waiting: later names that arrived before the first one was in place.
     """
 
     path: str | None = None
     failed: bool = False
+    announced: bool = False
     seen: int = 0
     waiting: list[tuple[ReceivedDir, str, os.stat_result]] = field(default_factory=list)
 
@@ -194,6 +208,27 @@ class Receiver:
         self.tree: Lifecycle[ReceivedDir] = Lifecycle(self._finish)
         self._links: dict[int, Link] = {}
         """Link id -> its inode's state, until all its names were seen."""
+        self._writers = self._write_pool()
+        """Writes the entries of ``FILES`` frames (``None``: their connections do)."""
+
+    def _write_pool(self) -> WritePool | None:
+        """The workers that write ``FILES`` frames' entries, with a local copy's
+        bounds for this storage (:func:`rcp_core.site.capacity.choose_concurrency`;
+        where the storage is unknown, as a local disk)."""
+        storage = self.runtime.storage or StorageInfo("unknown")
+        concurrency = choose_concurrency(
+            self.runtime.hook,
+            [(storage, storage)],
+            self.settings,
+            open_files_budget(self.settings),
+        )
+        return WritePool(concurrency, self.counters)
+
+    def check(self) -> None:
+        """Raise what a write in the pool raised besides an entry error (a peer's
+        protocol error found while writing, or a defect): the transfer fails."""
+        if self._writers is not None:
+            self._writers.check()
 
     # -- bookkeeping -------------------------------------------------------------
 
@@ -240,16 +275,26 @@ class Receiver:
         return True
 
     def _count(self, node: ReceivedDir, n: int = 1) -> None:
-        """``n`` entries of ``node`` are done; finish it if that was the last."""
-        if not n:
-            return
+        """``n`` entries of ``node`` arrived and are done; finish it if that was the
+        last."""
+        self._arrived(node, n)
+        self._done(node, n)
+
+    def _arrived(self, node: ReceivedDir, n: int) -> None:
+        """``n`` entries of ``node`` arrived (checked against ``dir_end``'s count as
+        they arrive, on their connection's thread, before anything of them is done)."""
         with self._lock:
             node.received += n
             if node.expected is not None and node.received > node.expected:
                 raise ProtocolError(
                     f"more entries than the {node.expected} counted in {node.rel!r}"
                 )
-        self.tree.release(self.tally, node, n)
+
+    def _done(self, node: ReceivedDir, n: int = 1) -> None:
+        """``n`` entries of ``node`` that arrived are done (written, failed, or
+        skipped): finish it if they were the last."""
+        if n:
+            self.tree.release(self.tally, node, n)
 
     def _finish(self, tally: Tally, node: ReceivedDir) -> None:
         """Post-order end of a directory: the one finish of a destination directory
@@ -348,10 +393,19 @@ class Receiver:
         with self._lock:
             node.protected |= checked
 
-    def close(self) -> None:
-        """Close what an ended or broken transfer left open (nothing, if it finished)."""
+    def close(self, timeout: float = CLOSE_WAIT) -> None:
+        """Wait for the writes in flight (at most ``timeout`` seconds), then close
+        what an ended or broken transfer left open (nothing, if it finished). A
+        directory that writes may still use stays open: its descriptor must not be
+        reused under them."""
+        drained = self._writers is None or self._writers.close(timeout)
         with self._lock:
             left, self._dirs = list(self._dirs.values()), {}
+        if not drained:
+            log.warning(
+                "%d directories left open under writes still running", len(left)
+            )
+            return
         for node in left:
             self._release(node)
 
@@ -496,32 +550,48 @@ class Receiver:
         self.tree.release(self.tally, node, UNCOUNTED - count)
 
     def files(self, header: dict[str, Any], data: memoryview) -> None:
-        """A ``FILES`` frame: entries of one directory, file bytes in order."""
+        """A ``FILES`` frame: entries of one directory, file bytes in order. The whole
+        frame is checked here, on its connection's thread; the entries' writes then
+        go to the write pool (:mod:`rcp_core.remote.writepool`), which copies the
+        frame's bytes (its buffer is the connection's, reused by the next read), or
+        run here, in order, without one."""
         node = self._dir(header.get("dir"))
         entries = header.get("entries")
         if not isinstance(entries, list):
             raise ProtocolError("FILES frame without an entry list")
+        writers = self._writers
+        if writers is not None:
+            writers.check()
+            if len(data):
+                data = memoryview(bytes(data))
+        writes: list[Callable[[], None]] = []
         offset = 0
-        done = 0
-        try:
-            for entry in entries:
-                if not isinstance(entry, dict):
-                    raise ProtocolError("FILES entry is not an object")
-                size, counted = self._entry(node, entry, data, offset)
-                offset += size
-                done += counted
-            if offset != len(data):
-                raise ProtocolError(
-                    f"FILES frame carries {len(data)} bytes, its entries {offset}"
-                )
-        finally:
-            self._count(node, done)
+        for entry in entries:
+            if not isinstance(entry, dict):
+                raise ProtocolError("FILES entry is not an object")
+            size, write = self._entry(node, entry, data, offset)
+            offset += size
+            if write is not None:
+                writes.append(write)
+        if offset != len(data):
+            raise ProtocolError(
+                f"FILES frame carries {len(data)} bytes, its entries {offset}"
+            )
+        self._arrived(node, len(entries))
+        self._done(node, len(entries) - len(writes))
+        if writers is None:
+            for write in writes:
+                write()
+        else:
+            writers.submit(writes, len(data), data)
 
     def _entry(
         self, node: ReceivedDir, entry: dict[str, Any], data: memoryview, offset: int
-    ) -> tuple[int, bool]:
-        """Write one entry: the number of data bytes it used, and whether it is done
-        (a later name of an inode whose first one is not in place yet waits)."""
+    ) -> tuple[int, Callable[[], None] | None]:
+        """Check one entry: the number of data bytes it uses, and its write, which
+        counts the entry done once it is (a later name of an inode whose first one
+        is not in place yet waits, and is counted when it is linked); ``None`` for an
+        entry with nothing to write, done already."""
         name = check_name(entry.get("name"))
         kind = entry.get("kind")
         rel = node.child_rel(name)
@@ -534,62 +604,94 @@ class Receiver:
                 node.incomplete = True
             if link is not None:
                 self._first_name(link, node, name, written=False)
-            return 0, True
+            return 0, None
         if kind in ("unchanged", "kept"):  # matched the manifest: nothing to write
             self._matched(node, name, kind)
             if link is not None:
                 self._first_name(link, node, name, written=True)
-            return 0, True
+            return 0, None
         st = stat_of(entry.get("meta"))
         if kind == "file":
             size = 0 if self.settings.dry_run else st.st_size  # a dry run sends none
             if offset + size > len(data):
                 raise ProtocolError(f"{rel}: {size} bytes announced, fewer sent")
             attrs = xattrs_of(entry.get("meta"))
-            written = not self._stopped(node) and self._guarded(
+            view = data[offset : offset + size]
+            self._announce(link, rel)
+            return size, lambda: self._entry_done(
                 node,
-                rel,
+                name,
+                link,
                 "write",
-                lambda: self._write_file(
-                    node, name, st, data[offset : offset + size], attrs
-                ),
+                lambda: self._write_file(node, name, st, view, attrs),
             )
-            if link is not None:
-                self._first_name(link, node, name, written)
-            return size, True
         if kind == "hardlink":
             if link is None:
                 raise ProtocolError(f"{rel}: a hard link without its link id")
-            return 0, self._later_name(link, node, name, st)
+            later = link
+            return 0, lambda: self._later_name_done(later, node, name, st)
         if kind == "special":
-            if not self._stopped(node):
-                self._guarded(
-                    node,
-                    rel,
-                    "create special file",
-                    lambda: self._write_special(node, name, st),
-                )
-            return 0, True
+            return 0, lambda: self._entry_done(
+                node,
+                name,
+                None,
+                "create special file",
+                lambda: self._write_special(node, name, st),
+            )
         if kind == "symlink":
             target = entry.get("target")
             if not isinstance(target, str) or not target or "\0" in target:
                 raise ProtocolError(f"{rel}: bad symlink target {target!r}")
-            written = not self._stopped(node) and self._guarded(
+            self._announce(link, rel)
+            return 0, lambda: self._entry_done(
                 node,
-                rel,
+                name,
+                link,
                 "create symlink",
                 lambda: self._write_symlink(node, name, st, target),
             )
-            if link is not None:
-                self._first_name(link, node, name, written)
-            return 0, True
         raise ProtocolError(f"{rel}: unknown entry kind {kind!r}")
+
+    def _entry_done(
+        self,
+        node: ReceivedDir,
+        name: str,
+        link: int | None,
+        op: str,
+        write: Callable[[], None],
+    ) -> None:
+        """Write one entry of a ``FILES`` frame (nothing once the run stopped), tell
+        the names of its inode that wait for it, and count it done."""
+        written = not self._stopped(node) and self._guarded(
+            node, node.child_rel(name), op, write
+        )
+        if link is not None:
+            self._first_name(link, node, name, written)
+        self._done(node)
+
+    def _later_name_done(
+        self, link_id: int, node: ReceivedDir, name: str, st: os.stat_result
+    ) -> None:
+        """A ``hardlink`` entry: linked and counted now, or when its first name is."""
+        if self._later_name(link_id, node, name, st):
+            self._done(node)
 
     def _matched(self, node: ReceivedDir, name: str, kind: str) -> None:
         """A file the manifest matched (``unchanged`` or ``kept``): count it."""
         self.tally["unchanged.files" if kind == "unchanged" else "skipped.files"] += 1
 
     # -- hard links ----------------------------------------------------------------
+
+    def _announce(self, link_id: int | None, rel: str) -> None:
+        """The first name of inode ``link_id`` arrived (checked as it arrives: its
+        write, and :meth:`_first_name`, may come later, on another thread)."""
+        if link_id is None:
+            return
+        with self._lock:
+            link = self._links.setdefault(link_id, Link())
+            if link.announced:
+                raise ProtocolError(f"hard link {link_id} has two first names")
+            link.announced = True
 
     def _first_name(
         self, link_id: int, node: ReceivedDir, name: str, written: bool
@@ -610,7 +712,7 @@ class Receiver:
                 del self._links[link_id]  # every name seen
         for later, later_name, st in waiting:
             self._link(link, later, later_name, st)
-            self._count(later)
+            self._done(later)  # it arrived (and was checked) with its frame
 
     def _later_name(
         self, link_id: int, node: ReceivedDir, name: str, st: os.stat_result

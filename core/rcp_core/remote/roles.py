@@ -195,6 +195,7 @@ def _receive(
     while not receiver.done.wait(0.2):
         if failures:
             raise failures[0]
+        receiver.check()
         if seen.silent_for() > stall:
             raise PeerTimeoutError(f"no data from the source for {stall:g} s")
         if on_progress is not None and time.monotonic() - reported >= PROGRESS:

@@ -67,6 +67,14 @@ class ThreadTallies:
                 self.tallies.append(tally)
         return tally
 
+    def adopt(self, tally: Tally) -> None:
+        """The calling thread counts into ``tally`` from now on (a pool worker's own,
+        so that its pool and these counters see the same counts)."""
+        if getattr(self._local, "tally", None) is not tally:
+            self._local.tally = tally
+            with self._lock:
+                self.tallies.append(tally)
+
     def merged(self) -> dict[str, int]:
         """Every thread's counters so far, summed (safe while threads count)."""
         return merge(list(self.tallies))
