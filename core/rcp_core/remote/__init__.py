@@ -15,6 +15,8 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``sendbatch``         the source role's senders: a batch of entries as frames
 ``sendcontrol``       the source role's control connection: the destination's answers
 ``receive``           the destination role: write entries with the local copy's rules
+``writepool``         the destination's writers: ``FILES`` frames' entries written by a
+                      work pool with adaptive concurrency, within a bound in flight
 ``incoming``          a large file arriving in chunks at the destination
 ``dry``               a destination that only says what it would do (``--dry-run``)
 ``roleruntime``       the runtime each role runs under: its host's plugins, retries,
