@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from rcp_core.errors import RemoteError
 from rcp_core.run.monitor import Monitor
 from rcp_core.run.pool import WorkPool
 from rcp_core.run.summary import Tally, ThreadTallies
@@ -138,8 +139,8 @@ class WritePool:
         if not writes:
             return
         with self._cond:
-            if self._closed:
-                raise RuntimeError("frame handed to a closed write pool")
+            if self._closed:  # a reader that outlived its transfer's end
+                raise RemoteError("the transfer has ended")
             if self._thread is None:
                 self._start()
             while self._frames and (
