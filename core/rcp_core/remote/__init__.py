@@ -15,6 +15,10 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``sendbatch``         the source role's senders: a batch of entries as frames
 ``sendcontrol``       the source role's control connection: the destination's answers
 ``receive``           the destination role: write entries with the local copy's rules
+``receivedtree``      the destination's tree as it arrives: directories being filled,
+                      entry names, link ids and kinds checked
+``hardlinks``         the destination's hard links: each inode's first name and the
+                      later names waiting for it
 ``writepool``         the destination's writers: ``FILES`` frames' entries written by a
                       work pool with adaptive concurrency, within a bound in flight
 ``incoming``          a large file arriving in chunks at the destination

@@ -27,8 +27,10 @@ from rcp_core.engine.links import located
 from rcp_core.engine.temporaries import sweep
 from rcp_core.engine.tree import DIR_FLAGS
 from rcp_core.errors import ProtocolError
+from rcp_core.remote.hardlinks import Link
 from rcp_core.remote.incoming import Incoming
-from rcp_core.remote.receive import Link, ReceivedDir, Receiver, kind_of
+from rcp_core.remote.receive import Receiver
+from rcp_core.remote.receivedtree import ReceivedDir, kind_of
 from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.run.summary import Tally
 from rcp_core.settings import CopySettings
@@ -162,7 +164,7 @@ class DryReceiver(Receiver):
             self.tally["copied.specials"] += 1
 
     def _link(
-        self, link: Link, node: ReceivedDir, name: str, st: os.stat_result
+        self, link: Link[ReceivedDir], node: ReceivedDir, name: str, st: os.stat_result
     ) -> None:
         rel = node.child_rel(name)
         if link.path is None:

@@ -22,14 +22,16 @@ The same invariants as a local copy (:mod:`rcp_core.engine.entries`):
 - a directory gets its metadata after every entry and subdirectory in it is done:
   the source says how many entries it sent (``dir_end``), and the directory finishes
   when that many arrived and its subdirectories finished (post-order);
-- names are single path components (no ``/``, ``.``, ``..``, NUL), and everything is
+- names are single path components (no ``/``, ``.``, ``..``, NUL:
+  :mod:`rcp_core.remote.receivedtree`), and everything is
   created relative to an open directory descriptor with ``O_NOFOLLOW``: a peer cannot
   make the destination write outside its root;
-- hard links: a file or symlink entry with a ``link`` id is the inode's first name; a
-  ``hardlink`` entry with that id becomes a link to where the first name was written,
-  as soon as it is in place (it may arrive first, on another connection: it then
-  waits, and its directory is not finished before it is linked). If the first name
-  could not be written, every other name of the inode is an error;
+- hard links (:mod:`rcp_core.remote.hardlinks`): a file or symlink entry with a
+  ``link`` id is the inode's first name; a ``hardlink`` entry with that id becomes a
+  link to where the first name was written, as soon as it is in place (it may arrive
+  first, on another connection: it then waits, and its directory is not finished
+  before it is linked). If the first name could not be written, every other name of
+  the inode is an error;
 - ``--delete``: a directory that existed is pruned after its entries, of every name
   the source did not send, except names its filters excluded (unless
   ``--delete-excluded``); a directory the filters only traverse is removed if it
@@ -55,7 +57,6 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from rcp_core.engine import destination
@@ -76,11 +77,18 @@ from rcp_core.engine.links import located
 from rcp_core.engine.metadata import Metadata
 from rcp_core.engine.removeentry import Protect, remove_entry
 from rcp_core.engine.temporaries import sweep
-from rcp_core.engine.tree import DIR_FLAGS, UNCOUNTED, Lifecycle, Node, joined
-from rcp_core.errors import ProtocolError, UnsafeNameError
-from rcp_core.names import check_component
+from rcp_core.engine.tree import DIR_FLAGS, UNCOUNTED, Lifecycle
+from rcp_core.errors import ProtocolError
+from rcp_core.remote.hardlinks import Link, LinkTable
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.meta import meta_of, stat_of, xattrs_of
+from rcp_core.remote.receivedtree import (
+    ANCHOR,
+    ReceivedDir,
+    check_name,
+    kind_of,
+    link_id,
+)
 from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.remote.writepool import WritePool
 from rcp_core.run.summary import Tally, ThreadTallies
@@ -88,80 +96,15 @@ from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.site.capacity import choose_concurrency, open_files_budget
 from rcp_core.site.storage import StorageInfo
 
+# With the names of rcp_core.remote.receivedtree that other modules import from here.
+__all__ = ["ANCHOR", "ReceivedDir", "Receiver", "check_name", "kind_of"]
+
 log = logging.getLogger("rcp_core")
 
-ANCHOR = 0
-"""Directory id of the destination root's parent, which exists before the copy."""
 MANIFEST_PART = 2048
+"""Files per ``dir_manifest`` message (about 300 KiB of JSON)."""
 CLOSE_WAIT = 30.0
 """Seconds :meth:`Receiver.close` waits for the writes still in flight."""
-"""Files per ``dir_manifest`` message (about 300 KiB of JSON)."""
-
-
-def check_name(name: Any) -> str:
-    """A single, harmless path component (:func:`rcp_core.names.check_component`);
-    :class:`ProtocolError` otherwise: a peer that sends another name is broken or
-    hostile, and nothing is done with it."""
-    try:
-        return check_component(name)
-    except UnsafeNameError as exc:
-        raise ProtocolError(f"bad entry name {name!r}: {exc.reason}") from exc
-
-
-@dataclass(slots=True, eq=False)
-class ReceivedDir(Node["ReceivedDir"]):
-    """A destination directory being filled. ``rel`` names it in messages (relative
-    to the anchor: the root's name first); ``incomplete``: something in it was not
-    written, so it is not pruned and keeps what it had. Its count of entries comes
-    with ``dir_end``, so it starts with ``pending = UNCOUNTED``
-    (:mod:`rcp_core.engine.tree`).
-
-    :param path: its path as the filters see it (``""`` for the copy's root).
-    :param traverse_only: the filters only descend into it: removed at the end if
-        it stayed empty.
-    :param expected: the entry count ``dir_end`` announced; ``received``: the entries
-        arrived so far (both only to refuse a peer that sends more than it counted).
-    :param names: in a directory that existed, every name the source sent for it
-        (``--delete`` keeps them; a killed run's temporaries of them are removed).
-    :param protected: under ``--delete``, names the source's filters excluded.
-    """
-
-    id: int
-    fd: int
-    name: str
-    st: os.stat_result | None  # the source's metadata; None for the anchor
-    fresh: bool
-    created: bool
-    path: str = ""
-    under_include: bool = False
-    traverse_only: bool = False
-    expected: int | None = None
-    received: int = 0
-    has_content: bool = False
-    names: set[str] | None = None
-    protected: set[str] = field(default_factory=set)
-    xattrs: dict[str, bytes] | None = None
-
-    def child_path(self, name: str) -> str:
-        return joined(self.path, name)
-
-
-@dataclass(slots=True, eq=False)
-class Link:
-    """A multiply-linked source inode at the destination.
-
-    :param path: where its first name was written, relative to the anchor, once it
-        is in place.
-    :param failed: its first name could not be written.
-    :param announced: its first name arrived (its write may still be running).
-    :param waiting: later names that arrived before the first one was in place.
-    """
-
-    path: str | None = None
-    failed: bool = False
-    announced: bool = False
-    seen: int = 0
-    waiting: list[tuple[ReceivedDir, str, os.stat_result]] = field(default_factory=list)
 
 
 class Receiver:
@@ -206,8 +149,7 @@ class Receiver:
             filter_file=settings.filter_file,
         )
         self.tree: Lifecycle[ReceivedDir] = Lifecycle(self._finish)
-        self._links: dict[int, Link] = {}
-        """Link id -> its inode's state, until all its names were seen."""
+        self._links: LinkTable[ReceivedDir] = LinkTable()
         self._writers = self._write_pool()
         """Writes the entries of ``FILES`` frames (``None``: their connections do)."""
 
@@ -595,7 +537,7 @@ class Receiver:
         name = check_name(entry.get("name"))
         kind = entry.get("kind")
         rel = node.child_rel(name)
-        link = _link_id(entry.get("link"), rel)
+        link = link_id(entry.get("link"), rel)
         self._seen(node, name)
         if kind != "failed":
             node.has_content = True  # set only ever to True: no lock needed
@@ -617,7 +559,7 @@ class Receiver:
                 raise ProtocolError(f"{rel}: {size} bytes announced, fewer sent")
             attrs = xattrs_of(entry.get("meta"))
             view = data[offset : offset + size]
-            self._announce(link, rel)
+            self._links.announce(link)
             return size, lambda: self._entry_done(
                 node,
                 name,
@@ -642,7 +584,7 @@ class Receiver:
             target = entry.get("target")
             if not isinstance(target, str) or not target or "\0" in target:
                 raise ProtocolError(f"{rel}: bad symlink target {target!r}")
-            self._announce(link, rel)
+            self._links.announce(link)
             return 0, lambda: self._entry_done(
                 node,
                 name,
@@ -682,34 +624,12 @@ class Receiver:
 
     # -- hard links ----------------------------------------------------------------
 
-    def _announce(self, link_id: int | None, rel: str) -> None:
-        """The first name of inode ``link_id`` arrived (checked as it arrives: its
-        write, and :meth:`_first_name`, may come later, on another thread)."""
-        if link_id is None:
-            return
-        with self._lock:
-            link = self._links.setdefault(link_id, Link())
-            if link.announced:
-                raise ProtocolError(f"hard link {link_id} has two first names")
-            link.announced = True
-
     def _first_name(
         self, link_id: int, node: ReceivedDir, name: str, written: bool
     ) -> None:
         """The inode's first name is done (``written``: it is in place); link the
         names that waited for it, and count them into their directories."""
-        with self._lock:
-            link = self._links.setdefault(link_id, Link())
-            if link.path is not None or link.failed:
-                raise ProtocolError(f"hard link {link_id} has two first names")
-            if written:
-                link.path = node.child_rel(name)
-            else:
-                link.failed = True
-            link.seen += 1
-            waiting, link.waiting = link.waiting, []
-            if waiting and link.seen >= waiting[0][2].st_nlink:
-                del self._links[link_id]  # every name seen
+        link, waiting = self._links.first_name(link_id, node.child_rel(name), written)
         for later, later_name, st in waiting:
             self._link(link, later, later_name, st)
             self._done(later)  # it arrived (and was checked) with its frame
@@ -719,19 +639,14 @@ class Receiver:
     ) -> bool:
         """A later name of a multiply-linked inode: linked now (``True``), or waiting
         for the first name (``False``: counted when it is linked)."""
-        with self._lock:
-            link = self._links.setdefault(link_id, Link())
-            link.seen += 1
-            if link.path is None and not link.failed:
-                link.waiting.append((node, name, st))
-                return False
-            if link.seen >= st.st_nlink:
-                del self._links[link_id]  # every name seen: memory stays bounded
+        link = self._links.later_name(link_id, node, name, st)
+        if link is None:
+            return False
         self._link(link, node, name, st)
         return True
 
     def _link(
-        self, link: Link, node: ReceivedDir, name: str, st: os.stat_result
+        self, link: Link[ReceivedDir], node: ReceivedDir, name: str, st: os.stat_result
     ) -> None:
         """Make ``name`` another name of the first one's copy (nothing once the run
         stopped)."""
@@ -743,7 +658,7 @@ class Receiver:
                 lambda: self._make_link(link, node, name),
             )
 
-    def _make_link(self, link: Link, node: ReceivedDir, name: str) -> None:
+    def _make_link(self, link: Link[ReceivedDir], node: ReceivedDir, name: str) -> None:
         """Link ``name`` to the first name's copy, as :func:`plan_link` decides."""
         if link.path is None:
             raise OSError(errno.EIO, "the inode's first name was not copied")
@@ -862,7 +777,7 @@ class Receiver:
             node = self._dir(header.get("dir"))
             name = check_name(header.get("name"))
             st = stat_of(header.get("meta"))
-            link = _link_id(header.get("link"), node.child_rel(name))
+            link = link_id(header.get("link"), node.child_rel(name))
             self._seen(node, name)
             node.has_content = True
             current = Incoming(self, node, name, st, link)
@@ -879,19 +794,3 @@ class Receiver:
         else:
             current.finish()
         return None
-
-
-def _link_id(value: Any, rel: str) -> int | None:
-    """A ``link`` field: absent, or a positive integer."""
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ProtocolError(f"{rel}: bad link id {value!r}")
-    return value
-
-
-def kind_of(st: os.stat_result) -> str:
-    """The counter kind of an entry: ``files``, ``symlinks`` or ``specials``."""
-    if stat.S_ISREG(st.st_mode):
-        return "files"
-    return "symlinks" if stat.S_ISLNK(st.st_mode) else "specials"
