@@ -182,3 +182,22 @@ def test_a_crash_in_a_write_is_raised_to_the_connections() -> None:
     assert pool.close(5)
     with pytest.raises(ValueError, match="a defect"):
         pool.check()
+
+
+def test_close_waits_for_the_writes_in_flight_within_its_bound() -> None:
+    """A write that outlasts the bound: ``close`` returns after it, saying the pool
+    did not drain (the receiver then keeps the directories open under it)."""
+    pool = WritePool(Concurrency.fixed(1), ThreadTallies())
+    release = threading.Event()
+    done: list[bool] = []
+
+    def slow() -> None:
+        release.wait(5)
+        done.append(True)
+
+    pool.submit([slow], 0, None)
+    started = time.monotonic()
+    assert not pool.close(0.3)
+    assert 0.3 <= time.monotonic() - started < 2
+    assert done == []
+    release.set()

@@ -42,7 +42,8 @@ log = logging.getLogger("rcp_core")
 FRAMES = 16
 """Frames handed over and not yet written, at most (all connections together)."""
 BYTES = 32 << 20
-"""Their data, at most (four of the source's largest ``FILES`` frames, 8 of 4 MiB)."""
+"""Their data, at most: eight of the source's fullest ``FILES`` frames (4 MiB of data
+each). A reader waiting for room holds one more frame's copy (one per connection)."""
 
 Write = Callable[[], None]
 
