@@ -6,7 +6,9 @@ A data connection's reader checks a ``FILES`` frame and hands each entry's write
 within the bounds this host's plugins choose for the destination's storage, as a local
 copy's workers are (:func:`rcp_core.site.capacity.choose_concurrency`). The pool's
 workers count into the receiver's counters (each worker its own tally), so the
-controller measures the work they do.
+controller measures the work they do. As a local copy's walk does, small files share
+work items: a frame's writes go in batches of at most ``BATCH`` entries, and in at least
+as many batches as the limit lets run at once, so one frame alone fills the workers.
 
 - **bounded**: at most ``frames`` frames, holding at most ``max_bytes`` bytes of data,
   are handed over and not yet written; the reader that would pass the bound waits
@@ -45,11 +47,17 @@ BYTES = 32 << 20
 """Their data, at most: eight of the source's fullest ``FILES`` frames (4 MiB of data
 each). A reader waiting for room holds one more frame's copy (one per connection)."""
 
+BATCH = 32
+"""Writes per work item at most: a local copy's batch of small files
+(:data:`rcp_core.engine.walk.BATCH`; not imported, for the start-up of a remote copy,
+which needs nothing else of the walk)."""
+
 Write = Callable[[], None]
 
 
 class _Frame:
-    """A frame in flight: its writes still running, and the bytes it holds."""
+    """A frame in flight: its batches of writes still to finish, and the bytes it
+    holds."""
 
     __slots__ = ("data", "left", "size")
 
@@ -155,14 +163,17 @@ class WritePool:
                 max(self.peak[0], self._frames),
                 max(self.peak[1], self._bytes),
             )
-        frame = _Frame(len(writes), size, data)
-        for write in writes:
-            self.pool.push(self._write, frame, write)
+        step = min(BATCH, -(-len(writes) // self.pool.limit))
+        batches = [writes[i : i + step] for i in range(0, len(writes), step)]
+        frame = _Frame(len(batches), size, data)
+        for batch in batches:
+            self.pool.push(self._write, frame, batch)
 
-    def _write(self, tally: Tally, frame: _Frame, write: Write) -> None:
+    def _write(self, tally: Tally, frame: _Frame, batch: Sequence[Write]) -> None:
         self.counters.adopt(tally)
         try:
-            write()
+            for write in batch:
+                write()
         finally:
             with self._cond:
                 frame.left -= 1
