@@ -84,12 +84,6 @@ MAX_LINES = 400
 
 REASON = re.compile(r"^Over 400 lines because \S.*", re.M)
 
-UNDER_REWORK = {
-    # Issue 24's remote concurrency work is reworking these; remove the entry once it
-    # lands (under 400 lines, or with its reason stated).
-    "core/rcp_core/remote/receive.py",
-}
-
 SOURCES = sorted(
     p
     for top in (ROOT / "core", ROOT / "rcp_provider")
@@ -108,13 +102,6 @@ def test_a_module_over_400_lines_states_why_in_its_docstring() -> None:
         f"{module.relative_to(ROOT)} ({_lines(module)} lines)"
         for module in SOURCES
         if _lines(module) > MAX_LINES
-        and str(module.relative_to(ROOT)) not in UNDER_REWORK
         and not REASON.search(ast.get_docstring(ast.parse(module.read_text())) or "")
     ]
     assert unexplained == []
-
-
-def test_the_modules_under_rework_are_still_long() -> None:
-    """An entry of :data:`UNDER_REWORK` goes once its module is 400 lines or fewer."""
-    for name in UNDER_REWORK:
-        assert _lines(ROOT / name) > MAX_LINES, name

@@ -285,7 +285,7 @@ def test_a_rerun_removes_the_temporaries_a_killed_destination_left(
 
 
 def test_names_that_escape_the_directory_are_protocol_errors() -> None:
-    from rcp_core.remote.receive import check_name
+    from rcp_core.remote.receivedtree import check_name
 
     for bad in ("..", ".", "", "a/b", "x\0y", 5):
         with pytest.raises(ProtocolError):

@@ -15,7 +15,7 @@ import pytest
 
 from rcp_core.errors import ProtocolError, UsageError
 from rcp_core.remote.filewire import entry_from_wire, entry_to_wire
-from rcp_core.remote.receive import check_name
+from rcp_core.remote.receivedtree import check_name
 from rcp_core.tools.shards.manifest import ShardPlan
 
 UNSAFE = ["..", ".", "", "a/b", "/etc", "x\0y", 5, None]

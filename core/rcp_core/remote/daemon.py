@@ -44,7 +44,7 @@ from rcp_core.paths import check_destination
 from rcp_core.remote import tls
 from rcp_core.remote.handshake import accept_next
 from rcp_core.remote.hello import PROTOCOL, Role
-from rcp_core.remote.receive import check_name
+from rcp_core.remote.receivedtree import check_name
 from rcp_core.remote.roles import SOFTWARE, Progress, run_destination, run_source
 from rcp_core.remote.settingswire import settings_from_wire
 from rcp_core.remote.wire import FrameKind

@@ -44,7 +44,7 @@ from rcp_core.errors import (
     remote_file_error,
 )
 from rcp_core.remote.meta import meta_of, stat_of
-from rcp_core.remote.receive import check_name
+from rcp_core.remote.receivedtree import check_name
 
 MAX_READ = 4 << 20
 MAX_WRITE = 4 << 20

@@ -17,7 +17,8 @@ from rcp_core.errors import ProtocolError
 
 if TYPE_CHECKING:
     from rcp_core.engine.destination import Plan
-    from rcp_core.remote.receive import ReceivedDir, Receiver
+    from rcp_core.remote.receive import Receiver
+    from rcp_core.remote.receivedtree import ReceivedDir
 
 log = logging.getLogger("rcp_core")
 

@@ -22,7 +22,7 @@ from rcp_core.errors import PathRefusedError, ProtocolError, RcpError
 from rcp_core.paths import check_destination
 from rcp_core.remote import tls
 from rcp_core.remote.jobtable import Job, Outcome, ReceiveRequest, SendRequest
-from rcp_core.remote.receive import check_name
+from rcp_core.remote.receivedtree import check_name
 from rcp_core.remote.roles import run_destination, run_source
 from rcp_core.remote.roots import Confined, Roots
 from rcp_core.remote.settingswire import settings_from_wire

@@ -47,7 +47,7 @@ from rcp_core.errors import PeerTimeoutError, RemoteError
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.hello import FILTERS
 from rcp_core.remote.meta import meta_of
-from rcp_core.remote.receive import ANCHOR
+from rcp_core.remote.receivedtree import ANCHOR
 from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.remote.sendbatch import Batch, BatchSender, Kind
 from rcp_core.remote.sendcontrol import Answers

@@ -20,7 +20,7 @@ from typing import Any
 from rcp_core.errors import ConnectionLostError, ProtocolError
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.meta import stat_of
-from rcp_core.remote.receive import check_name
+from rcp_core.remote.receivedtree import check_name
 from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.remote.wire import FrameKind
 
