@@ -201,3 +201,18 @@ def test_close_waits_for_the_writes_in_flight_within_its_bound() -> None:
     assert 0.3 <= time.monotonic() - started < 2
     assert done == []
     release.set()
+
+
+def test_the_writers_never_drop_below_the_data_connections(tmp_path: Path) -> None:
+    """Each data connection wrote its own frames before the pool: the pool starts
+    with, and keeps, at least as many writers (within the storage's maximum)."""
+    (tmp_path / "dst").mkdir()
+    runtime = RoleRun(CopySettings(), str(tmp_path / "dst"), source=False)
+    fd = os.open(tmp_path / "dst", os.O_RDONLY | os.O_DIRECTORY)
+    receiver = Receiver(CopySettings(), fd, 0o022, runtime, connections=4)
+    try:
+        assert receiver._writers is not None
+        bounds = receiver._writers.concurrency
+        assert bounds.minimum == min(4, bounds.maximum) <= bounds.initial
+    finally:
+        receiver.close()

@@ -5,6 +5,12 @@ Directories arrive as ``dir`` messages (created ``0700``, or reused), entries in
 not read), large files as runs of ``CHUNK`` frames on one connection. Several
 connections deliver at once, so every method is thread-safe.
 
+Over 400 lines because it is one class, the destination role, whose steps the dry
+run (:class:`rcp_core.remote.dry.DryReceiver`) overrides one by one; its separable
+parts are modules of their own (the tree as it arrives,
+:mod:`rcp_core.remote.receivedtree`; the hard-link account,
+:mod:`rcp_core.remote.hardlinks`; the writers, :mod:`rcp_core.remote.writepool`).
+
 A ``FILES`` frame is checked whole on its connection's thread (names, kinds, sizes,
 the directory's count, a hard link's first name); its entries are then written by the
 destination's work pool (:mod:`rcp_core.remote.writepool`: a local copy's workers and
@@ -51,6 +57,7 @@ The same invariants as a local copy (:mod:`rcp_core.engine.entries`):
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import os
@@ -97,8 +104,6 @@ from rcp_core.site.capacity import choose_concurrency, open_files_budget
 from rcp_core.site.storage import StorageInfo
 
 # With the names of rcp_core.remote.receivedtree that other modules import from here.
-__all__ = ["ANCHOR", "ReceivedDir", "Receiver", "check_name", "kind_of"]
-
 log = logging.getLogger("rcp_core")
 
 MANIFEST_PART = 2048
@@ -114,12 +119,21 @@ class Receiver:
     :param parent_fd: open directory that receives the root entry; owned by the
         receiver from now on (closed when the copy ends).
     :param runtime: the role's run state (its host's plugins, retries, the stop).
+    :param connections: the data connections frames arrive on; the writers never
+        drop below as many (each connection wrote its own frames before the pool),
+        the storage's maximum aside.
     """
 
     def __init__(
-        self, settings: CopySettings, parent_fd: int, umask: int, runtime: RoleRun
+        self,
+        settings: CopySettings,
+        parent_fd: int,
+        umask: int,
+        runtime: RoleRun,
+        connections: int = 1,
     ) -> None:
         self.settings = settings
+        self.connections = connections
         self.runtime = runtime
         self.metadata = Metadata(settings.preserve, umask)
         self.counters = ThreadTallies()
@@ -163,6 +177,10 @@ class Receiver:
             [(storage, storage)],
             self.settings,
             open_files_budget(self.settings),
+        )
+        floor = max(concurrency.minimum, min(concurrency.maximum, self.connections))
+        concurrency = dataclasses.replace(
+            concurrency, minimum=floor, initial=max(concurrency.initial, floor)
         )
         return WritePool(concurrency, self.counters)
 

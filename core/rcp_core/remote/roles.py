@@ -127,7 +127,7 @@ def run_destination(
     run = RoleRun(settings, parent, source=False)
     fd = os.open(parent, DIR_FLAGS)
     receiver = (
-        Receiver(settings, fd, umask, run)
+        Receiver(settings, fd, umask, run, connections)
         if settings.dry_run is None
         else DryReceiver(settings, fd, umask, run, say or _log_line)
     )
