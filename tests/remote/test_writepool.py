@@ -1,6 +1,7 @@
 """The destination writes the entries of ``FILES`` frames in a work pool
-(:mod:`rcp_core.remote.writepool`): concurrently, within a bound in flight, and
-every write done before the transfer ends."""
+(:mod:`rcp_core.remote.writepool`) on a shared storage or under ``--max-workers``:
+concurrently, within a bound in flight, and every write done before the transfer
+ends; on a local disk each connection writes its own."""
 
 from __future__ import annotations
 
@@ -203,11 +204,23 @@ def test_close_waits_for_the_writes_in_flight_within_its_bound() -> None:
     release.set()
 
 
+class SharedStorage:
+    """A site that says its destination is a network filesystem."""
+
+    @hookimpl
+    def rcp_detect_storage(self, path: str, fd: int) -> StorageInfo | None:
+        return StorageInfo("nfs")
+
+
 def test_the_writers_never_drop_below_the_data_connections(tmp_path: Path) -> None:
-    """Each data connection wrote its own frames before the pool: the pool starts
-    with, and keeps, at least as many writers (within the storage's maximum)."""
+    """Each data connection wrote its own frames before the pool: on a shared
+    storage the pool starts with, and keeps, at least as many writers (within the
+    storage's maximum)."""
     (tmp_path / "dst").mkdir()
-    runtime = RoleRun(CopySettings(), str(tmp_path / "dst"), source=False)
+    hook = plugin_manager([SharedStorage()], entry_points=False).hook
+    runtime = RoleRun(CopySettings(), str(tmp_path / "dst"), source=False, hook=hook)
+    assert runtime.storage is not None
+    assert runtime.storage.shared
     fd = os.open(tmp_path / "dst", os.O_RDONLY | os.O_DIRECTORY)
     receiver = Receiver(CopySettings(), fd, 0o022, runtime, connections=4)
     try:
@@ -216,3 +229,26 @@ def test_the_writers_never_drop_below_the_data_connections(tmp_path: Path) -> No
         assert bounds.minimum == min(4, bounds.maximum) <= bounds.initial
     finally:
         receiver.close()
+
+
+def test_on_a_local_disk_each_connection_writes_its_own_frames(
+    tmp_path: Path,
+) -> None:
+    """Without ``--max-workers`` and on storage that is not shared (this test's
+    tmp directory), a frame's entries are written on the connection's thread, in
+    order, before ``files`` returns: no hand-over to other threads."""
+    slow = SlowCreates(0.0)
+    receiver, meta = receiver_with(tmp_path, slow, CopySettings())
+    assert receiver.runtime.storage is not None
+    assert not receiver.runtime.storage.shared
+    names = [f"f{i}" for i in range(8)]
+    header, data = frame(names, meta)
+    buffer = bytearray(data)
+    try:
+        receiver.files(header, memoryview(buffer))
+        for name in names:
+            assert (tmp_path / "dst" / name).read_bytes() == b"x" * 100
+    finally:
+        receiver.close()
+    assert slow.threads == {threading.get_ident()}
+    assert receiver.counts()["copied.files"] == 8
