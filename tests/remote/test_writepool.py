@@ -1,5 +1,5 @@
 """The destination writes the entries of ``FILES`` frames in a work pool
-(:mod:`rcp_core.remote.writepool`) on a shared storage or under ``--max-workers``:
+(:mod:`rcp_core.remote.writepool`) on a shared storage:
 concurrently, within a bound in flight, and every write done before the transfer
 ends; on a local disk each connection writes its own."""
 
@@ -24,6 +24,14 @@ from rcp_core.run.tuning import Concurrency
 from rcp_core.settings import CopySettings
 from rcp_core.site.plugins import plugin_manager
 from rcp_core.site.storage import StorageInfo
+
+
+class SharedStorage:
+    """A site that says its destination is a network filesystem."""
+
+    @hookimpl
+    def rcp_detect_storage(self, path: str, fd: int) -> StorageInfo | None:
+        return StorageInfo("nfs")
 
 
 class SlowCreates:
@@ -52,13 +60,13 @@ class SlowCreates:
 
 
 def receiver_with(
-    tmp_path: Path, plugin: object, settings: CopySettings
+    tmp_path: Path, plugins: list[object], settings: CopySettings
 ) -> tuple[Receiver, dict[str, Any]]:
-    """A receiver writing into ``tmp_path/dst`` with ``plugin``, and the metadata
+    """A receiver writing into ``tmp_path/dst`` with ``plugins``, and the metadata
     of a small file (for entries)."""
     (tmp_path / "dst").mkdir()
     (tmp_path / "f").write_bytes(b"x" * 100)
-    hook = plugin_manager([plugin], entry_points=False).hook
+    hook = plugin_manager(plugins, entry_points=False).hook
     runtime = RoleRun(settings, str(tmp_path / "dst"), source=False, hook=hook)
     fd = os.open(tmp_path / "dst", os.O_RDONLY | os.O_DIRECTORY)
     return Receiver(settings, fd, 0o022, runtime), meta_of(os.lstat(tmp_path / "f"))
@@ -72,12 +80,12 @@ def frame(names: list[str], meta: dict[str, Any]) -> tuple[dict[str, Any], bytes
 def test_the_entries_of_a_files_frame_are_written_concurrently(
     tmp_path: Path,
 ) -> None:
-    """Eight files of one frame on a storage where each creation takes 0.1 s: the
-    pool's four workers write them at once, not the connection's thread one by
+    """Eight files of one frame on a network filesystem where each creation takes
+    0.1 s: the pool's workers write them at once, not the connection's thread one by
     one (which took 0.8 s), and the frame's bytes land whole although the frame's
     buffer is overwritten as soon as ``files`` returns."""
     slow = SlowCreates(0.1)
-    receiver, meta = receiver_with(tmp_path, slow, CopySettings(max_workers=4))
+    receiver, meta = receiver_with(tmp_path, [slow, SharedStorage()], CopySettings())
     names = [f"f{i}" for i in range(8)]
     header, data = frame(names, meta)
     buffer = bytearray(data)
@@ -104,7 +112,7 @@ def test_a_write_error_in_the_pool_reaches_the_error_log(tmp_path: Path) -> None
     """A worker's failed write is counted and recorded as the connection's was: the
     file that exists already (no ``--overwrite``) fails, the others are written."""
     slow = SlowCreates(0.0)
-    receiver, meta = receiver_with(tmp_path, slow, CopySettings(max_workers=2))
+    receiver, meta = receiver_with(tmp_path, [slow, SharedStorage()], CopySettings())
     (tmp_path / "dst" / "b").write_bytes(b"old")
     header, data = frame(["a", "b", "c"], meta)
     try:
@@ -204,14 +212,6 @@ def test_close_waits_for_the_writes_in_flight_within_its_bound() -> None:
     release.set()
 
 
-class SharedStorage:
-    """A site that says its destination is a network filesystem."""
-
-    @hookimpl
-    def rcp_detect_storage(self, path: str, fd: int) -> StorageInfo | None:
-        return StorageInfo("nfs")
-
-
 def test_the_writers_never_drop_below_the_data_connections(tmp_path: Path) -> None:
     """Each data connection wrote its own frames before the pool: on a shared
     storage the pool starts with, and keeps, at least as many writers (within the
@@ -234,11 +234,11 @@ def test_the_writers_never_drop_below_the_data_connections(tmp_path: Path) -> No
 def test_on_a_local_disk_each_connection_writes_its_own_frames(
     tmp_path: Path,
 ) -> None:
-    """Without ``--max-workers`` and on storage that is not shared (this test's
-    tmp directory), a frame's entries are written on the connection's thread, in
-    order, before ``files`` returns: no hand-over to other threads."""
+    """On a storage that is not shared (this test's tmp directory), a frame's
+    entries are written on the connection's thread, in order, before ``files``
+    returns: no hand-over to other threads."""
     slow = SlowCreates(0.0)
-    receiver, meta = receiver_with(tmp_path, slow, CopySettings())
+    receiver, meta = receiver_with(tmp_path, [slow], CopySettings())
     assert receiver.runtime.storage is not None
     assert not receiver.runtime.storage.shared
     names = [f"f{i}" for i in range(8)]

@@ -19,9 +19,9 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
                       entry names, link ids and kinds checked
 ``hardlinks``         the destination's hard links: each inode's first name and the
                       later names waiting for it
-``writepool``         the destination's writers on a shared storage or under
-                      ``--max-workers``: ``FILES`` frames' entries written by a work
-                      pool with adaptive concurrency, within a bound in flight
+``writepool``         the destination's writers on a shared storage: ``FILES``
+                      frames' entries written by a work pool with adaptive
+                      concurrency, within a bound in flight
 ``incoming``          a large file arriving in chunks at the destination
 ``dry``               a destination that only says what it would do (``--dry-run``)
 ``roleruntime``       the runtime each role runs under: its host's plugins, retries,

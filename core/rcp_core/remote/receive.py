@@ -13,7 +13,7 @@ parts are modules of their own (the tree as it arrives,
 
 A ``FILES`` frame is checked whole on its connection's thread (names, kinds, sizes,
 the directory's count, a hard link's first name); its entries are then written, on a
-shared storage or under ``--max-workers``, by the destination's work pool
+shared storage, by the destination's work pool
 (:mod:`rcp_core.remote.writepool`: a local copy's workers and adaptive concurrency, a
 bound on the frames in flight), elsewhere on the connection's thread
 (:meth:`Receiver._write_pool` says why), each counted into its directory only once
@@ -173,9 +173,9 @@ class Receiver:
         """The workers that write ``FILES`` frames' entries, with a local copy's
         bounds for this storage (:func:`rcp_core.site.capacity.choose_concurrency`),
         where more writers than data connections pay: on a shared storage (network,
-        parallel or FUSE filesystems, whose every operation waits on a server), or
-        where ``--max-workers`` asks for a number of writers. ``None`` elsewhere: on a
-        local disk (or one not detected) each connection writes its own frames.
+        parallel or FUSE filesystems, whose every operation waits on a server).
+        ``None`` elsewhere: on a local disk (or one not detected) each connection
+        writes its own frames.
 
         Measured (benchmarks/results/compare-s20-pool, two hosts): onto a 0.5 ms
         FUSE destination the pool copied 400 x 1 KiB and 50 x 1 MiB 1.34x faster
@@ -183,7 +183,7 @@ class Receiver:
         (50k x 1 KiB) and 1.25x (the Linux tree) slower, the hand-over between
         threads costing more than a local disk's writes gain from more of them."""
         storage = self.runtime.storage or StorageInfo("unknown")
-        if not storage.shared and not self.settings.max_workers:
+        if not storage.shared:
             return None
         concurrency = choose_concurrency(
             self.runtime.hook,

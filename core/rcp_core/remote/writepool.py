@@ -1,9 +1,8 @@
 """The destination's writers: the entries of ``FILES`` frames, written by a work pool.
 
-Used where more writers than data connections pay: on a shared storage (network,
-parallel, FUSE) or under ``--max-workers``
-(:meth:`rcp_core.remote.receive.Receiver._write_pool` says why not on a local disk,
-with the measurement).
+Used where more writers than data connections pay, on a shared storage (network,
+parallel, FUSE): :meth:`rcp_core.remote.receive.Receiver._write_pool` says why not on
+a local disk, with the measurement.
 
 A data connection's reader checks a ``FILES`` frame and hands each entry's write to a
 :class:`~rcp_core.run.pool.WorkPool` whose limit the adaptive controller moves
