@@ -20,6 +20,7 @@ Modules and packages (each package's docstring lists its own):
               ``UsageError`` before anything is written
 ``names``     the one check of names from outside the process (store keys, wire,
               manifests)
+``sizes``     byte counts as people write them (``50M``: 1024-based units)
 ``run``       the run runtime every tool and role runs under: errors, retries, stop,
               pool, adaptive concurrency, progress, summary
 ``site``      the site layer: pluggy hooks, the plugin manager, the built-in plugin,

@@ -295,12 +295,12 @@ class Option(NamedTuple):
 _DEFAULTS = CopySettings()
 
 NOT_FSSPEC = Front.CLI | Front.OPERATOR | Front.WIRE
+"""A filesystem object's options hold for all its calls: what shapes one tree copy
+(filters, mirroring, following links, dry runs) is no storage option."""
 NOT_OPERATOR = Front.CLI | Front.FSSPEC | Front.WIRE
 """Airflow's ``BaseOperator`` owns ``retries`` and ``retry_delay`` (a task's own
 retries): an operator cannot take the engine's under those names, so its copies
 retry transient errors with the defaults."""
-"""A filesystem object's options hold for all its calls: what shapes one tree copy
-(filters, mirroring, following links, dry runs) is no storage option."""
 
 OPTIONS: tuple[Option, ...] = (
     Option(

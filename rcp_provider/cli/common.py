@@ -48,6 +48,9 @@ def configure_logging(verbose: int, quiet: bool) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False
+    # Where a copy's connections go (listening ports): with -v only.
+    network = logging.getLogger("rcp_core.network")
+    network.setLevel(logging.NOTSET if verbose else max(level, logging.WARNING))
 
 
 def logging_restored(main: Callable[P, int]) -> Callable[P, int]:
@@ -63,14 +66,16 @@ def logging_restored(main: Callable[P, int]) -> Callable[P, int]:
     @functools.wraps(main)
     def run(*args: P.args, **kwargs: P.kwargs) -> int:
         logger = logging.getLogger("rcp_core")
+        network = logging.getLogger("rcp_core.network")
         handlers, level = list(logger.handlers), logger.level
-        propagate = logger.propagate
+        propagate, network_level = logger.propagate, network.level
         try:
             return main(*args, **kwargs)
         finally:
             logger.handlers[:] = handlers
             logger.setLevel(level)
             logger.propagate = propagate
+            network.setLevel(network_level)
 
     return run
 

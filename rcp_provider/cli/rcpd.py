@@ -37,6 +37,7 @@ from rcp_core.errors import RcpError, UsageError
 from rcp_core.remote.client import SERVICE_PORT
 from rcp_core.remote.daemon import read_line, serve, ssh_addresses
 from rcp_core.remote.hello import Role
+from rcp_core.remote.listening import endpoint, family, port_ranges
 from rcp_provider.cli.common import OneLineErrorParser
 
 if TYPE_CHECKING:
@@ -52,11 +53,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="rcpd: %(message)s"
     )
+    # Where connections go is its master's to tell (rcp -v), not a daemon's log.
+    logging.getLogger("rcp_core.network").setLevel(logging.WARNING)
     try:
         if argv[:1] == ["serve"]:
             return run_service(service_parser().parse_args(argv[1:]))
         args = role_parser().parse_args(argv)
-        return serve(Role(args.role), args.bind, args.timeout)
+        return serve(
+            Role(args.role), args.bind, args.timeout, port_ranges(args.port_ranges)
+        )
     except UsageError as exc:
         print(f"rcpd: error: {exc}", file=sys.stderr, flush=True)
         return 2
@@ -73,10 +78,21 @@ def role_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--role", required=True, choices=["source", "destination"])
     parser.add_argument("--bind", default="0.0.0.0", help="address to listen on")
+    add_port_ranges(parser, "its listener")
     parser.add_argument(
         "--timeout", type=float, default=15.0, help="seconds for each setup step"
     )
     return parser
+
+
+def add_port_ranges(parser: argparse.ArgumentParser, whose: str) -> None:
+    """``--port-ranges``: the ports ``whose`` may take (a firewall's)."""
+    parser.add_argument(
+        "--port-ranges",
+        metavar="RANGES",
+        help=f"ports {whose} may listen on, e.g. 40000-40099,41000:41009 "
+        "(default: any free port)",
+    )
 
 
 def service_parser() -> argparse.ArgumentParser:
@@ -126,6 +142,7 @@ def service_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-jobs", type=int, default=2, help="jobs copying at once (default 2)"
     )
+    add_port_ranges(parser, "the listeners of copies between hosts (send jobs)")
     parser.add_argument(
         "--timeout",
         type=float,
@@ -181,19 +198,16 @@ def run_service(args: argparse.Namespace) -> int:
         max_running=args.max_jobs,
         timeout=args.timeout,
         idle=args.idle_timeout,
+        ports=port_ranges(args.port_ranges),
     )
     if args.no_encryption:
         logging.getLogger("rcp_core").warning(
             "--no-encryption: requests and tokens travel in plain text"
         )
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.create_server((host, port), family=family)
+    listener = socket.create_server((host, port), family=family(host))
     service = Service(config, listener)
-    bound_host, bound_port = service.address
     announce = {
-        "listening": f"[{bound_host}]:{bound_port}"
-        if ":" in bound_host
-        else f"{bound_host}:{bound_port}",
+        "listening": endpoint(*service.address),
         "fingerprint": identity.fingerprint if identity else None,
         "roots": service.roots.paths,
     }

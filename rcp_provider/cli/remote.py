@@ -30,6 +30,7 @@ from rcp_core.run.summary import Resources, human_bytes, merge
 if TYPE_CHECKING:
     from rcp_core.backends.port import Port
     from rcp_core.remote.client import ServiceClient
+    from rcp_core.remote.listening import PortRanges
     from rcp_core.remote.outcome import RoleResult
     from rcp_core.remote.ssh import Launch
 
@@ -48,6 +49,24 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--no-encryption",
         action="store_true",
         help="plain TCP without TLS or authentication, for trusted networks only",
+    )
+    group.add_argument(
+        "--bwlimit",
+        metavar="RATE",
+        help="bytes per second the copy sends, all its connections together "
+        "(K, M, G: 1024-based, as rsync reads them; 0 or none: unlimited)",
+    )
+    group.add_argument(
+        "--port-ranges",
+        metavar="RANGES",
+        help="ports the copy's listeners may take on every host, e.g. "
+        "40000-40099,41000:41009 (default: any free port; -v says which)",
+    )
+    group.add_argument(
+        "--bind-ip",
+        metavar="IP",
+        help="this host's address for the copy: its listener binds to it and is "
+        "reached there, its connections leave from it (default: the kernel's choice)",
     )
     add_launch_options(group)
 
@@ -73,6 +92,9 @@ def add_launch_options(group: argparse._ArgumentGroup) -> None:
 REMOTE_OPTIONS = (
     "max_connections",
     "no_encryption",
+    "bwlimit",
+    "port_ranges",
+    "bind_ip",
     "remote_timeout",
     "ssh",
     "rcpd_path",
@@ -81,9 +103,10 @@ REMOTE_OPTIONS = (
 each is the long flag ``--dest-with-dashes``): they shape a copy between hosts only."""
 
 
-SERVICE_OPTIONS = ("max_connections", "remote_timeout")
+SERVICE_OPTIONS = ("max_connections", "remote_timeout", "bwlimit")
 """The options of :data:`REMOTE_OPTIONS` that shape ``rcp``'s copy with a service
-(``rcp://host/path``) too; encryption is the service URL's (its storage options)."""
+(``rcp://host/path``) too; encryption is the service URL's (its storage options),
+a service's ports its own (``rcpd serve --port-ranges``)."""
 
 
 def refuse_unused(
@@ -174,6 +197,7 @@ def run(
     """
     if not 1 <= args.max_connections <= 256:
         raise UsageError("--max-connections must be between 1 and 256")
+    bwlimit, ports, bind_ip = network_controls(args)
     if args.no_encryption:
         log.warning("rcp: --no-encryption: data and control travel in plain text")
     # Imported here: TLS and SSH cost a local copy's start-up nothing.
@@ -188,7 +212,7 @@ def run(
             renderer(Progress(merge([counts]), elapsed, pending=0, final=final))
 
     if Storage.SERVICE in route.storages:
-        source, destination = _with_services(args, route, settings, show)
+        source, destination = _with_services(args, route, settings, show, bwlimit)
     else:
         source, destination = remote_copy(
             route.paths[:-1],
@@ -199,6 +223,9 @@ def run(
             encrypt=not args.no_encryption,
             launch=launch_of(args),
             on_progress=show,
+            bwlimit=bwlimit,
+            ports=ports,
+            bind_ip=bind_ip,
         )
     show(merged_counts(source, destination), final=True)
     for result in (source, destination):
@@ -209,11 +236,42 @@ def run(
     return summary, source.ok and destination.ok, source, destination
 
 
+def network_controls(
+    args: argparse.Namespace,
+) -> tuple[int, PortRanges | None, str | None]:
+    """``--bwlimit`` in bytes per second (0: none), ``--port-ranges`` and
+    ``--bind-ip``, checked before anything starts.
+
+    :raises UsageError: naming the flag whose value is bad.
+    """
+    # Imported here: a local copy's start-up does not pay for them.
+    import ipaddress
+
+    from rcp_core.remote.listening import port_ranges
+    from rcp_core.sizes import parse_size
+
+    bwlimit = 0
+    if args.bwlimit is not None:
+        try:
+            bwlimit = parse_size(args.bwlimit)
+        except UsageError as exc:
+            raise UsageError(f"--bwlimit: {exc}") from None
+    if args.bind_ip is not None:
+        try:
+            ipaddress.ip_address(args.bind_ip)
+        except ValueError:
+            raise UsageError(
+                f"--bind-ip {args.bind_ip!r} is not an IP address"
+            ) from None
+    return bwlimit, port_ranges(args.port_ranges), args.bind_ip
+
+
 def _with_services(
     args: argparse.Namespace,
     route: Route,
     settings: CopySettings,
     show: Callable[[dict[str, int]], None],
+    bwlimit: int,
 ) -> tuple[RoleResult, RoleResult]:
     """The copy of a route with a service on one side or both: its roles run by
     the services (:func:`rcp_core.remote.servicemaster.service_copy`), a side of this
@@ -251,6 +309,7 @@ def _with_services(
             connections=args.max_connections,
             timeout=args.remote_timeout,
             on_progress=show if destination_service is None else None,
+            bwlimit=bwlimit,
         )
 
 

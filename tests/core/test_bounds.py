@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import resource
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,6 +111,23 @@ def test_token_bucket_allows_a_burst_then_paces() -> None:
         bucket.take()
     paced = time.monotonic() - start - burst
     assert paced >= 10 / 20 * 0.9
+
+
+def test_token_bucket_paces_amounts_across_threads() -> None:
+    """Bytes, as --bwlimit takes them: a burst of one second's worth, then what four
+    threads take together passes at the rate, an amount over the burst too."""
+    bucket = TokenBucket(400_000.0)
+    start = time.monotonic()
+    bucket.take(400_000)  # the burst
+    assert time.monotonic() - start < 0.2
+    threads = [threading.Thread(target=bucket.take, args=(100_000,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    bucket.take(200_000)  # more than what is left of any burst: into debt
+    elapsed = time.monotonic() - start
+    assert elapsed >= (400_000 + 200_000) / 400_000 * 0.95
 
 
 def test_ops_throttle_paces_a_copy(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "core" / "rcp_core"
 
-TOP_LEVEL = {"errors", "names", "paths", "schema", "settings"}
+TOP_LEVEL = {"errors", "names", "paths", "schema", "settings", "sizes"}
 """The modules every part and front-end shares; everything else is in a package."""
 
 PACKAGES = sorted(

@@ -104,6 +104,73 @@ def test_a_tree_crosses_a_capped_link_exactly(
     assert tree_compare(src, dst) == []
 
 
+@pytest.mark.parametrize("direction", ["push", "pull"])
+def test_bwlimit_holds_across_hosts_whichever_host_sends(
+    hosts: Lan, tmp_path: Path, direction: str
+) -> None:
+    """8 MiB under ``--bwlimit 2M``: the source (a daemon on h2 for a pull, this
+    host for a push) sends one second's burst, then 2 MiB/s over its four
+    connections together: at least three seconds, and the bytes on h2's link are the
+    file's (nothing is sent twice)."""
+    src = make_tree(tmp_path / "src", {"big": File(os.urandom(8 * MIB))})
+    dst = tmp_path / "dst"
+    before = hosts.source.traffic()
+    started = time.monotonic()
+    if direction == "push":
+        result = hosts.rcp("--bwlimit", "2M", str(src), hosts.at(hosts.source, dst))
+    else:
+        result = hosts.rcp("--bwlimit", "2M", hosts.at(hosts.source, src), str(dst))
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    assert (dst / "big").read_bytes() == (src / "big").read_bytes()
+    assert 2.9 <= elapsed < 30
+    assert 8 * MIB <= hosts.source.traffic() - before < 9 * MIB
+
+
+def test_every_listener_takes_a_port_of_the_ranges_and_says_where(
+    hosts: Lan, tmp_path: Path
+) -> None:
+    """``--port-ranges`` holds for the daemons' listeners (h2's source, h3's
+    destination's control) and for this host's own source; ``--bind-ip`` is where
+    h3's destination reaches it; ``-v`` says each, and without ``-v`` nothing."""
+    src = make_tree(tmp_path / "src", {"f": b"x"})
+    pulled = hosts.rcp(
+        "-v",
+        "--port-ranges",
+        "41000-41009",
+        hosts.at(hosts.source, src),
+        str(tmp_path / "pulled"),
+    )
+    assert pulled.returncode == 0, pulled.stderr
+    port = re.search(
+        rf"rcpd \(source\) on {hosts.source.address} listens on "
+        rf"{hosts.source.address}:(\d+)\n",
+        pulled.stdout,
+    )
+    assert port is not None, pulled.stdout
+    assert 41000 <= int(port[1]) <= 41009
+    assert f"connects to {hosts.source.address}:{port[1]} from" in pulled.stdout
+    pushed = hosts.rcp(
+        "-v",
+        "--port-ranges",
+        "41010:41019",
+        "--bind-ip",
+        hosts.master.address,
+        str(src),
+        hosts.at(hosts.destination, tmp_path / "pushed"),
+    )
+    assert pushed.returncode == 0, pushed.stderr
+    here = re.search(
+        rf"the source here listens on {hosts.master.address}:(\d+)\n", pushed.stdout
+    )
+    assert here is not None, pushed.stdout
+    assert 41010 <= int(here[1]) <= 41019
+    assert (tmp_path / "pushed" / "f").read_bytes() == b"x"
+    quiet = hosts.rcp(str(src), hosts.at(hosts.destination, tmp_path / "quiet"))
+    assert quiet.returncode == 0, quiet.stderr
+    assert "listens on" not in quiet.stdout + quiet.stderr
+
+
 def test_a_killed_source_daemon_fails_the_copy_and_leaves_no_partial_file(
     hosts: Lan, tmp_path: Path
 ) -> None:

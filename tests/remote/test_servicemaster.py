@@ -7,6 +7,7 @@ each); the caller holds a client of each and never touches file data.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -85,6 +86,33 @@ def test_a_tree_goes_from_one_service_to_another(
     assert tree_compare(src, two.backup / "tree") == []
     assert (two.backup / "other" / "x").read_bytes() == b"x"
     assert kinds == ["receive"]
+
+
+@pytest.mark.parametrize("direction", ["from", "to"])
+def test_bwlimit_paces_what_a_source_sends_service_or_here(
+    one: Served, tmp_path: Path, tree_compare: TreeCompare, direction: str
+) -> None:
+    """3 MiB and a little under ``bwlimit`` 1 MiB/s: one second's burst, then at
+    least two at the rate, whether the service sends (its job paces itself) or this
+    host does; the copy is whole."""
+    if direction == "from":
+        src, dst = make_tree(one.data / "tree", TREE), tmp_path / "here"
+    else:
+        src, dst = make_tree(tmp_path / "tree", TREE), one.backup / "there"
+    with one.client() as client:
+        started = time.monotonic()
+        sent, written = service_copy(
+            [str(src)],
+            str(dst),
+            source_service=client if direction == "from" else None,
+            destination_service=client if direction == "to" else None,
+            bwlimit=MIB,
+        )
+        elapsed = time.monotonic() - started
+    assert sent.ok, sent.errors
+    assert written.ok, written.errors
+    assert tree_compare(src, dst) == []
+    assert elapsed >= 1.9
 
 
 def test_a_mirror_through_a_service_applies_filters_and_delete(

@@ -9,6 +9,10 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``tls``               per-run identities, pinned certificates, TLS 1.3 contexts
 ``connection``        a framed, authenticated connection: send, read, greet, expect
 ``handshake``         making a connection: dial, accept, TLS and hellos by one deadline
+``sshrole``           a role on another host: rcpd started over SSH, the master's
+                      control connection to it
+``listening``         where a copy's listeners listen: the address, ``--port-ranges``;
+                      ``rcp -v``'s lines of where connections go
 ``meta``              entry metadata on the wire, rebuilt as ``os.stat_result``
 ``settingswire``      a copy's settings on the wire (to a daemon or a service, and back)
 ``send``              the source role: walk, announce directories, queue entries

@@ -71,21 +71,24 @@ class ServiceClient(ClientConnection):
         *,
         peer_cert: str | None,
         connections: int,
+        bwlimit: int = 0,
     ) -> tuple[dict[str, Any], int]:
         """Have the service send ``sources`` (``(path there, name at the
         destination)`` pairs) to the destination that connects with the certificate
-        ``peer_cert``; the job and the port to connect to."""
+        ``peer_cert``, at most ``bwlimit`` bytes per second (0: unlimited; a
+        service older than protocol 1.13 is refused one); the job and the port to
+        connect to."""
+        request: dict[str, Any] = {
+            "key": secrets.token_hex(16),
+            "sources": [list(pair) for pair in sources],
+            "settings": settings_to_wire(settings),
+            "peer_cert": peer_cert,
+            "connections": connections,
+        }
+        if bwlimit:
+            request["bwlimit"] = bwlimit
         with self._lock:
-            answer = self._answer(
-                "send",
-                {
-                    "key": secrets.token_hex(16),
-                    "sources": [list(pair) for pair in sources],
-                    "settings": settings_to_wire(settings),
-                    "peer_cert": peer_cert,
-                    "connections": connections,
-                },
-            )
+            answer = self._answer("send", request)
         job, port = answer.get("job"), answer.get("port")
         if not isinstance(job, dict) or not isinstance(port, int):
             raise ProtocolError(f"{self.address[0]}: a send answer without job or port")

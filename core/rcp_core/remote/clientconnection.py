@@ -35,7 +35,7 @@ from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.filewire import REQUESTS, failure
 from rcp_core.remote.handshake import dial
-from rcp_core.remote.hello import DIGESTS, FILE_REQUESTS, Role
+from rcp_core.remote.hello import BWLIMIT, DIGESTS, FILE_REQUESTS, Role
 from rcp_core.remote.roles import SOFTWARE
 from rcp_core.remote.wire import Frame, FrameKind
 
@@ -212,11 +212,12 @@ class ClientConnection:
         data: bytes | memoryview,
         expect: FrameKind,
     ) -> Frame:
-        needed = DIGESTS if kind == "digest" else FILE_REQUESTS
-        if kind in REQUESTS and conn.version < needed:
+        needed = _needed(kind, fields)
+        if conn.version < needed:
+            what = "--bwlimit" if "bwlimit" in fields else kind
             raise RemoteError(
                 f"{conn.peer} speaks rcp protocol {conn.version[0]}.{conn.version[1]}; "
-                f"{kind} needs {needed[0]}.{needed[1]}: upgrade the service"
+                f"{what} needs {needed[0]}.{needed[1]}: upgrade the service"
             )
         wait = fields.get("timeout", 0.0) if kind == "wait" else 0.0
         conn.settimeout(self.timeout + wait)
@@ -233,3 +234,15 @@ class ClientConnection:
         if answer.kind is not expect:
             raise ProtocolError(f"{conn.peer} answered {kind} with {answer.kind.name}")
         return answer
+
+
+def _needed(kind: str, fields: dict[str, Any]) -> tuple[int, int]:
+    """The oldest service that answers this request as asked (an older one would
+    end the connection at an unknown request, or ignore a newer field)."""
+    if kind == "digest":
+        return DIGESTS
+    if kind in REQUESTS:
+        return FILE_REQUESTS
+    if "bwlimit" in fields:
+        return BWLIMIT
+    return (1, 0)

@@ -32,7 +32,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rcp_core.errors import (
     AuthenticationError,
@@ -50,6 +50,9 @@ from rcp_core.remote.wire import (
     encode,
     encode_head,
 )
+
+if TYPE_CHECKING:
+    from rcp_core.run.throttle import TokenBucket
 
 log = logging.getLogger("rcp_core")
 
@@ -109,6 +112,9 @@ class Connection:
         self._read_lock = threading.RLock()
         self._timeout = sock.gettimeout()
         self._buffer = bytearray()
+        self.pace: TokenBucket | None = None
+        """Paces the bytes this connection sends (a copy's ``--bwlimit``, one bucket
+        for all its data connections): each frame takes its size before it goes."""
 
     def send(
         self, kind: FrameKind, header: dict[str, Any], data: bytes | memoryview = b""
@@ -140,6 +146,8 @@ class Connection:
             self._send_parts(head, view)
             return got
         failure: OSError | None = None
+        if self.pace is not None:
+            self.pace.take(len(head) + length)
         with self._sending():
             self.sock.sendall(head)
             try:
@@ -168,6 +176,8 @@ class Connection:
             raise ConnectionLostError(f"{self.peer}: {exc}") from exc
 
     def _send_parts(self, *parts: bytes | memoryview) -> None:
+        if self.pace is not None:
+            self.pace.take(sum(len(part) for part in parts))
         with self._sending():
             for part in parts:
                 self.sock.sendall(part)

@@ -44,8 +44,15 @@ from rcp_core.paths import check_destination
 from rcp_core.remote import tls
 from rcp_core.remote.handshake import accept_next
 from rcp_core.remote.hello import PROTOCOL, Role
+from rcp_core.remote.listening import PortRanges, listen
 from rcp_core.remote.receivedtree import check_name
-from rcp_core.remote.roles import SOFTWARE, Progress, run_destination, run_source
+from rcp_core.remote.roles import (
+    SOFTWARE,
+    Progress,
+    job_bwlimit,
+    run_destination,
+    run_source,
+)
 from rcp_core.remote.settingswire import settings_from_wire
 from rcp_core.remote.wire import FrameKind
 from rcp_core.settings import ExistingPolicy
@@ -91,8 +98,14 @@ def resources() -> dict[str, float]:
     }
 
 
-def serve(role: Role, bind: str, timeout: float) -> int:
-    """Run one role for one master over stdin/stdout; the exit status."""
+def serve(
+    role: Role, bind: str, timeout: float, ports: PortRanges | None = None
+) -> int:
+    """Run one role for one master over stdin/stdout; the exit status.
+
+    :param bind: the address it listens on; ``ports``: the ports it may (any free
+        one when ``None``).
+    """
     # Made before the setup line arrives: the master makes its own meanwhile.
     identity = tls.Identity.ephemeral(f"rcpd-{role.value}")
     setup = json.loads(read_line(sys.stdin, timeout, "the master"))
@@ -105,7 +118,7 @@ def serve(role: Role, bind: str, timeout: float) -> int:
         return 2
     encrypt = setup.get("encrypt", True) is not False
     client_ip, our_ip = ssh_addresses()
-    listener = socket.create_server((bind, 0), family=_family(bind))
+    listener = listen(bind, ports)
     announce = {
         "rcpd": list(PROTOCOL),
         "port": listener.getsockname()[1],
@@ -201,6 +214,7 @@ def _run(
             settings_from_wire(job.get("settings", {})),
             connections=connections,
             timeout=timeout,
+            bwlimit=job_bwlimit(job),
         )
     dst, host, port = job.get("dst"), job.get("host"), job.get("port")
     pin = job.get("pin")
@@ -247,7 +261,3 @@ def _sources(job: dict[str, Any]) -> list[tuple[str, str]]:
             raise ProtocolError("job: each source is a [path, name] pair of strings")
         pairs.append((pair[0], check_name(pair[1])))
     return pairs
-
-
-def _family(bind: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in bind else socket.AF_INET

@@ -38,14 +38,19 @@ def dial(
     pin: str | None,
     identity: tls.Identity | None = None,
     token: str | None = None,
+    local_address: str | None = None,
 ) -> Connection:
     """Connect, handshake (TLS pinned to ``pin``; plain TCP when ``pin`` is None),
     and exchange hellos, all within ``timeout`` seconds.
+
+    :param local_address: this host's address to connect from (``--bind-ip``;
+        default: the kernel's choice).
     """
     deadline = time.monotonic() + timeout
     peer = f"{address[0]}:{address[1]}"
+    source = None if local_address is None else (local_address, 0)
     try:
-        sock = socket.create_connection(address, timeout=timeout)
+        sock = socket.create_connection(address, timeout, source)
     except TimeoutError as exc:
         raise PeerTimeoutError(f"connecting to {peer}: timed out") from exc
     except OSError as exc:

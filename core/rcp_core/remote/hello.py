@@ -14,7 +14,7 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 12)
+PROTOCOL = (1, 13)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
@@ -31,7 +31,9 @@ destination that stops asks its source to stop too (``stop``); 1.11 a destinatio
 daemon checks the operand rules before it announces itself (``destination`` in the
 setup line, ``refused`` in the announcement); 1.12 a service's entries tell the device
 they are on (``dev`` beside ``meta``: an older client ignores it, an older service's
-entries have none)."""
+entries have none); 1.13 a source job's ``bwlimit`` (bytes per second its data
+connections send at most: an older source would ignore it, so a master asks for
+1.13 before it sends one)."""
 HARD_LINKS = (1, 1)
 """The first version whose destinations understand hard links."""
 MANIFESTS = (1, 2)
@@ -56,6 +58,8 @@ name that never comes)."""
 STOP = (1, 10)
 """The first version whose daemons retry transient errors, stop at the first error
 under ``fail_early`` (a destination says ``stop`` to its source) and throttle."""
+BWLIMIT = (1, 13)
+"""The first version whose sources pace their bytes (a job's ``bwlimit``)."""
 
 
 class Role(enum.Enum):

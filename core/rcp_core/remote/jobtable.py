@@ -59,13 +59,15 @@ class CopyRequest:
 class SendRequest:
     """Be the source of a copy between hosts: send ``sources`` (``(path, name)``
     pairs) to the destination that connects to ``listener`` with the certificate
-    ``peer_cert`` (``None``: no encryption)."""
+    ``peer_cert`` (``None``: no encryption), at most ``bwlimit`` bytes per second
+    (0: unlimited)."""
 
     sources: tuple[tuple[str, str], ...]
     settings: CopySettings
     listener: socket.socket
     peer_cert: str | None
     connections: int
+    bwlimit: int = 0
     kind: ClassVar[str] = "send"
 
 

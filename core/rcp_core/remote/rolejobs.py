@@ -14,7 +14,6 @@ path a service touches, and every wait is bounded by the service's timeout.
 from __future__ import annotations
 
 import resource
-import socket
 import time
 from typing import Any
 
@@ -22,8 +21,9 @@ from rcp_core.errors import PathRefusedError, ProtocolError, RcpError
 from rcp_core.paths import check_destination
 from rcp_core.remote import tls
 from rcp_core.remote.jobtable import Job, Outcome, ReceiveRequest, SendRequest
+from rcp_core.remote.listening import PortRanges, listen
 from rcp_core.remote.receivedtree import check_name
-from rcp_core.remote.roles import run_destination, run_source
+from rcp_core.remote.roles import job_bwlimit, run_destination, run_source
 from rcp_core.remote.roots import Confined, Roots
 from rcp_core.remote.settingswire import settings_from_wire
 from rcp_core.run.progress import Progress
@@ -34,10 +34,15 @@ MAX_CONNECTIONS = 64
 
 
 def send_request(
-    request: dict[str, Any], roots: Roots, bind: str, encrypt: bool
+    request: dict[str, Any],
+    roots: Roots,
+    bind: str,
+    encrypt: bool,
+    ports: PortRanges | None = None,
 ) -> SendRequest:
     """A ``send`` request checked, its sources confined (now, to refuse at once),
-    and its listener open on ``bind``.
+    and its listener open on ``bind``, on a port of ``ports`` (the service's
+    ``--port-ranges``).
 
     :raises PathRefusedError: a source is not beneath a root.
     """
@@ -56,13 +61,15 @@ def send_request(
     peer = request.get("peer_cert")
     if encrypt and not isinstance(peer, str):
         raise ProtocolError("send: the destination's certificate is missing")
-    listener = socket.create_server((bind, 0), family=_family(bind))
+    bwlimit = job_bwlimit(request)
+    listener = listen(bind, ports)
     return SendRequest(
         tuple(pairs),
         _settings(request),
         listener,
         peer if encrypt else None,
         _connections(request),
+        bwlimit,
     )
 
 
@@ -132,6 +139,7 @@ def run_send(
                 request.settings,
                 connections=request.connections,
                 timeout=timeout,
+                bwlimit=request.bwlimit,
             )
         except (RcpError, OSError) as exc:
             raise Outcome(str(exc)) from exc
@@ -226,7 +234,3 @@ def _connections(request: dict[str, Any]) -> int:
     if not isinstance(connections, int) or not 1 <= connections <= MAX_CONNECTIONS:
         raise ProtocolError(f"bad connection count {connections!r}")
     return connections
-
-
-def _family(bind: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in bind else socket.AF_INET

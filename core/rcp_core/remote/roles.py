@@ -25,7 +25,8 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from rcp_core.engine.tree import DIR_FLAGS
 from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
@@ -35,6 +36,7 @@ from rcp_core.remote.dry import DryReceiver
 from rcp_core.remote.handshake import accept_next, dial
 from rcp_core.remote.hello import MANIFESTS, STOP, Role
 from rcp_core.remote.incoming import Incoming
+from rcp_core.remote.listening import tell_connected
 from rcp_core.remote.receive import Receiver
 from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.remote.send import Sender
@@ -61,12 +63,15 @@ def run_source(
     *,
     connections: int,
     timeout: float,
+    bwlimit: int = 0,
 ) -> tuple[dict[str, int], list[str]]:
     """Accept the destination's connections on ``listener`` and send ``sources``.
 
     :param sources: ``(path, name at the destination)`` pairs.
     :param settings: the copy's settings (filters, and what makes a file unchanged
         for the destination's manifests).
+    :param bwlimit: bytes per second all data connections together send at most
+        (0: unlimited).
     :returns: the source's counts and its error messages.
     """
     deadline = time.monotonic() + timeout
@@ -91,11 +96,26 @@ def run_source(
             else:
                 conn.fail(f"unexpected attach {channel!r}")
                 raise ProtocolError(f"unexpected attach {channel!r}")
-        sender = Sender(sources, control, data, settings, stall=STALL)
+        runtime = RoleRun(settings, sources[0][0], source=True)
+        pace = runtime.bucket(bwlimit) if bwlimit else None  # wakes on a stop
+        for conn in data:
+            conn.pace = pace
+        sender = Sender(sources, control, data, settings, stall=STALL, runtime=runtime)
         return sender.run(), sender.errors.messages()
     finally:
         for conn in (*data, *([control] if control else [])):
             conn.close()
+
+
+def job_bwlimit(job: Mapping[str, Any]) -> int:
+    """A source job's ``bwlimit`` (protocol 1.13): bytes per second, 0 when absent.
+
+    :raises ProtocolError: it is not a whole number >= 0.
+    """
+    bwlimit = job.get("bwlimit", 0)
+    if not isinstance(bwlimit, int) or isinstance(bwlimit, bool) or bwlimit < 0:
+        raise ProtocolError(f"job: bad bwlimit {bwlimit!r}")
+    return bwlimit
 
 
 def run_destination(
@@ -111,6 +131,7 @@ def run_destination(
     on_progress: Progress | None = None,
     into: bool = False,
     say: Callable[[str], None] | None = None,
+    local_address: str | None = None,
 ) -> tuple[dict[str, int], list[str]]:
     """Connect to the source at ``address`` and write the copy as ``dst`` (with
     ``into``: into the existing directory ``dst``, under the sources' names).
@@ -119,6 +140,8 @@ def run_destination(
     :param on_progress: called with the counts so far every ``PROGRESS`` seconds
         while the copy runs (from this thread).
     :param say: takes a dry run's lines (default: logged).
+    :param local_address: this host's address the connections leave from
+        (``--bind-ip``; default: the kernel's choice).
     :returns: the destination's counts and its error messages.
     """
     parent = os.path.abspath(dst) if into else os.path.dirname(os.path.abspath(dst))
@@ -140,6 +163,7 @@ def run_destination(
             timeout=timeout,
             pin=pin,
             identity=identity,
+            local_address=local_address,
         )
         conn.send_control("attach", channel=channel)
         return conn
@@ -149,6 +173,8 @@ def run_destination(
     log.debug("receiving from %s:%d on %d data connections", *address, connections)
     try:
         conns.append(connect("control"))
+        here = conns[0].sock.getsockname()[:2]
+        tell_connected("the destination here", here, address)
         if conns[0].version >= STOP:
             run.on_stop.append(functools.partial(_tell_stop, conns[0]))
         conns += [connect("data") for _ in range(connections)]

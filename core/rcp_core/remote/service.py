@@ -60,6 +60,7 @@ from rcp_core.remote.jobtable import (
     ReceiveRequest,
     SendRequest,
 )
+from rcp_core.remote.listening import PortRanges
 from rcp_core.remote.rolejobs import (
     receive_request,
     run_receive,
@@ -86,6 +87,8 @@ class ServiceConfig:
     :param identity: its TLS identity (``None`` only with ``encrypt=False``).
     :param token: the shared secret clients must send, if any.
     :param client_certs: PEM certificates of the clients allowed in by mutual TLS.
+    :param ports: the ports its jobs' listeners may take (``--port-ranges``; any
+        free one when ``None``).
     """
 
     roots: Sequence[str]
@@ -97,6 +100,7 @@ class ServiceConfig:
     max_clients: int = 64
     timeout: float = 15.0
     idle: float = 300.0
+    ports: PortRanges | None = None
 
     def __post_init__(self) -> None:
         if not self.token and not self.client_certs:
@@ -261,7 +265,7 @@ class Service:
         encrypt = self.config.encrypt
         if kind == "send":
             bind = self.listener.getsockname()[0]
-            send = send_request(request, self.roots, bind, encrypt)
+            send = send_request(request, self.roots, bind, encrypt, self.config.ports)
             return self.jobs.submit(send, key, now=True)
         if kind == "receive":
             receive = receive_request(request, self.roots, encrypt)

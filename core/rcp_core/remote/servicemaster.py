@@ -14,7 +14,6 @@ other's.
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +25,7 @@ from rcp_core.paths import check_destination, plan_names
 from rcp_core.remote import tls
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.hello import Role
+from rcp_core.remote.listening import listen
 from rcp_core.remote.outcome import RoleResult
 from rcp_core.remote.roles import (
     STALL,
@@ -49,6 +49,7 @@ def service_copy(
     connections: int = 4,
     timeout: float = 15.0,
     on_progress: Progress | None = None,
+    bwlimit: int = 0,
 ) -> tuple[RoleResult, RoleResult]:
     """Copy ``sources`` to ``destination`` by ``rcp``'s operand rules (a
     ``destination`` ending in ``/`` receives the sources under their names).
@@ -57,6 +58,7 @@ def service_copy(
     :param destination_service: where the destination is (``None``: this host).
     :param on_progress: the destination's counts about every second, when it is
         this host.
+    :param bwlimit: bytes per second the source sends at most (0: unlimited).
     :returns: the source's and the destination's results.
     :raises UsageError: neither side is a service, bad operands, or a service
         refused a path; nothing was started.
@@ -86,6 +88,7 @@ def service_copy(
             destination_service,
             connections,
             timeout,
+            bwlimit,
         )
     if destination_service is None:
         return _pull(
@@ -97,6 +100,7 @@ def service_copy(
             connections,
             timeout,
             on_progress,
+            bwlimit,
         )
     return _between(
         named,
@@ -106,6 +110,7 @@ def service_copy(
         source_service,
         destination_service,
         connections,
+        bwlimit,
     )
 
 
@@ -117,12 +122,13 @@ def _push(
     service: ServiceClient,
     connections: int,
     timeout: float,
+    bwlimit: int,
 ) -> tuple[RoleResult, RoleResult]:
     """This host sends; the service receives (it connects back to this host)."""
     service_cert = service.certificate()
     me = tls.Identity.ephemeral("rcp-source") if service_cert else None
     here = service.local_address()
-    listener = socket.create_server((here, 0), family=_family(here))
+    listener = listen(here)
     try:
         job = service.receive(
             destination,
@@ -136,7 +142,13 @@ def _push(
         ctx = tls.server_context(me, service_cert) if me and service_cert else None
         try:
             counts, errors = run_source(
-                listener, ctx, named, settings, connections=connections, timeout=timeout
+                listener,
+                ctx,
+                named,
+                settings,
+                connections=connections,
+                timeout=timeout,
+                bwlimit=bwlimit,
             )
         except BaseException:
             service.cancel(job["job"])
@@ -156,6 +168,7 @@ def _pull(
     connections: int,
     timeout: float,
     on_progress: Progress | None,
+    bwlimit: int,
 ) -> tuple[RoleResult, RoleResult]:
     """The service sends; this host receives (it connects to the service)."""
     check_destination(destination, into, [name for _, name in named], settings.existing)
@@ -165,6 +178,7 @@ def _pull(
         settings,
         peer_cert=me.cert_pem if me else None,
         connections=connections,
+        bwlimit=bwlimit,
     )
     try:
         counts, errors = run_destination(
@@ -193,10 +207,15 @@ def _between(
     source: ServiceClient,
     target: ServiceClient,
     connections: int,
+    bwlimit: int,
 ) -> tuple[RoleResult, RoleResult]:
     """One service sends, the other receives: this host only asks and waits."""
     job, port = source.send(
-        named, settings, peer_cert=target.certificate(), connections=connections
+        named,
+        settings,
+        peer_cert=target.certificate(),
+        connections=connections,
+        bwlimit=bwlimit,
     )
     try:
         received = target.receive(
@@ -238,7 +257,3 @@ def _result(service: ServiceClient, job: dict[str, Any], role: Role) -> RoleResu
     if not errors and job.get("error"):
         errors = [str(job["error"])]
     return RoleResult(role, job.get("state") == "succeeded", counts, errors)
-
-
-def _family(address: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in address else socket.AF_INET

@@ -6,8 +6,10 @@ no sshd is needed on this host. The master never
 touches file data: the destination connects to the source directly.
 
 Addresses: the destination reaches a remote source at the address the source's SSH
-server saw (``SSH_CONNECTION``) or its host name; it reaches a local source at the
-address from which this host's SSH connection arrived on its side.
+server saw (``SSH_CONNECTION``) or its host name; it reaches a local source at
+``bind_ip`` (``--bind-ip``), or else at the address from which this host's SSH
+connection arrived on its side. Every listener takes a port of ``ports``
+(``--port-ranges``); ``-v`` says which (:mod:`rcp_core.remote.listening`).
 """
 
 from __future__ import annotations
@@ -22,137 +24,28 @@ from typing import Any
 from rcp_core.backends.capabilities import DECLARED, refuse
 from rcp_core.backends.operands import RemotePath, parse_operand
 from rcp_core.backends.routing import Engine, Storage
-from rcp_core.errors import ProtocolError, RemoteError, UsageError
+from rcp_core.errors import RemoteError, UsageError
 from rcp_core.paths import check_destination, plan_names
 from rcp_core.remote import tls
-from rcp_core.remote.connection import Connection
-from rcp_core.remote.handshake import dial
-from rcp_core.remote.hello import DRY_RUN, FILTERS, STOP, Role
-from rcp_core.remote.outcome import RoleResult, counts_from_wire
+from rcp_core.remote.hello import BWLIMIT, DRY_RUN, FILTERS, STOP, Role
+from rcp_core.remote.listening import (
+    ANY_IPV4,
+    PortRanges,
+    listen,
+    tell_listening,
+)
+from rcp_core.remote.outcome import RoleResult
 from rcp_core.remote.roles import (
-    SOFTWARE,
     Progress,
     run_destination,
     run_source,
 )
 from rcp_core.remote.settingswire import settings_to_wire
-from rcp_core.remote.ssh import Launch, SshDaemon
-from rcp_core.remote.wire import Frame, FrameKind
+from rcp_core.remote.ssh import Launch
+from rcp_core.remote.sshrole import RemoteRole
 from rcp_core.settings import CopySettings
 
 log = logging.getLogger("rcp_core")
-
-
-class _Remote:
-    """An ``rcpd`` role started over SSH, and the master's control connection to it."""
-
-    def __init__(
-        self,
-        where: RemotePath,
-        role: Role,
-        launch: Launch,
-        timeout: float,
-        setup: dict[str, Any] | None = None,
-    ) -> None:
-        """Start ``ssh`` (it logs in while the master goes on; :meth:`connect` then
-        talks to the daemon).
-
-        :param setup: more of the setup line (a destination's ``destination``).
-        """
-        self.where, self.role, self.timeout = where, role, timeout
-        self.setup = setup or {}
-        self.name = f"rcpd ({role.value}) on {where.host}"
-        args = ["--role", role.value, "--timeout", f"{timeout:g}"]
-        self.daemon = SshDaemon(launch, where, args, self.name, timeout)
-
-    def connect(self, me: tls.Identity, encrypt: bool) -> None:
-        """Send the setup line, read the daemon's announcement, open the control
-        connection; on failure the daemon is stopped.
-
-        :raises UsageError: the daemon refused its destination (nothing was written).
-        """
-        where, timeout = self.where, self.timeout
-        try:
-            announce = self.daemon.exchange(
-                {"master_cert": me.cert_pem, "encrypt": encrypt, **self.setup}
-            )
-            refused = announce.get("refused")
-            if refused is not None:
-                raise UsageError(f"{where.host}: {refused}")
-            if not isinstance(announce.get("port"), int):
-                raise ProtocolError(f"{where.host}: rcpd's announcement is malformed")
-            self.cert: str = announce["cert"]
-            self.port: int = announce["port"]
-            self.address: str = announce.get("address") or where.host
-            self.master_address: str | None = announce.get("master_address")
-            self.control: Connection = dial(
-                (self.address, self.port),
-                role=Role.MASTER,
-                software=SOFTWARE,
-                timeout=timeout,
-                pin=tls.pem_fingerprint(self.cert) if encrypt else None,
-                identity=me,
-            )
-        except BaseException:
-            self.stop()
-            raise
-
-    def send_job(self, **job: Any) -> None:
-        self.control.send_control("job", **job)
-
-    def watch(self, on_progress: Progress | None) -> None:
-        """Read the daemon's reports in a thread of their own: ``progress`` goes to
-        ``on_progress`` as it comes, ``result`` is kept for :meth:`result`."""
-        self._outcome: RoleResult | BaseException = RemoteError(
-            f"{self.name} ended without a result"
-        )
-        self._watcher = threading.Thread(
-            target=self._watch, args=(on_progress,), daemon=True
-        )
-        self._watcher.start()
-
-    def _watch(self, on_progress: Progress | None) -> None:
-        try:
-            while True:
-                frame = self.control.expect(FrameKind.CONTROL)
-                kind = frame.header.get("type")
-                if kind == "result":
-                    self._outcome = self._result(frame)
-                    return
-                if kind == "dry":
-                    log.info("%s", frame.header.get("line"))
-                    continue
-                if kind != "progress":
-                    raise ProtocolError(f"{self.name} sent {kind!r} before its result")
-                if on_progress is not None:
-                    on_progress(counts_from_wire(frame.header.get("counts")))
-        except (RemoteError, OSError) as exc:
-            self._outcome = exc
-
-    def result(self) -> RoleResult:
-        """The daemon's result (after :meth:`watch`); raises what ended it instead."""
-        self._watcher.join()
-        if isinstance(self._outcome, BaseException):
-            raise self._outcome
-        return self._outcome
-
-    def _result(self, frame: Frame) -> RoleResult:
-        h = frame.header
-        return RoleResult(
-            self.role,
-            h.get("ok") is True,
-            counts_from_wire(h.get("counts")),
-            [str(e) for e in h.get("errors") or []]
-            or ([str(h["reason"])] if h.get("reason") else []),
-            {k: float(h[k]) for k in ("cpu_user", "cpu_system", "peak_rss") if k in h},
-        )
-
-    def stop(self) -> None:
-        """Close the control connection, then stop the daemon."""
-        control: Connection | None = getattr(self, "control", None)
-        if control is not None:
-            control.close()
-        self.daemon.stop()
 
 
 def remote_copy(
@@ -165,6 +58,9 @@ def remote_copy(
     encrypt: bool = True,
     launch: Launch | None = None,
     on_progress: Progress | None = None,
+    bwlimit: int = 0,
+    ports: PortRanges | None = None,
+    bind_ip: str | None = None,
 ) -> tuple[RoleResult, RoleResult]:
     """Copy ``source`` (one or several, all on one host or all local) to
     ``destination``, where a source or the destination is ``host:/path``.
@@ -175,6 +71,13 @@ def remote_copy(
 
     :param on_progress: called about every second with the destination's counts so
         far (from a thread of this call).
+    :param bwlimit: bytes per second the source sends at most, all its data
+        connections together (0: unlimited; a source daemon older than protocol
+        1.13 is refused one).
+    :param ports: the ports every listener of the copy may take (the daemons' and
+        this host's: ``--port-ranges``).
+    :param bind_ip: this host's address for the copy: its own source listens on it
+        and is reached there, its connections leave from it (``--bind-ip``).
 
     :returns: the source's and the destination's results.
     :raises UsageError: no operand is remote, the operands do not fit together,
@@ -202,19 +105,22 @@ def remote_copy(
     names = [name for _, name in named]
     if dst is None:  # here: checked now; on a host, by its daemon before it starts
         check_destination(destination, into, names, settings.existing)
-    remotes: list[_Remote] = []
+    remotes: list[RemoteRole] = []
     try:
         # Both SSH logins run at once, and while this process makes its identity.
-        src_remote = _Remote(src, Role.SOURCE, launch, timeout) if src else None
+        src_remote = (
+            RemoteRole(src, Role.SOURCE, launch, timeout, ports=ports) if src else None
+        )
         if src_remote:
             remotes.append(src_remote)
         dst_remote = (
-            _Remote(
+            RemoteRole(
                 dst,
                 Role.DESTINATION,
                 launch,
                 timeout,
                 {"destination": _destination(dst.path, into, names, settings)},
+                ports,
             )
             if dst
             else None
@@ -223,7 +129,7 @@ def remote_copy(
             remotes.append(dst_remote)
         me = tls.Identity.ephemeral("rcp-master")
         for remote in remotes:
-            remote.connect(me, encrypt)
+            remote.connect(me, encrypt, bind_ip)
         local: list[Callable[[], RoleResult]] = []
 
         if src_remote is not None:
@@ -235,10 +141,12 @@ def remote_copy(
         else:
             assert dst_remote is not None
             src_id = tls.Identity.ephemeral("rcp-source")
-            bind = "::" if ":" in (dst_remote.master_address or "") else "0.0.0.0"
-            listener = socket.create_server((bind, 0), family=_family(bind))
-            src_host = dst_remote.master_address or socket.gethostname()
+            reached = bind_ip or dst_remote.master_address
+            any_address = "::" if ":" in (reached or "") else ANY_IPV4
+            listener = listen(bind_ip or any_address, ports)
+            src_host = reached or socket.gethostname()
             src_port, src_pin = listener.getsockname()[1], src_id.fingerprint
+            tell_listening("the source here", src_host, src_port)
             dst_cert = dst_remote.cert
 
             def run_local_source() -> RoleResult:
@@ -251,6 +159,7 @@ def remote_copy(
                         settings,
                         connections=connections,
                         timeout=timeout,
+                        bwlimit=bwlimit,
                     )
                     return RoleResult(Role.SOURCE, not errors, counts, errors)
                 finally:
@@ -265,6 +174,12 @@ def remote_copy(
                 raise UsageError(
                     f"{remote.name} speaks protocol {major}.{minor}; these options "
                     f"need {needed[0]}.{needed[1]}: install a newer rcp there"
+                )
+            if remote is src_remote and bwlimit and remote.control.version < BWLIMIT:
+                major, minor = remote.control.version
+                raise UsageError(
+                    f"{remote.name} speaks protocol {major}.{minor}; --bwlimit needs "
+                    f"{BWLIMIT[0]}.{BWLIMIT[1]}: install a newer rcp there"
                 )
             remote.watch(on_progress if remote is dst_remote else None)
         if dst_remote is not None:
@@ -291,6 +206,7 @@ def remote_copy(
                     timeout=timeout,
                     on_progress=on_progress,
                     into=into,
+                    local_address=bind_ip,
                 )
                 return RoleResult(Role.DESTINATION, not errors, counts, errors)
 
@@ -302,6 +218,7 @@ def remote_copy(
                 peer_cert=peer_cert,
                 settings=settings_to_wire(settings),
                 connections=connections,
+                **({"bwlimit": bwlimit} if bwlimit else {}),
             )
         results = _run_local(local)
         results += [remote.result() for remote in remotes]
@@ -385,7 +302,3 @@ def _run_local(jobs: list[Callable[[], RoleResult]]) -> list[RoleResult]:
     if errors:
         raise errors[0]
     return results
-
-
-def _family(bind: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in bind else socket.AF_INET

@@ -255,9 +255,7 @@ class Runtime:
         self.errors = ErrorLog()
         self._stopped = threading.Event()
         """Set with :attr:`stopping`: what waits for a throttle token wakes on it."""
-        self.throttle = (
-            TokenBucket(ops_throttle, interrupt=self._stopped) if ops_throttle else None
-        )
+        self.throttle = self.bucket(ops_throttle) if ops_throttle else None
         self.retry = retrying(retries + 1, retry_delay)
         self._stopping = False
         self.stop_reason: str | None = None
@@ -266,6 +264,11 @@ class Runtime:
         """Called once, with the reason, when the run starts stopping."""
         self._storage = storage
         self._stop_lock = threading.Lock()
+
+    def bucket(self, rate: float) -> TokenBucket:
+        """A token bucket of ``rate`` per second whose waits end when the run stops
+        (``--ops-throttle``'s operations, ``--bwlimit``'s bytes)."""
+        return TokenBucket(rate, interrupt=self._stopped)
 
     @property
     def stopping(self) -> bool:

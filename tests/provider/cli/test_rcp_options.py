@@ -479,6 +479,30 @@ TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
         Effect((), ("--no-encryption",), _in("out", "plain text")),
         Refused(("--no-encryption",), "--no-encryption"),
     ),
+    "bwlimit": _remote_only(
+        Effect((), ("--bwlimit", "200"), _seconds, _nothing, _slower(1.0)),
+        Refused(("--bwlimit", "1M"), "--bwlimit"),
+    ),
+    "port_ranges": _remote_only(
+        Effect(
+            ("-v",),
+            ("-v", "--port-ranges", "41100-41109"),
+            _logged(r"rcpd \(source\) on \S+ listens on \S+:(\d+)\n"),
+            _nothing,
+            lambda without, with_: 41100 <= int(with_) <= 41109,
+        ),
+        Refused(("--port-ranges", "41100-41109"), "--port-ranges"),
+    ),
+    "bind_ip": _remote_only(
+        Effect(
+            ("-v",),
+            ("-v", "--bind-ip", "127.0.0.2"),
+            _logged(r"the destination here connects to \S+ from ([\d.]+):"),
+            _nothing,
+            lambda without, with_: (without, with_) == ("127.0.0.1", "127.0.0.2"),
+        ),
+        Refused(("--bind-ip", "127.0.0.2"), "--bind-ip"),
+    ),
     "remote_timeout": _remote_only(
         Effect((), ("--remote-timeout", "0.001"), _code),
         Refused(("--remote-timeout", "30"), "--remote-timeout"),

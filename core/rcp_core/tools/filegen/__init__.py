@@ -38,12 +38,12 @@ Modules:
 
 from __future__ import annotations
 
+from rcp_core.sizes import parse_size
 from rcp_core.tools.filegen.uniform import (
     PRESETS,
     generate_preset,
     generate_tree,
     parse_dir_width,
-    parse_size,
 )
 from rcp_core.tools.filegen.write import GenStats
 

@@ -18,13 +18,12 @@ from itertools import accumulate, pairwise
 from pathlib import Path
 from typing import Final
 
+from rcp_core.sizes import KiB, MiB
 from rcp_core.tools.filegen.write import (
     CREATE_FLAGS,
     Content,
     GenStats,
-    KiB,
     Meta,
-    MiB,
     make_dirs,
     opened_dir,
     run_tasks,

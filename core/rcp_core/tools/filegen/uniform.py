@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import os
 import random
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,13 +21,11 @@ from typing import Final
 
 from rcp_core.errors import UsageError
 from rcp_core.run.summary import human_bytes
+from rcp_core.sizes import GiB, KiB, MiB
 from rcp_core.tools.filegen.mixed import generate_mixed
 from rcp_core.tools.filegen.write import (
     Content,
     GenStats,
-    GiB,
-    KiB,
-    MiB,
     make_dirs,
     opened_dir,
     pool_size,
@@ -38,8 +35,6 @@ from rcp_core.tools.filegen.write import (
     write_file,
 )
 
-_UNITS: Final = {"": 1, "K": KiB, "M": MiB, "G": GiB, "T": 1024 * GiB}
-_SIZE: Final = re.compile(r"(\d+)\s*([KMGT]?)(?:iB)?", re.IGNORECASE)
 # A pool task writes about this much (or one file); small files are batched per dir.
 _BATCH_BYTES: Final = 16 * MiB
 
@@ -71,17 +66,6 @@ PRESETS: Final[Mapping[str, str]] = {
     **{name: spec.describe() for name, spec in _UNIFORM.items()},
     "mixed": "3007 files in 87 dirs, symlinks, a hard link, sparse, FIFO: ~160 MiB",
 }
-
-
-def parse_size(text: str) -> int:
-    """``"4096"`` -> 4096, ``"1K"`` -> 1024; K, M, G, T (or KiB, ...) are binary."""
-    match = _SIZE.fullmatch(text.strip())
-    if match is None:
-        raise UsageError(
-            f"bad size {text!r}: expected bytes or a whole number with K, M, G or T"
-            " (1K = 1024)"
-        )
-    return int(match[1]) * _UNITS[match[2].upper()]
 
 
 def parse_dir_width(text: str) -> tuple[int, ...]:

@@ -25,10 +25,7 @@ from pathlib import Path
 from typing import Final
 
 from rcp_core.errors import UsageError
-
-KiB: Final = 1024
-MiB: Final = 1024 * KiB
-GiB: Final = 1024 * MiB
+from rcp_core.sizes import MiB
 
 _BLOCK: Final = MiB
 # Both odd: ``stream * _SPREAD`` is a bijection modulo 2**20, and ``k * _STRIDE`` is a
