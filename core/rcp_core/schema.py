@@ -413,6 +413,14 @@ OPTIONS: tuple[Option, ...] = (
         "show what would happen (brief, all, explain); change nothing",
         NOT_FSSPEC,
     ),
+    Option(
+        "resume",
+        FLAG,
+        "keep what a cut-off copy wrote of a large file (as .rcp-partial.NAME) and "
+        "resume it from its part verified against the source",
+        NOT_FSSPEC,
+        flag="--partial",
+    ),
     Option("fail_early", FLAG, "stop at the first error", short="-e"),
     Option("max_workers", COUNT, "worker threads"),
     Option(

@@ -192,6 +192,9 @@ class CopySettings:
         to it instead of a copy (``rlink``, ``rsync --link-dest``).
     :param link_compare: what makes a link-dest file identical (size, mtime and mode
         by default: a hard link shares the file's metadata too).
+    :param resume: write each large file under a partial name that a cut-off copy
+        leaves behind, and resume from the part of it verified against the source
+        (:mod:`rcp_core.engine.partials`; ``rcp --partial``, as rsync spells it).
     """
 
     existing: ExistingPolicy = ExistingPolicy.ERROR
@@ -219,6 +222,7 @@ class CopySettings:
     link_compare: frozenset[CompareAttr] = frozenset(
         {CompareAttr.SIZE, CompareAttr.MTIME, CompareAttr.MODE}
     )
+    resume: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "includes", _tuple(self.includes))

@@ -64,6 +64,10 @@ class RcpCopyOperator(BaseOperator):
     :param gitignore: honour ``.gitignore`` files in the source.
     :param dry_run: report what would happen (``True``, ``all``, ``explain``);
         nothing changes.
+    :param resume: write each file over 1 MiB under ``.rcp-partial.NAME``, which a
+        cut-off copy (a killed or failed try) leaves; the next try keeps the part of
+        it verified against the source (BLAKE3 per block) and copies the rest
+        (``rcp --partial``).
     :param fail_early: stop at the first error.
     :param max_workers: threads copying on the worker (default: the engine's choice,
         or the connection's ``max_workers``); ``max_processes``: processes.
@@ -113,6 +117,7 @@ class RcpCopyOperator(BaseOperator):
         filter_file: str | None = None,
         gitignore: bool = False,
         dry_run: bool | str = False,
+        resume: bool = False,
         fail_early: bool = False,
         max_workers: int | None = None,
         max_processes: int | None = None,
@@ -145,6 +150,7 @@ class RcpCopyOperator(BaseOperator):
         self.filter_file = filter_file
         self.gitignore = gitignore
         self.dry_run_level = dry_run  # BaseOperator.dry_run is a method
+        self.resume = resume
         self.fail_early = fail_early
         self.max_workers = max_workers
         self.max_processes = max_processes

@@ -115,6 +115,7 @@ NOT_HONOURED: dict[Engine, dict[str, Given]] = {
         "--max-processes": lambda s: s.max_processes is not None,
         "--max-open-files": lambda s: s.max_open_files is not None,
         "--link-dest": lambda s: s.link_dest is not None,
+        "--partial": lambda s: s.resume,
     },
 }
 """Options each engine does not honour yet, as flags, and whether settings give them."""

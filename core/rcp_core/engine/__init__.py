@@ -28,8 +28,10 @@ the pieces (directory lifecycle, entries, metadata, filters). Modules:
 ``metadata``     owner, mode, xattrs/ACLs, times, in that order
 ``methods``      the data path: reflink -> ``copy_file_range`` -> sparse -> read/write
 ``chunks``       a large file split into chunks copied (or hashed) by several workers
-``temporaries``  the temporary names replacements are written under, and sweeping a
-                 killed run's
+``temporaries``  the temporary names replacements (and ``--partial``'s partials) are
+                 written under, and sweeping a killed run's
+``partials``     resuming a large file from a cut-off run's partial: the prefix
+                 verified against the source by BLAKE3 blocks
 ``filters``      include/exclude globs, filter files, ``.gitignore`` stacks
 ``removeentry``  removing one destination entry in place, fd-relative (replacements,
                  ``--delete``)

@@ -42,16 +42,21 @@ class Chunking:
 class ChunkedCopy:
     """One file's chunks: a queue of offsets served by the owner and helpers.
 
-    :param size: bytes to copy (the size seen at open).
+    :param size: the file's size (the size seen at open).
     :param chunk: bytes per chunk.
     :param copy_range: copies one chunk; runs in whichever worker took it.
+    :param start: the offset the chunks begin at (the bytes before it are not
+        copied: a resumed partial holds them).
     """
 
-    def __init__(self, size: int, chunk: int, copy_range: CopyRange) -> None:
+    def __init__(
+        self, size: int, chunk: int, copy_range: CopyRange, start: int = 0
+    ) -> None:
         self.size = size
         self.chunk = chunk
         self.copy_range = copy_range
-        self._offsets = collections.deque(range(0, size, chunk))
+        self.start = start
+        self._offsets = collections.deque(range(start, size, chunk))
         self._cond = threading.Condition(threading.Lock())
         self._active = 0
         self._copied = 0
@@ -59,7 +64,7 @@ class ChunkedCopy:
 
     @property
     def chunks(self) -> int:
-        return -(-self.size // self.chunk)
+        return -(-(self.size - self.start) // self.chunk)
 
     def work(self) -> None:
         """Copy chunks until none is left (or one failed)."""
@@ -82,7 +87,8 @@ class ChunkedCopy:
                     self._cond.notify_all()
 
     def run(self, spawn: Spawn, helpers: int) -> int:
-        """Copy the whole file with up to ``helpers`` other workers; return bytes copied.
+        """Copy the file from ``start`` with up to ``helpers`` other workers; return
+        the bytes copied.
 
         :raises BaseException: the first chunk's error, after all chunks stopped.
         """

@@ -42,6 +42,7 @@ from typing import Protocol, TypeVar
 
 from rcp_core.engine.existing import NEW, Action, decide
 from rcp_core.engine.metadata import Metadata
+from rcp_core.engine.partials import place_new
 from rcp_core.engine.removeentry import remove_entry
 from rcp_core.engine.temporaries import temp_name
 from rcp_core.run.summary import Tally
@@ -224,10 +225,15 @@ def rename_over(
 def commit(
     dst_fd: int, made: str, name: str, old: os.stat_result | None, tally: Tally
 ) -> None:
-    """Put the complete entry ``made`` (its :meth:`Plan.new_name`) in place as
-    ``name``: nothing to do when it was made under its own name; else a directory in
-    the way goes now (counted removed), and ``made`` is renamed over ``name``."""
+    """Put the complete entry ``made`` (its :meth:`Plan.new_name`, or a partial) in
+    place as ``name``: nothing to do when it was made under its own name; where
+    nothing was, only while nothing is (:func:`rcp_core.engine.partials.place_new`);
+    else a directory in the way goes now (counted removed), and ``made`` is renamed
+    over ``name``."""
+    if made == name:
+        return
     if old is None:
+        place_new(dst_fd, made, name)
         return
 
     def clear_way() -> None:

@@ -106,13 +106,15 @@ def prune(ctx: Context, tally: Tally, node: DirNode) -> None:
 
 def clear_leftovers(ctx: Context, tally: Tally, node: DirNode) -> None:
     """Remove what an interrupted run left in this existing directory: temporaries
-    of names the source has (:func:`rcp_core.engine.temporaries.sweep`), counted as removed
-    files."""
+    of names the source has (:func:`rcp_core.engine.temporaries.sweep`), counted as
+    removed files; under ``--partial`` partials stay while the directory is
+    incomplete (a resume needs them), once it is complete they are stale."""
     assert node.dst_fd is not None
     found = sweep(
         node.dst_fd,
         lambda name: in_source(node.src_fd, name),
         dry=ctx.dry_run is not None,
+        keep_partials=ctx.settings.resume and node.incomplete,
     )
     for name in found:
         rel = node.child_rel(name)

@@ -12,7 +12,10 @@ Safety invariants, for every entry type:
   (:mod:`rcp_core.engine.temporaries`) renamed over it, after the new content is complete (a
   crash leaves the old entry or the new one, never a truncated file under the old
   name, and the next run removes the temporary);
-- on failure, whatever this call created is removed, so a retry starts clean;
+- under ``--partial`` a large file is written under its partial name instead, which
+  a failure leaves for the next run to resume from its verified prefix
+  (:mod:`rcp_core.engine.partials`), and renamed into place when complete;
+- on failure, whatever else this call created is removed, so a retry starts clean;
 - every syscall is relative to an open directory descriptor.
 
 Over 400 lines because it is the per-file hot path, where every entry type's copy
@@ -44,7 +47,8 @@ from rcp_core.engine.destination import (
 from rcp_core.engine.existing import attrs_equal, same_content
 from rcp_core.engine.links import Leader
 from rcp_core.engine.methods import METHODS
-from rcp_core.engine.temporaries import temp_name
+from rcp_core.engine.partials import RESUMABLE, reopen
+from rcp_core.engine.temporaries import partial_name, temp_name
 from rcp_core.engine.tree import DirNode
 from rcp_core.errors import PluginError, SourceChangedError, SourceCutShortError
 from rcp_core.run.summary import Tally
@@ -196,7 +200,11 @@ def _copy_data(
         tally["copied.bytes"] += st.st_size
         return True
     assert node.dst_fd is not None
-    target = dst_name if old is None else decided.new_name(dst_name)
+    resumable = ctx.settings.resume and st.st_size > RESUMABLE
+    if resumable:
+        target = partial_name(dst_name)
+    else:
+        target = dst_name if old is None else decided.new_name(dst_name)
     start = None
     destination = None
     if ctx.choose_method or ctx.pre_create:
@@ -212,8 +220,13 @@ def _copy_data(
                 raise PluginError(
                     f"rcp_choose_method returned {start!r}, not one of {METHODS}"
                 )
-    hook = ctx.hook if ctx.pre_create else None
-    dst = create_file(hook, node.dst_fd, target, st.st_size, destination)
+    kept = 0
+    reopened = reopen(node.dst_fd, target, src, st.st_size) if resumable else None
+    if reopened is not None:
+        dst, kept = reopened
+    else:
+        hook = ctx.hook if ctx.pre_create else None
+        dst = create_file(hook, node.dst_fd, target, st.st_size, destination)
     try:
         with (
             ctx.aside()
@@ -229,6 +242,7 @@ def _copy_data(
                 start,
                 ctx.chunking,
                 tally.moved,
+                kept,
             )
         after = os.fstat(src)
         changed = after.st_size != st.st_size or after.st_mtime_ns != st.st_mtime_ns
@@ -237,13 +251,17 @@ def _copy_data(
         ctx.metadata.apply(src, dst, st, is_dir=False, times=not changed)
     except BaseException:
         os.close(dst)
-        os.unlink(target, dir_fd=node.dst_fd)
+        if not resumable:  # a partial stays for the next run to resume
+            os.unlink(target, dir_fd=node.dst_fd)
         raise
     os.close(dst)
-    if old is not None:
+    if target != dst_name:
         commit(node.dst_fd, target, dst_name, old, tally)
     tally["copied.files"] += 1
     tally["copied.bytes"] += copied
+    if kept:
+        tally["resumed.files"] += 1
+        tally["resumed.bytes"] += kept
     if method is not None:
         tally["method." + method] += 1
     if changed:

@@ -76,8 +76,10 @@ class DataCopier:
         start: str | None = None,
         chunking: Chunking | None = None,
         moved: Moved | None = None,
+        offset: int = 0,
     ) -> tuple[str | None, int]:
-        """Copy ``size`` bytes from ``src`` to the empty file ``dst``.
+        """Copy ``size`` bytes from ``src`` to ``dst``, which is empty or holds the
+        first ``offset`` of them already (a resumed partial).
 
         :param sparse: the source has fewer blocks than its size (holes).
         :param devs: ``(st_dev of source, st_dev of destination)``.
@@ -88,45 +90,50 @@ class DataCopier:
             chunks copied by several workers (after reflink was refused).
         :param moved: called with each step's byte count as the data is written, in
             this thread (chunks copied by other workers are not reported).
+        :param offset: bytes ``dst`` already holds, not copied again (nor reported
+            to ``moved``).
         :returns: the method name (``None`` for an empty file) and the length of the
-            copy (holes of a sparse file included, so every method counts alike).
+            copy (holes of a sparse file included, so every method counts alike;
+            the ``offset`` kept included).
         """
         if size == 0:
             return None, 0
+        rest = size - offset
         if start == "readwrite":
-            return "readwrite", _read_write(src, dst, 0, size, moved)
+            return "readwrite", offset + _read_write(src, dst, offset, rest, moved)
         if start in (None, "reflink") and self._allowed(devs, "reflink"):
             try:
-                fcntl.ioctl(dst, FICLONERANGE, struct.pack("qQQQ", src, 0, size, 0))
+                fcntl.ioctl(
+                    dst, FICLONERANGE, struct.pack("qQQQ", src, offset, rest, offset)
+                )
             except OSError as exc:
                 self._refuse(devs, "reflink", exc)
             else:
                 if moved is not None:
-                    moved(size)
+                    moved(rest)
                 return "reflink", size
         if sparse or start == "sparse":
-            return "sparse", self._copy_sparse(src, dst, size, devs, moved)
-        if chunking is not None and size > chunking.chunk_size:
+            return "sparse", self._copy_sparse(src, dst, size, devs, moved, offset)
+        if chunking is not None and rest > chunking.chunk_size:
             chunked = ChunkedCopy(
                 size,
                 chunking.chunk_size,
-                lambda offset, length: self._copy_extent(
-                    src, dst, offset, length, devs
-                ),
+                lambda at, length: self._copy_extent(src, dst, at, length, devs),
+                start=offset,
             )
-            copied = chunked.run(chunking.spawn, chunking.helpers())
+            copied = offset + chunked.run(chunking.spawn, chunking.helpers())
             allowed = self._allowed(devs, "copy_file_range")
             return "copy_file_range" if allowed else "readwrite", copied
         if self._allowed(devs, "copy_file_range"):
             try:
-                copied = _copy_range(src, dst, 0, size, moved)
+                copied = offset + _copy_range(src, dst, offset, rest, moved)
             except OSError as exc:
                 self._refuse(devs, "copy_file_range", exc)
             else:
                 if copied < size:  # ended early: reads tell a short read from the end
                     copied += _read_write(src, dst, copied, size - copied, moved)
                 return "copy_file_range", copied
-        return "readwrite", _read_write(src, dst, 0, size, moved)
+        return "readwrite", offset + _read_write(src, dst, offset, rest, moved)
 
     def _copy_sparse(
         self,
@@ -135,10 +142,12 @@ class DataCopier:
         size: int,
         devs: tuple[int, int],
         moved: Moved | None,
+        offset: int = 0,
     ) -> int:
-        """Copy the data ranges, keep the holes; return the copy's length."""
+        """Copy the data ranges from ``offset`` on, keep the holes; return the
+        copy's length."""
         end = size
-        for start, length in data_extents(src, size):
+        for start, length in data_extents(src, size, offset):
             n = self._copy_extent(src, dst, start, length, devs, moved)
             if n < length:  # the source shrank under us
                 end = start + n
@@ -167,10 +176,9 @@ class DataCopier:
         return done
 
 
-def data_extents(fd: int, size: int) -> Iterator[tuple[int, int]]:
+def data_extents(fd: int, size: int, offset: int = 0) -> Iterator[tuple[int, int]]:
     """``(offset, length)`` of each data range in the first ``size`` bytes of ``fd``
-    (``SEEK_DATA``/``SEEK_HOLE``): the holes are what it skips."""
-    offset = 0
+    from ``offset`` on (``SEEK_DATA``/``SEEK_HOLE``): the holes are what it skips."""
     while offset < size:
         try:
             start = os.lseek(fd, offset, os.SEEK_DATA)

@@ -7,10 +7,15 @@ failure path removes its temporary); a run that is killed (SIGKILL, power loss) 
 The next run into that directory removes them (:func:`sweep`), so rerunning an
 interrupted copy yields an exact copy.
 
+Under ``--partial`` a large file is written under the one name
+``.rcp-partial.NAME`` (:func:`partial_name`) instead, which a cut-off copy leaves
+for the next run to resume from (:mod:`rcp_core.engine.partials`).
+
 What :func:`sweep` removes, and nothing else: a non-directory whose name has exactly
-that shape, standing in for a name the source directory has. A name of
-:data:`TRUNCATED` bytes or more after the prefix may be a truncation of a longer name
-and is never removed (a source name that long cannot be told from another).
+one of those shapes, standing in for a name the source directory has; partials only
+when they are not kept for a resume. A name of :data:`TRUNCATED` bytes or more after
+the prefix may be a truncation of a longer name and is never removed (a source name
+that long cannot be told from another).
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ _HEAD = len(PREFIX) + 8 + 1
 """``.rcp-`` + eight hex digits + ``.``: what comes before the name."""
 TRUNCATED = 255 - _HEAD
 """Bytes of the name a temporary can hold: longer names are cut to this many."""
+PARTIAL = ".rcp-partial."
+"""The prefix of a resumable partial file's name."""
+PARTIAL_TRUNCATED = 255 - len(PARTIAL)
+"""Bytes of the name a partial's name can hold: longer names are cut to this many."""
 
 
 def temp_name(name: str) -> str:
@@ -35,6 +44,22 @@ def temp_name(name: str) -> str:
     prefix = f"{PREFIX}{os.urandom(4).hex()}."
     raw = os.fsencode(name)[:TRUNCATED]
     return prefix + os.fsdecode(raw)
+
+
+def partial_name(name: str) -> str:
+    """The one name under which ``name``'s resumable partial is written, at most 255
+    bytes long (a longer ``name`` is cut: two names may then share it, which the
+    prefix's verification against the source makes harmless)."""
+    return PARTIAL + os.fsdecode(os.fsencode(name)[:PARTIAL_TRUNCATED])
+
+
+def partial_stands_for(name: str) -> str | None:
+    """The name the partial ``name`` is of; ``None`` when ``name`` is no partial, or
+    may hold a truncated name."""
+    if not name.startswith(PARTIAL) or len(name) == len(PARTIAL):
+        return None
+    original = name[len(PARTIAL) :]
+    return original if len(os.fsencode(original)) < PARTIAL_TRUNCATED else None
 
 
 def stands_for(name: str) -> str | None:
@@ -49,18 +74,25 @@ def stands_for(name: str) -> str | None:
 
 
 def sweep(
-    dir_fd: int, in_source: Callable[[str], bool], *, dry: bool = False
+    dir_fd: int,
+    in_source: Callable[[str], bool],
+    *,
+    dry: bool = False,
+    keep_partials: bool = False,
 ) -> list[str]:
     """Remove the temporaries an interrupted run left in the directory ``dir_fd``
     (see the module docstring); the names removed.
 
     :param in_source: whether the source directory has an entry of that name.
     :param dry: only name them.
+    :param keep_partials: leave the partials (a resume may use them).
     """
     removed = []
     with os.scandir(dir_fd) as entries:
         for entry in entries:
             original = stands_for(entry.name)
+            if original is None and not keep_partials:
+                original = partial_stands_for(entry.name)
             if original is None or entry.is_dir(follow_symlinks=False):
                 continue
             if not in_source(original):

@@ -17,6 +17,8 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``settingswire``      a copy's settings on the wire (to a daemon or a service, and back)
 ``send``              the source role: walk, announce directories, queue entries
 ``sendbatch``         the source role's senders: a batch of entries as frames
+``sendlarge``         one large file as ``CHUNK`` frames: holes skipped, resumed after a
+                      verified partial
 ``sendcontrol``       the source role's control connection: the destination's answers
 ``receive``           the destination role: write entries with the local copy's rules
 ``receivedtree``      the destination's tree as it arrives: directories being filled,

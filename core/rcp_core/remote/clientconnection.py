@@ -35,7 +35,7 @@ from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.filewire import REQUESTS, failure
 from rcp_core.remote.handshake import dial
-from rcp_core.remote.hello import BWLIMIT, DIGESTS, FILE_REQUESTS, Role
+from rcp_core.remote.hello import BWLIMIT, DIGESTS, FILE_REQUESTS, RESUME, Role
 from rcp_core.remote.roles import SOFTWARE
 from rcp_core.remote.wire import Frame, FrameKind
 
@@ -212,9 +212,8 @@ class ClientConnection:
         data: bytes | memoryview,
         expect: FrameKind,
     ) -> Frame:
-        needed = _needed(kind, fields)
+        needed, what = _needed(kind, fields)
         if conn.version < needed:
-            what = "--bwlimit" if "bwlimit" in fields else kind
             raise RemoteError(
                 f"{conn.peer} speaks rcp protocol {conn.version[0]}.{conn.version[1]}; "
                 f"{what} needs {needed[0]}.{needed[1]}: upgrade the service"
@@ -236,13 +235,17 @@ class ClientConnection:
         return answer
 
 
-def _needed(kind: str, fields: dict[str, Any]) -> tuple[int, int]:
+def _needed(kind: str, fields: dict[str, Any]) -> tuple[tuple[int, int], str]:
     """The oldest service that answers this request as asked (an older one would
-    end the connection at an unknown request, or ignore a newer field)."""
+    end the connection at an unknown request, or ignore a newer field), and what
+    needs it (the request, or the option)."""
     if kind == "digest":
-        return DIGESTS
+        return DIGESTS, kind
     if kind in REQUESTS:
-        return FILE_REQUESTS
+        return FILE_REQUESTS, kind
+    settings = fields.get("settings")
+    if isinstance(settings, dict) and settings.get("resume"):
+        return RESUME, "--partial"
     if "bwlimit" in fields:
-        return BWLIMIT
-    return (1, 0)
+        return BWLIMIT, "--bwlimit"
+    return (1, 0), kind

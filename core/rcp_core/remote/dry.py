@@ -91,7 +91,12 @@ class DryReceiver(Receiver):
         """Nothing to say: it would be made and removed again."""
 
     def clear_leftovers(self, tally: Tally, node: ReceivedDir) -> None:
-        for name in sweep(node.fd, (node.names or set()).__contains__, dry=True):
+        for name in sweep(
+            node.fd,
+            (node.names or set()).__contains__,
+            dry=True,
+            keep_partials=self.settings.resume and node.incomplete,
+        ):
             self._tell(
                 "remove",
                 "temporary",

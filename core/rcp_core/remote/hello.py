@@ -14,7 +14,7 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 13)
+PROTOCOL = (1, 14)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
@@ -60,6 +60,9 @@ STOP = (1, 10)
 under ``fail_early`` (a destination says ``stop`` to its source) and throttle."""
 BWLIMIT = (1, 13)
 """The first version whose sources pace their bytes (a job's ``bwlimit``)."""
+RESUME = (1, 14)
+"""The first version whose daemons resume large files from partials (``resume``:
+``dir_partials``, a first ``CHUNK``'s ``kept``)."""
 
 
 class Role(enum.Enum):

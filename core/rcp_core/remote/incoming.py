@@ -3,7 +3,10 @@
 Written at the frames' offsets (gaps stay holes), sized and given its metadata at
 the last frame, then renamed into place by its receiver's rules; a file cut off (the
 source gave up, the connection broke) is removed, so nothing half-written stays
-under its final name.
+under its final name. Under ``--partial`` it is written under its partial name
+instead, which a cut-off file leaves for the next run; a resumed one continues the
+partial its receiver described, cut to the prefix the source verified
+(:mod:`rcp_core.engine.partials`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
+from rcp_core.engine.partials import Prefix, discard, resume
+from rcp_core.engine.temporaries import partial_name
 from rcp_core.errors import ProtocolError
 
 if TYPE_CHECKING:
@@ -31,6 +36,9 @@ class Incoming:
     and dropped (``gone``), so the connection stays usable. A file that starts after
     the run stopped is dropped the same way, unrecorded. Its creation is retried on
     transient errors; its chunks are written once.
+
+    :param resumed: the partial its receiver described and the length of it the
+        source verified (0: the file is written from the start).
     """
 
     def __init__(
@@ -40,6 +48,7 @@ class Incoming:
         name: str,
         st: os.stat_result,
         link: int | None,
+        resumed: tuple[Prefix | None, int] = (None, 0),
     ) -> None:
         self.receiver, self.node, self.name, self.st = receiver, node, name, st
         self.link = link
@@ -48,6 +57,10 @@ class Incoming:
         self.target: str | None = None
         self.plan: Plan | None = None
         self.written = 0
+        self.partial = receiver.resumes
+        """Written under its partial name, which stays if the file is cut off."""
+        self.kept = 0
+        """Bytes of a resumed partial kept."""
         self.gone = receiver._stopped(node)
         """Nothing of the file is written: it failed, or the run stopped before it."""
         if self.gone:
@@ -55,12 +68,26 @@ class Incoming:
         try:
             self.plan = receiver._target(node, name, st)
             if self.plan is not None:
-                target = self.target = self.plan.new_name(name)
-                self.fd = receiver.runtime.attempt(
-                    lambda: receiver.create(node, target, st.st_size)
-                )
+                self._open(resumed)
         except OSError as exc:
             self._failed("create", exc)
+
+    def _open(self, resumed: tuple[Prefix | None, int]) -> None:
+        """Create the file (under its partial name with ``--partial``: a partial
+        not resumed goes first), or continue the partial ``resumed`` names."""
+        receiver, node, size = self.receiver, self.node, self.st.st_size
+        assert self.plan is not None
+        if not self.partial:
+            target = self.target = self.plan.new_name(self.name)
+        else:
+            target = self.target = partial_name(self.name)
+            prefix, kept = resumed
+            if prefix is not None and kept:
+                self.fd = resume(node.fd, target, prefix, kept)
+                self.kept = kept
+                return
+            discard(node.fd, target)
+        self.fd = receiver.runtime.attempt(lambda: receiver.create(node, target, size))
 
     def _failed(self, op: str, exc: OSError) -> None:
         self.receiver._fail(self.node.child_rel(self.name), op, exc)
@@ -70,13 +97,15 @@ class Incoming:
         self.gone = True
 
     def discard(self) -> None:
-        """Remove what was written so far (the transfer broke off)."""
+        """Remove what was written so far (the transfer broke off); a partial
+        stays, for the next run to resume."""
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
             assert self.target is not None
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.target, dir_fd=self.node.fd)
+            if not self.partial:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.target, dir_fd=self.node.fd)
 
     def write(self, offset: int, data: memoryview) -> None:
         if self.fd is None:
@@ -116,10 +145,14 @@ class Incoming:
                     tally = self.receiver.tally
                     tally["copied.files"] += 1
                     tally["copied.bytes"] += self.st.st_size
+                    if self.kept:
+                        tally["resumed.files"] += 1
+                        tally["resumed.bytes"] += self.kept
         self._end(written=not self.gone)
 
     def abort(self, reason: str) -> None:
-        """The source could not read the file to the end: nothing of it stays."""
+        """The source could not read the file to the end: nothing of it stays but a
+        partial."""
         self.discard()
         with self.receiver._lock:
             self.node.incomplete = True

@@ -44,6 +44,11 @@ The same invariants as a local copy (:mod:`rcp_core.engine.entries`):
   the source did not send, except names its filters excluded (unless
   ``--delete-excluded``); a directory the filters only traverse is removed if it
   stayed empty;
+- resumes (``--partial``, protocol 1.14): the destination describes the partials a
+  cut-off run left in each existing directory, its anchor first
+  (:meth:`Receiver.partials`), the source verifies each prefix against its file and
+  sends only the rest (:mod:`rcp_core.engine.partials`); a large file is written
+  under its partial name, which a failure leaves in place;
 - manifests: under ``--overwrite``, ``--update`` or ``--ignore-existing`` the
   destination lists the regular files an existing directory already holds
   (:meth:`Receiver.manifest`), and the source sends the ones that match as
@@ -84,8 +89,9 @@ from rcp_core.engine.entries import create_file
 from rcp_core.engine.filters import Filter, Verdict
 from rcp_core.engine.links import located
 from rcp_core.engine.metadata import Metadata
+from rcp_core.engine.partials import Prefix, describe, open_partial
 from rcp_core.engine.removeentry import Protect, remove_entry
-from rcp_core.engine.temporaries import sweep
+from rcp_core.engine.temporaries import partial_stands_for, sweep
 from rcp_core.engine.tree import DIR_FLAGS, UNCOUNTED, Lifecycle
 from rcp_core.errors import ProtocolError
 from rcp_core.remote.hardlinks import Link, LinkTable
@@ -110,6 +116,8 @@ log = logging.getLogger("rcp_core")
 
 MANIFEST_PART = 2048
 """Files per ``dir_manifest`` message (about 300 KiB of JSON)."""
+PARTIALS_PART = 32
+"""Partials per ``dir_partials`` message (at most about 2.2 MiB of JSON)."""
 CLOSE_WAIT = 30.0
 """Seconds :meth:`Receiver.close` waits for the writes still in flight."""
 
@@ -157,6 +165,8 @@ class Receiver:
             )
         }
         self._anchor_fd = parent_fd
+        self._described: dict[tuple[int, str], Prefix] = {}
+        """(directory id, name) -> the partial described to the source."""
         # The destination knows no .gitignore of the source: its filter decides only
         # for what --delete finds below names the source never sent.
         self.filter = Filter.build(
@@ -305,7 +315,11 @@ class Receiver:
         os.rmdir(node.name, dir_fd=node.parent.fd)
 
     def clear_leftovers(self, tally: Tally, node: ReceivedDir) -> None:
-        for name in sweep(node.fd, (node.names or set()).__contains__):
+        for name in sweep(
+            node.fd,
+            (node.names or set()).__contains__,
+            keep_partials=self.settings.resume and node.incomplete,
+        ):
             tally["removed.files"] += 1
             log.info("removed %r, left by an interrupted run", node.child_rel(name))
 
@@ -417,6 +431,52 @@ class Receiver:
             log.debug("%s: no manifest: %s", node.rel or ".", exc)
         if part:
             yield part
+
+    # -- partials ------------------------------------------------------------------
+
+    @property
+    def resumes(self) -> bool:
+        """Whether large files are written resumably (``--partial``, not a dry run)."""
+        return self.settings.resume and self.settings.dry_run is None
+
+    def partials(self, dir_id: int) -> Iterator[list[list[Any]]]:
+        """The partials directory ``dir_id`` held before the copy, as ``[name,
+        prefix]`` pairs in parts of at most ``PARTIALS_PART`` (nothing for a
+        directory made by this copy); each is remembered until its file arrives."""
+        node = self._dir(dir_id)
+        if node.fresh:
+            return
+        part: list[list[Any]] = []
+        try:
+            with os.scandir(node.fd) as entries:
+                names = [e.name for e in entries if partial_stands_for(e.name)]
+            for made in names:
+                name = partial_stands_for(made)
+                assert name is not None
+                fd = open_partial(node.fd, made)
+                if fd is None:
+                    continue
+                try:
+                    prefix = describe(fd)
+                finally:
+                    os.close(fd)
+                if not prefix.size:
+                    continue
+                with self._lock:
+                    self._described[(dir_id, name)] = prefix
+                part.append([name, prefix.to_wire()])
+                if len(part) >= PARTIALS_PART:
+                    yield part
+                    part = []
+        except OSError as exc:
+            log.debug("%s: partials not described: %s", node.rel or ".", exc)
+        if part:
+            yield part
+
+    def described(self, node: ReceivedDir, name: str) -> Prefix | None:
+        """The partial of ``name`` in ``node`` described to the source, given once."""
+        with self._lock:
+            return self._described.pop((node.id, name), None)
 
     # -- messages ------------------------------------------------------------------
 
@@ -811,7 +871,13 @@ class Receiver:
             link = link_id(header.get("link"), node.child_rel(name))
             self._seen(node, name)
             node.has_content = True
-            current = Incoming(self, node, name, st, link)
+            kept = header.get("kept", 0)
+            if not isinstance(kept, int) or isinstance(kept, bool) or kept < 0:
+                raise ProtocolError(f"bad kept length {kept!r}")
+            prefix = self.described(node, name) if self.resumes else None
+            if kept and (prefix is None or kept > prefix.size):
+                raise ProtocolError(f"{name}: keeps more than was described")
+            current = Incoming(self, node, name, st, link, (prefix, kept))
             current.attrs = xattrs_of(header.get("meta"))
         offset = header.get("offset")
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:

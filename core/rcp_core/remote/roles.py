@@ -34,10 +34,11 @@ from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.dry import DryReceiver
 from rcp_core.remote.handshake import accept_next, dial
-from rcp_core.remote.hello import MANIFESTS, STOP, Role
+from rcp_core.remote.hello import MANIFESTS, RESUME, STOP, Role
 from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.listening import tell_connected
 from rcp_core.remote.receive import Receiver
+from rcp_core.remote.receivedtree import ANCHOR
 from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.remote.send import Sender
 from rcp_core.remote.wire import FrameKind
@@ -266,6 +267,10 @@ def _guard(failures: list[BaseException], fn: Callable[[], None]) -> Callable[[]
 
 
 def _serve_control(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> None:
+    resumes = receiver.resumes and conn.version >= RESUME
+    if resumes:  # the anchor's partials, before any of its files is sent
+        _tell_partials(conn, receiver, ANCHOR)
+        conn.send_control("dir_ready", id=ANCHOR)
     while not receiver.done.is_set():
         frame = conn.read()
         seen.beat()
@@ -288,6 +293,8 @@ def _serve_control(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> No
             if ok and receiver.wants_manifests and conn.version >= MANIFESTS:
                 for part in receiver.manifest(h["id"]):
                     conn.send_control("dir_manifest", id=h["id"], entries=part)
+            if ok and resumes:
+                _tell_partials(conn, receiver, h["id"])
             conn.send_control("dir_ready" if ok else "dir_failed", id=h.get("id"))
         elif kind == "dir_end":
             h = frame.header
@@ -296,6 +303,12 @@ def _serve_control(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> No
             receiver.exclude(frame.header.get("dir"), frame.header.get("names"))
         else:
             raise ProtocolError(f"unexpected control message {kind!r}")
+
+
+def _tell_partials(conn: Connection, receiver: Receiver, dir_id: int) -> None:
+    """Describe the partials of directory ``dir_id`` to the source (``dir_partials``)."""
+    for part in receiver.partials(dir_id):
+        conn.send_control("dir_partials", id=dir_id, entries=part)
 
 
 def _serve_data(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> None:

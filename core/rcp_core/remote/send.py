@@ -25,6 +25,10 @@ One *walker* (the caller's thread) and one *sender* thread per data connection:
 - A file the destination's manifest of an existing directory (``dir_manifest``:
   :mod:`rcp_core.remote.sendcontrol`) matches goes as ``unchanged`` or ``kept``,
   without data (:meth:`~rcp_core.remote.sendbatch.BatchSender.kind`).
+- Under ``--partial`` (protocol 1.14) the walk waits, before it sends any file,
+  for the destination to describe the partials of its anchor (directory 0); a large
+  file the destination holds a partial of goes from the prefix the sender verified
+  (:mod:`rcp_core.engine.partials`).
 
 Invariant: a directory's descriptor stays open until its last batch is sent.
 """
@@ -36,7 +40,6 @@ import os
 import queue
 import stat
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +48,7 @@ from rcp_core.engine.filters import Filter, GitIgnores, Verdict
 from rcp_core.engine.tree import DIR_FLAGS, Lifecycle, Node, joined
 from rcp_core.errors import PeerTimeoutError, RemoteError
 from rcp_core.remote.connection import Connection
-from rcp_core.remote.hello import FILTERS
+from rcp_core.remote.hello import FILTERS, RESUME
 from rcp_core.remote.meta import meta_of
 from rcp_core.remote.receivedtree import ANCHOR
 from rcp_core.remote.roleruntime import RoleRun
@@ -140,7 +143,12 @@ class Sender:
         self._protect = (
             settings.delete and not settings.delete_excluded and self._filters_wire
         )
-        self.answers = Answers(control, self.runtime, self._is_announced)
+        self.answers = Answers(
+            control,
+            self.runtime,
+            self._is_announced,
+            settings.resume and settings.dry_run is None and control.version >= RESUME,
+        )
         self._work: queue.Queue[Batch | None] = queue.Queue(QUEUE_DEPTH)
         self._failure: BaseException | None = None
 
@@ -184,6 +192,7 @@ class Sender:
 
     def _walk(self, tally: Tally) -> None:
         entries = 0
+        partials = self.answers.anchor_partials(self.stall, self._failed)
         for src, dst_name in self.sources:
             parent, name = os.path.split(os.path.abspath(src))
             anchor = SourceDir(
@@ -197,14 +206,16 @@ class Sender:
                 else:
                     kind = "symlink" if stat.S_ISLNK(st.st_mode) else "file"
                     self.tree.hold(anchor)
-                    self._work.put(Batch(ANCHOR, anchor, [(name, kind)], dst_name))
+                    self._work.put(
+                        Batch(ANCHOR, anchor, [(name, kind)], dst_name, partials)
+                    )
                     entries += 1
             finally:
                 self.tree.release(tally, anchor)
         self.control.send_control("dir_end", dir=ANCHOR, count=entries)
         pending = len(self._announced)
         while pending:
-            dir_id, ok = self._next_ready()
+            dir_id, ok = self.answers.next_ready(self.stall, self._failed)
             pending -= 1
             with self._lock:
                 announced = self._announced.pop(dir_id)
@@ -216,19 +227,6 @@ class Sender:
                 self.control.send_control("dir_end", dir=dir_id, count=0)
                 continue
             pending += self._scan(tally, dir_id, announced)
-
-    def _next_ready(self) -> tuple[int, bool]:
-        deadline = time.monotonic() + self.stall
-        while True:
-            if self._failure is not None:
-                raise self._failure
-            try:
-                return self.answers.ready.get(timeout=0.2)
-            except queue.Empty:
-                if time.monotonic() > deadline:
-                    raise PeerTimeoutError(
-                        f"the destination answered no directory for {self.stall:g} s"
-                    ) from None
 
     def _announce(
         self,
@@ -277,6 +275,7 @@ class Sender:
             ignores = parent.ignores or GitIgnores.root()
             node.ignores = ignores.with_dir(fd, announced.path)
         manifest = self.answers.manifest(dir_id)
+        partials = self.answers.partials(dir_id)
         kind_of = self.batches.kind
         subdirs = 0
         count = 0
@@ -325,12 +324,12 @@ class Sender:
                     batch.append((entry.name, kind))
                     count += 1
                     if len(batch) >= BATCH_ENTRIES:
-                        self._queue(tally, dir_id, node, batch)
+                        self._queue(tally, Batch(dir_id, node, batch, None, partials))
                         batch = []
         except OSError as exc:
             self.runtime.fail(tally, rel, "read directory", exc)
         if batch:
-            self._queue(tally, dir_id, node, batch)
+            self._queue(tally, Batch(dir_id, node, batch, None, partials))
         if self._protect:
             for start in range(0, len(excluded), EXCLUDED_PART):
                 part = excluded[start : start + EXCLUDED_PART]
@@ -352,20 +351,14 @@ class Sender:
             path, is_dir, under_include=node.under_include, ignores=node.ignores
         ).verdict
 
-    def _queue(
-        self,
-        tally: Tally,
-        dir_id: int,
-        node: SourceDir,
-        entries: list[tuple[str, Kind]],
-    ) -> None:
-        self.tree.hold(node)
+    def _queue(self, tally: Tally, batch: Batch) -> None:
+        self.tree.hold(batch.node)
         while True:
             if self._failure is not None:
-                self.tree.release(tally, node)
+                self.tree.release(tally, batch.node)
                 raise self._failure
             try:
-                self._work.put(Batch(dir_id, node, entries), timeout=0.2)
+                self._work.put(batch, timeout=0.2)
                 return
             except queue.Full:
                 continue
@@ -377,6 +370,9 @@ class Sender:
             self.answers.read()
         except (RemoteError, OSError) as exc:
             self._failure = exc
+
+    def _failed(self) -> BaseException | None:
+        return self._failure
 
     def _is_announced(self, dir_id: int) -> bool:
         with self._lock:

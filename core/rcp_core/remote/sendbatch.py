@@ -4,7 +4,8 @@ Each data connection's sender thread takes the batches the walk
 (:mod:`rcp_core.remote.send`) queued and sends them with one :class:`BatchSender`:
 
 - small files travel together in ``FILES`` frames, a large one alone as ``CHUNK``
-  frames, its holes skipped (``SEEK_DATA``/``SEEK_HOLE``) so they stay holes;
+  frames (:mod:`rcp_core.remote.sendlarge`: its holes skipped, from the end of a
+  partial the destination holds);
 - an entry that cannot be read is still sent, as ``failed``, so every count the
   destination waits for is met; the error is recorded here;
 - a dry run (``--dry-run``) sends every file's metadata and none of its data;
@@ -26,17 +27,18 @@ import errno
 import os
 import stat
 import threading
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rcp_core.engine.existing import Action, decide
 from rcp_core.engine.metadata import Metadata
-from rcp_core.engine.methods import data_extents
-from rcp_core.errors import RemoteError
+from rcp_core.engine.partials import Prefix
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.hello import HARD_LINKS, SPECIALS, SYMLINK_LINKS, XATTRS
 from rcp_core.remote.meta import meta_of, xattrs_to_wire
 from rcp_core.remote.roleruntime import RoleRun
+from rcp_core.remote.sendlarge import FRAME_DATA, send_large
 from rcp_core.remote.wire import FrameKind
 from rcp_core.run.summary import Tally
 from rcp_core.settings import CopySettings
@@ -46,8 +48,6 @@ if TYPE_CHECKING:
 
 SMALL = 1 << 20
 """Files up to this size travel in ``FILES`` frames; larger ones as ``CHUNK`` runs."""
-FRAME_DATA = 4 << 20
-"""Data bytes per frame at most (below the 8 MiB frame limit with room for headers)."""
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
@@ -67,6 +67,8 @@ class Batch:
     entries: list[tuple[str, Kind]]
     rename: str | None = None
     """The one entry's name at the destination, when it differs (a root file)."""
+    partials: Mapping[str, Prefix] = field(default_factory=dict)
+    """The destination's partials in this directory, by name there."""
 
 
 class BatchSender:
@@ -160,7 +162,17 @@ class BatchSender:
                     tally["copied.hardlinks"] += 1
                 elif opened[1].st_size > SMALL:
                     flush()
-                    self._send_large(tally, conn, batch, sent_as, rel, *opened, link)
+                    fd, st = opened
+                    send_large(
+                        conn,
+                        self.runtime,
+                        tally,
+                        {"dir": batch.dir_id, "name": sent_as},
+                        rel,
+                        (fd, st, self.meta(tally, rel, fd, st)),
+                        link,
+                        batch.partials.get(sent_as),
+                    )
                     continue
                 else:
                     entry, data = self._read_small(tally, sent_as, rel, *opened)
@@ -332,55 +344,6 @@ class BatchSender:
         tally["copied.files"] += 1
         tally["copied.bytes"] += len(data)
         return {"name": sent_as, "kind": "file", "meta": meta}, data
-
-    def _send_large(
-        self,
-        tally: Tally,
-        conn: Connection,
-        batch: Batch,
-        sent_as: str,
-        rel: str,
-        fd: int,
-        st: os.stat_result,
-        link: int | None,
-    ) -> None:
-        """One large file as ``CHUNK`` frames; the last one says how it ended."""
-        base: dict[str, Any] = {"dir": batch.dir_id, "name": sent_as}
-        first = True
-        meta = self.meta(tally, rel, fd, st)
-
-        def header(offset: int, **end: Any) -> dict[str, Any]:
-            nonlocal first
-            fields = {**base, "offset": offset, "first": first, **end}
-            if first:
-                fields["meta"] = meta
-                if link is not None:
-                    fields["link"] = link
-            first = False
-            return fields
-
-        try:
-            for offset, length in data_extents(fd, st.st_size):
-                end = offset + length
-                while offset < end:
-                    size = min(end - offset, FRAME_DATA)
-                    got = conn.send_file(
-                        FrameKind.CHUNK, header(offset), fd, offset, size
-                    )
-                    if got < size:
-                        raise OSError(errno.EIO, "file shrank while being sent")
-                    offset += size
-        except RemoteError:
-            raise
-        except OSError as exc:
-            self.runtime.fail(tally, rel, "read", exc)
-            conn.send(FrameKind.CHUNK, header(0, last=True, failed=str(exc)))
-            return
-        finally:
-            os.close(fd)
-        conn.send(FrameKind.CHUNK, header(st.st_size, last=True))
-        tally["copied.files"] += 1
-        tally["copied.bytes"] += st.st_size
 
 
 def _read_all(fd: int, size: int) -> bytes:

@@ -27,7 +27,7 @@ from rcp_core.backends.routing import Engine, Storage
 from rcp_core.errors import RemoteError, UsageError
 from rcp_core.paths import check_destination, plan_names
 from rcp_core.remote import tls
-from rcp_core.remote.hello import BWLIMIT, DRY_RUN, FILTERS, STOP, Role
+from rcp_core.remote.hello import BWLIMIT, DRY_RUN, FILTERS, RESUME, STOP, Role
 from rcp_core.remote.listening import (
     ANY_IPV4,
     PortRanges,
@@ -263,6 +263,8 @@ def _needed_version(settings: CopySettings) -> tuple[int, int]:
     """The oldest daemon that honours ``settings`` (an older one would ignore them:
     a dry run that writes, a mirror that deletes nothing)."""
     defaults = CopySettings()
+    if settings.resume:
+        return RESUME
     if (
         settings.fail_early
         or settings.ops_throttle

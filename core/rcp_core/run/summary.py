@@ -25,6 +25,8 @@ KEYS = (
     *(f"method.{method}" for method in METHODS),
     "errors",
     "moved.bytes",
+    "resumed.files",
+    "resumed.bytes",
     "found.entries",
     "found.dirs",
     "scanned.dirs",
@@ -34,7 +36,10 @@ controller's measure of work, which must not arrive in lumps of whole large file
 ``copied.bytes`` counts finished files only. ``found.entries`` (the jobs' sources
 and the entries the walk's scans found, after filters), ``found.dirs`` (directories
 among them) and ``scanned.dirs`` (directories whose scan began) are the walk's view
-of the tree so far, from which the monitor estimates the work left."""
+of the tree so far, from which the monitor estimates the work left. ``resumed.files``
+are the copied files that went on from a partial (``--partial``), ``resumed.bytes``
+the verified prefixes they kept: counted in ``copied.bytes``, never in
+``moved.bytes``."""
 
 
 class Tally(dict[str, int]):
@@ -158,6 +163,10 @@ class Summary:
             for outcome in OUTCOMES
         }
         out["methods"] = {m: self.counts[f"method.{m}"] for m in METHODS}
+        out["resumed"] = {
+            "files": self.counts["resumed.files"],
+            "bytes": self.counts["resumed.bytes"],
+        }
         out["errors"] = self.counts["errors"]
         out["error_list"] = [
             {"error": key, "count": count, "example": example}
@@ -185,6 +194,11 @@ class Summary:
         lines.append(
             "methods:   " + "  ".join(f"{m} {c[f'method.{m}']}" for m in METHODS)
         )
+        if c["resumed.files"]:
+            lines.append(
+                f"resumed:   files {c['resumed.files']}  "
+                f"{human_bytes(c['resumed.bytes'])} kept from partials"
+            )
         lines.append(f"errors:    {c['errors']}")
         for key, count, example in self.errors:
             lines.append(f"  {count} x {key} (e.g. {example})")

@@ -215,6 +215,17 @@ def _transient(world: World) -> None:
     world.src = mnt / "src"
 
 
+def _partial(world: World) -> None:
+    """A 3 MiB file in the source, and its first 2 MiB in the destination's partial
+    of it (as a cut-off ``--partial`` copy leaves it)."""
+    data = os.urandom(3 << 20)
+    (world.src / "big").write_bytes(data)
+    world.dst.mkdir()
+    partial = world.dst / ".rcp-partial.big"
+    partial.write_bytes(data[: 2 << 20])
+    partial.chmod(0o600)
+
+
 def _device(world: World) -> None:
     """A device in the source, and rcp in a user namespace, where root may not make
     one (``mknod`` fails EPERM)."""
@@ -279,6 +290,11 @@ def _skipped_specials(world: World, run: Run) -> object:
 def _verified(world: World, run: Run) -> object:
     assert run.summary is not None, run.err
     return "verified" in run.summary
+
+
+def _resumed(world: World, run: Run) -> object:
+    assert run.summary is not None, run.err
+    return run.code, run.summary["resumed"]["bytes"]
 
 
 def _seconds(world: World, run: Run) -> object:
@@ -407,6 +423,7 @@ TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
     "dry_run": _local_host(
         Effect((), ("--dry-run", "brief"), _exists("a.txt")),
     ),
+    "partial": _all(Effect(("-o",), ("-o", "--partial"), _resumed, _partial)),
     "fail_early": _all(Effect(("-o",), ("-o", "-e"), _errors, _stuck, _fewer)),
     "verify": _all(Effect((), ("--verify", "checksum"), _verified)),
     "max_workers": {
