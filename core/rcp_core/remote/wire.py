@@ -11,8 +11,10 @@ big-endian, where ``length`` counts everything after itself (so at least 5) and
 Invariants of :class:`FrameReader` -- what a hostile or broken peer can do to us:
 
 - a frame longer than ``max_frame``, a header longer than its frame, an unknown kind,
-  a header that is not a JSON object, or a JSON document nested deeper than
-  ``MAX_DEPTH`` raise :class:`ProtocolError` before anything is acted on; a reader
+  a header that is not a JSON object, or one nested deeper than the JSON decoder
+  descends (the interpreter's recursion limit) raise :class:`ProtocolError` before
+  anything is acted on; nothing else walks a header recursively, so no depth
+  matters after decoding (a walk bounding it cost twice the decoding); a reader
   holds one buffer, as large as the largest frame it has read, so its memory is
   bounded by ``max_frame`` (and a stream of large frames allocates nothing);
 - every read inside a frame has a deadline (``frame_timeout``); a peer that stops
@@ -44,8 +46,6 @@ PREFIX = struct.Struct(">IBI")
 """``length``, ``kind``, ``header_length``."""
 MAX_FRAME = 8 << 20
 """The default bound on one frame (header and data): 8 MiB."""
-MAX_DEPTH = 32
-"""Deepest JSON nesting a header may have (ours need 4)."""
 _EMPTY = memoryview(b"")
 
 
@@ -87,22 +87,6 @@ def encode(
     return encode_head(kind, header, len(data)) + bytes(data)
 
 
-def _depth(value: Any, limit: int) -> int:
-    """Nesting depth of a decoded JSON value, stopping once past ``limit``."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    deepest = 0
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            return deepest
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return deepest
-
-
 def decode(kind_byte: int, payload: memoryview, header_length: int) -> Frame:
     """Validate and decode a frame's payload (everything after the prefix)."""
     try:
@@ -119,8 +103,6 @@ def decode(kind_byte: int, payload: memoryview, header_length: int) -> Frame:
         raise ProtocolError(f"frame header is not JSON: {exc}") from exc
     if not isinstance(header, dict):
         raise ProtocolError(f"frame header is a {type(header).__name__}, not an object")
-    if _depth(header, MAX_DEPTH) > MAX_DEPTH:
-        raise ProtocolError(f"frame header nested deeper than {MAX_DEPTH}")
     return Frame(kind, header, payload[header_length:])
 
 
