@@ -28,6 +28,7 @@ from typing import Any
 
 from rcp_core.backends.operands import RemotePath, parse_address
 from rcp_core.errors import ProtocolError, RemoteError, UsageError
+from rcp_core.remote import sshcontrol
 from rcp_core.remote.daemon import read_line
 
 log = logging.getLogger("rcp_core")
@@ -39,17 +40,22 @@ class Launch:
 
     :param ssh: the SSH client and its options (``["ssh", "-o", "BatchMode=yes"]``).
     :param rcpd: the daemon's command on the remote host.
+    :param reuse: share one SSH connection per host between commands, unless the
+        user's configuration says how (:mod:`rcp_core.remote.sshcontrol`).
     """
 
     ssh: Sequence[str] = ("ssh", "-o", "BatchMode=yes")
     rcpd: str = "rcpd"
+    reuse: bool = False
 
     def argv(self, where: RemotePath, args: Sequence[str]) -> list[str]:
         """The local command that runs ``rcpd ARGS...`` on ``where``'s host."""
         target = f"{where.user}@{where.host}" if where.user else where.host
         port = ["-p", str(where.port)] if where.port is not None else []
+        destination = [*port, "--", target]
+        shared = sshcontrol.options(self.ssh, destination) if self.reuse else []
         # ssh joins its arguments with spaces for the remote shell: quote each one.
-        return [*self.ssh, *port, "--", target, shlex.join([self.rcpd, *args])]
+        return [*self.ssh, *shared, *destination, shlex.join([self.rcpd, *args])]
 
 
 class SshDaemon:
