@@ -11,14 +11,18 @@ interleaved and repeated (so noise hits them alike), each a 1 KiB file:
 - ``rcp pull``, ``rcp push``: as a user runs it (with SSH reuse where this rcp has it,
   so every run after the first finds the connection of the one before);
 - ``rcp pull, new ssh``: ``--no-ssh-reuse``, a login every run (only where this rcp
-  has the flag).
+  has the flag);
+- ``baseline rcp pull``, ``baseline rcp push``: another build's (``--baseline-python``,
+  e.g. ``.venv-bench-base/bin/python`` of ``make bench-base``).
 
 Then the pull apart (``--trace`` runs, not interleaved with the above): timestamps
 from ``rcp`` itself (its functions wrapped) and from a wrapper that starts ``rcpd``,
 on one clock (both hosts are this machine), medians per phase.
 
-Run: ``python -m benchmarks.remote_fixed_cost --python .venv/bin/python --out
-benchmarks/results/remote_fixed_cost.md`` (root: namespaces and sshd).
+Run: ``python -m benchmarks.remote_fixed_cost --python .venv-bench-rcp/bin/python
+--out benchmarks/results/remote_fixed_cost.md`` (root: namespaces and sshd; the
+wheel installs of ``make bench-rcp``, as users have them: an editable install's
+import hook costs every start-up, rcpd's too, some 20 ms).
 """
 
 from __future__ import annotations
@@ -104,28 +108,39 @@ def rcp_has_reuse(rcp: str) -> bool:
 
 
 def commands(
-    python: str, ssh: list[str], target: str, work: Path, reuse: bool
+    python: str,
+    ssh: list[str],
+    target: str,
+    work: Path,
+    baseline: str | None = None,
 ) -> dict[str, list[str]]:
-    """Each probe's command line (run in h1)."""
-    rcp = [
-        str(Path(python).with_name("rcp")),
-        "--ssh",
-        shlex.join(ssh),
-        "--rcpd-path",
-        str(Path(python).with_name("rcpd")),
-    ]
+    """Each probe's command line (run in h1); with ``baseline`` (another build's
+    python) its rcp's pull and push too."""
+
+    def rcp(python: str) -> list[str]:
+        return [
+            str(Path(python).with_name("rcp")),
+            "--ssh",
+            shlex.join(ssh),
+            "--rcpd-path",
+            str(Path(python).with_name("rcpd")),
+        ]
+
     src, far = work / "src", f"{target}:{work / 'src'}"
     pulled, pushed = str(work / "pulled"), f"{target}:{work / 'pushed'}"
     rsync = ["rsync", "-a", "-e", shlex.join(ssh)]
     probes = {
         "ssh true": [*ssh, target, "true"],
         "rsync pull": [*rsync, far, pulled],
-        "rcp pull": [*rcp, "-o", far, pulled],
+        "rcp pull": [*rcp(python), "-o", far, pulled],
         "rsync push": [*rsync, str(src), pushed],
-        "rcp push": [*rcp, "-o", str(src), pushed],
+        "rcp push": [*rcp(python), "-o", str(src), pushed],
     }
-    if reuse:
-        probes["rcp pull, new ssh"] = [*rcp, REUSE_FLAG, "-o", far, pulled]
+    if rcp_has_reuse(rcp(python)[0]):
+        probes["rcp pull, new ssh"] = [*rcp(python), REUSE_FLAG, "-o", far, pulled]
+    if baseline is not None:
+        probes["baseline rcp pull"] = [*rcp(baseline), "-o", far, pulled]
+        probes["baseline rcp push"] = [*rcp(baseline), "-o", str(src), pushed]
     return probes
 
 
@@ -143,9 +158,16 @@ def measure(
 
 
 def trace(
-    host: netns.Host, python: str, ssh: list[str], target: str, work: Path, reps: int
+    host: netns.Host,
+    python: str,
+    ssh: list[str],
+    target: str,
+    work: Path,
+    reps: int,
+    flags: Sequence[str] = (),
 ) -> dict[str, Spread]:
-    """The phases of ``reps`` traced pulls (ms from rcp's start), medians apart."""
+    """The phases of ``reps`` traced pulls (ms from rcp's start) with rcp's
+    ``flags``."""
     log = work / "rcpd.log"
     wrapper = work / "rcpd-wrapper"
     wrapper.write_text(
@@ -153,7 +175,7 @@ def trace(
     )
     wrapper.chmod(0o755)
     argv = [python, "-c", TRACE, "--ssh", shlex.join(ssh), "--rcpd-path", str(wrapper)]
-    argv += ["-o", f"{target}:{work / 'src'}", str(work / "traced")]
+    argv += [*flags, "-o", f"{target}:{work / 'src'}", str(work / "traced")]
     phases: dict[str, list[float]] = {name: [] for name, _, _ in PHASES}
     for _ in range(reps):
         log.unlink(missing_ok=True)
@@ -179,7 +201,10 @@ def trace(
 
 
 def render(
-    spreads: dict[str, Spread], phases: dict[str, Spread], reps: int, traced: int
+    spreads: dict[str, Spread],
+    phases: dict[str, dict[str, Spread]],
+    reps: int,
+    traced: int,
 ) -> str:
     """The markdown of the probe."""
     lines = [
@@ -193,8 +218,11 @@ def render(
         "|---|---|---|",
     ]
     for name, s in spreads.items():
-        base = spreads.get(name.replace("rcp", "rsync").split(",")[0])
-        base = base if name.startswith("rcp") else None
+        base = (
+            spreads.get("rsync push" if "push" in name else "rsync pull")
+            if "rcp" in name
+            else None
+        )
         less = f"{1000 * (s.median - base.median):+.0f} ms" if base else ""
         lines.append(
             f"| {name} | {1000 * s.median:.0f} ms "
@@ -202,14 +230,21 @@ def render(
         )
     lines += [
         "",
-        f"The pull apart ({traced} traced runs, with SSH reuse where this rcp has it; "
-        "each phase's median, so they need not add up to the total's):",
+        f"The pull apart ({traced} traced runs each, one after the other; ms, median "
+        "[min-max] of each phase, so they need not add up to the total's):",
         "",
-        "| phase | ms |",
-        "|---|---|",
+        "| phase | " + " | ".join(phases) + " |",
+        "|---|" + "---|" * len(phases),
     ]
-    for name, s in phases.items():
-        lines.append(f"| {name} | {s.median:.0f} [{s.low:.0f}-{s.high:.0f}] |")
+    for name, _, _ in PHASES:
+        lines.append(
+            f"| {name} | "
+            + " | ".join(
+                f"{p[name].median:.0f} [{p[name].low:.0f}-{p[name].high:.0f}]"
+                for p in phases.values()
+            )
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -218,13 +253,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="the venv's python")
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--traced", type=int, default=10, help="traced pulls")
+    parser.add_argument(
+        "--baseline-python", help="another build's python: its rcp measured too"
+    )
     parser.add_argument("--out", type=Path, help="write the markdown here too")
     args = parser.parse_args(argv)
     why = netns.missing() or sshd.missing()
     if why:
         parser.error(why)
     python = str(Path(args.python).absolute())
-    reuse = rcp_has_reuse(str(Path(python).with_name("rcp")))
+    baseline = args.baseline_python and str(Path(args.baseline_python).absolute())
     with contextlib.ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rcp-fc-")))
         # rcp's SSH connections of this run only (their own runtime directory).
@@ -232,9 +270,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         (work / "src").write_bytes(os.urandom(SIZE))
         h1, h2 = stack.enter_context(netns.lan(2))
         server = stack.enter_context(sshd.running_sshd(work / "sshd", h2))
+        stack.callback(sshd.close_masters, work / "rcp-ssh")
         ssh, target = server.ssh(), f"root@{h2.address}"
-        spreads = measure(h1, commands(python, ssh, target, work, reuse), args.reps)
-        phases = trace(h1, python, ssh, target, work, args.traced)
+        probes = commands(python, ssh, target, work, baseline)
+        spreads = measure(h1, probes, args.reps)
+        phases = {"as run": trace(h1, python, ssh, target, work, args.traced)}
+        if REUSE_FLAG in probes.get("rcp pull, new ssh", []):
+            phases["new ssh"] = trace(
+                h1, python, ssh, target, work, args.traced, [REUSE_FLAG]
+            )
     text = render(spreads, phases, args.reps, args.traced)
     print(text, end="")
     if args.out:
