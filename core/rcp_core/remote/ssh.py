@@ -133,7 +133,9 @@ class SshDaemon:
             log.debug("%s: %s", self.name, line.rstrip())
 
     def stop(self) -> None:
-        """Close stdin (the daemon exits), then reap it within the timeout."""
+        """Close stdin (the daemon exits), then reap it within the timeout; its
+        stderr is left to the thread that drains it if that is still reading after
+        the timeout (the process's end closes it)."""
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError):  # already gone
                 self.proc.stdin.close()
@@ -143,7 +145,13 @@ class SshDaemon:
             self.proc.kill()
             self.proc.wait()
         self._drain.join(self.timeout)
-        for pipe in (self.proc.stdout, self.proc.stderr):
+        # A shared connection's master holds the session's stderr (ssh hands it
+        # over) until the session closes, which a dead link delays: closing the pipe
+        # under the thread still reading it would wait for that thread's lock.
+        pipes = [self.proc.stdout] + (
+            [] if self._drain.is_alive() else [self.proc.stderr]
+        )
+        for pipe in pipes:
             if pipe is not None:
                 pipe.close()
 
