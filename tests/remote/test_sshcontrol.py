@@ -186,3 +186,22 @@ def test_a_users_own_controlpath_is_left_alone(
     assert _logins(server) == before + 2
     assert not (runtime / "rcp-ssh").exists()
     assert not [p for p in tmp_path.iterdir() if p.is_socket()]
+
+
+def test_a_failed_copy_closes_the_shared_connection(
+    runtime: Path, server: sshd.Sshd, tmp_path: Path
+) -> None:
+    """The connection may be what failed (a link that went down leaves its TCP
+    connection stalling the next session): the next copy logs in anew."""
+    src = tmp_path / "f"
+    src.write_bytes(b"x")
+    before = _logins(server)
+    _copy(server, src, tmp_path / "one")
+    failed = run_tool(
+        RCP, server, "-o", at(server, src), str(tmp_path / "two"), rcpd="/no/rcpd"
+    )
+    assert failed.returncode == 1, failed.stderr
+    assert "No such file" in failed.stderr
+    assert not [p for p in (runtime / "rcp-ssh").iterdir() if p.is_socket()]
+    _copy(server, src, tmp_path / "three")
+    assert _logins(server) == before + 2

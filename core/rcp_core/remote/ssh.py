@@ -50,12 +50,23 @@ class Launch:
 
     def argv(self, where: RemotePath, args: Sequence[str]) -> list[str]:
         """The local command that runs ``rcpd ARGS...`` on ``where``'s host."""
-        target = f"{where.user}@{where.host}" if where.user else where.host
-        port = ["-p", str(where.port)] if where.port is not None else []
-        destination = [*port, "--", target]
+        destination = _destination(where)
         shared = sshcontrol.options(self.ssh, destination) if self.reuse else []
         # ssh joins its arguments with spaces for the remote shell: quote each one.
         return [*self.ssh, *shared, *destination, shlex.join([self.rcpd, *args])]
+
+    def forget(self, where: RemotePath) -> None:
+        """Close the shared connection to ``where``'s host, if any: a copy failed,
+        perhaps on it (:func:`rcp_core.remote.sshcontrol.close`)."""
+        if self.reuse:
+            sshcontrol.close(self.ssh, _destination(where))
+
+
+def _destination(where: RemotePath) -> list[str]:
+    """ssh's arguments for ``where``'s host: ``[-p PORT] -- [user@]host``."""
+    target = f"{where.user}@{where.host}" if where.user else where.host
+    port = ["-p", str(where.port)] if where.port is not None else []
+    return [*port, "--", target]
 
 
 class SshDaemon:
