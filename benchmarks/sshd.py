@@ -44,6 +44,7 @@ def missing() -> str | None:
 class Sshd:
     port: int
     client_key: Path
+    log: Path  # sshd's messages (-e: its stderr), a line per login among them
     address: str = "127.0.0.1"
 
     def ssh(self) -> list[str]:
@@ -63,6 +64,22 @@ class Sshd:
             "-o",
             "ConnectTimeout=10",
         ]
+
+
+def close_masters(directory: Path) -> None:
+    """Ask every SSH master with a socket in ``directory`` to exit (rcp's shared
+    connections, :mod:`rcp_core.remote.sshcontrol`): one left to a server that is
+    gone would take the next server's sessions on the same address and port."""
+    if not directory.is_dir():
+        return
+    for sock in directory.iterdir():
+        if sock.is_socket():
+            subprocess.run(
+                ["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "master"],
+                capture_output=True,
+                timeout=10,
+                check=False,
+            )
 
 
 def free_port() -> int:
@@ -122,7 +139,7 @@ def running_sshd(workdir: Path, host: netns.Host | None = None) -> Iterator[Sshd
                     f"sshd did not start: {(workdir / 'sshd.log').read_text()}"
                 )
             time.sleep(0.05)
-        yield Sshd(port, client_key, address)
+        yield Sshd(port, client_key, workdir / "sshd.log", address)
     finally:
         netns.stop(proc)
         log.close()

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import sshd
+from rcp_core.remote.sshcontrol import control_dir
 from support import airflow as airflow_support
 from support import commands, loopfs, services
 from support import s3 as s3_support
@@ -30,6 +31,10 @@ from support.treespec import Spec, make_tree
 airflow_support.configure()
 # Every program a test starts must be listed, so `make test` installs its package.
 commands.install_guard()
+# rcp's shared SSH connections (rcp_core.remote.sshcontrol) of this run alone, in a
+# runtime directory of its own (short: a socket's path is at most 107 bytes); every
+# fixture that stops an sshd closes them (benchmarks.sshd.close_masters).
+os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="rcp-rt-")
 
 GIB = 1024 * loopfs.MIB
 LOOP_FIXTURES = frozenset(
@@ -52,6 +57,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="write the reliability figures (tried, survived, lost) as JSON here",
     )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Close the run's shared SSH connections and remove their directory."""
+    sshd.close_masters(Path(control_dir()))
+    shutil.rmtree(os.environ["XDG_RUNTIME_DIR"], ignore_errors=True)
 
 
 def pytest_collection_modifyitems(
@@ -141,6 +152,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sshd.Sshd]:
         pytest.fail(f"remote tests need a real sshd: {why}", pytrace=False)
     with sshd.running_sshd(tmp_path_factory.mktemp("sshd")) as running:
         yield running
+        sshd.close_masters(Path(control_dir()))
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Final
 
 from benchmarks import netns, rsyncd, sshd
+from rcp_core.remote.sshcontrol import control_dir
 
 HOST_VAR: Final = "RCP_BENCH_HOST"
 SSH_VAR: Final = "RCP_BENCH_SSH"
@@ -104,6 +105,8 @@ def pair(scratch: Path, exported: Path, rate: str | None = None) -> Iterator[Pai
             ssh = tuple(ssh_server.ssh())
             _check_ssh(client, ssh, server.address)
             yield Pair(client, server, ssh, daemon, rate, _ssh_version())
+            # rcp's shared SSH connections to h2: the next pair's h2 has its address.
+            sshd.close_masters(Path(control_dir()))
 
 
 def _check_ssh(client: netns.Host, ssh: tuple[str, ...], address: str) -> None:

@@ -34,7 +34,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from rcp_core.errors import RcpError, UsageError
-from rcp_core.remote.client import SERVICE_PORT
+from rcp_core.remote import SERVICE_PORT
 from rcp_core.remote.daemon import read_line, serve, ssh_addresses
 from rcp_core.remote.hello import Role
 from rcp_core.remote.listening import endpoint, family, port_ranges

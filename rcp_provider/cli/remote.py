@@ -87,6 +87,13 @@ def add_launch_options(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         "--rcpd-path", default="rcpd", help="rcpd's command on the remote hosts"
     )
+    group.add_argument(
+        "--no-ssh-reuse",
+        action="store_true",
+        help="log in anew for every daemon (default: one SSH connection per host, "
+        "kept 60 s for the next command, where your ssh config sets no "
+        "ControlMaster or ControlPath)",
+    )
 
 
 REMOTE_OPTIONS = (
@@ -98,6 +105,7 @@ REMOTE_OPTIONS = (
     "remote_timeout",
     "ssh",
     "rcpd_path",
+    "no_ssh_reuse",
 )
 """The options of :func:`add_options` and :func:`add_launch_options` (their ``dest``;
 each is the long flag ``--dest-with-dashes``): they shape a copy between hosts only."""
@@ -141,7 +149,9 @@ def launch_of(args: argparse.Namespace) -> Launch:
     """How to start ``rcpd``, from :func:`add_launch_options`'s options."""
     from rcp_core.remote.ssh import Launch
 
-    return Launch(ssh=shlex.split(args.ssh), rcpd=args.rcpd_path)
+    return Launch(
+        ssh=shlex.split(args.ssh), rcpd=args.rcpd_path, reuse=not args.no_ssh_reuse
+    )
 
 
 def port(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import socket
 import ssl
 import threading
@@ -154,3 +155,42 @@ def test_tls_below_1_3_is_refused(server_id: Identity) -> None:
     ):
         old.wrap_socket(sock)
     assert errors
+
+
+@pytest.mark.parametrize(
+    ("name", "days"), [("rcpd-source", 1), ("rcpd ü", 3650), ("after 2049", 10000)]
+)
+def test_an_identity_is_the_self_signed_ca_certificate_it_says(
+    name: str, days: int
+) -> None:
+    """The certificate encoded by :mod:`rcp_core.remote.selfsigned`, read back by
+    ``cryptography.x509``: version 3, the name as issuer and subject, a positive
+    serial, valid from five minutes ago for ``days``, a CA of path length 0, and
+    signed by the key that comes with it."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    before = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    identity = Identity.ephemeral(name, days)
+    cert = x509.load_pem_x509_certificate(identity.cert_pem.encode())
+    key = serialization.load_pem_private_key(identity.key_pem.encode(), None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    assert isinstance(key.curve, ec.SECP256R1)
+    assert cert.version is x509.Version.v3
+    common = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, name)])
+    assert cert.subject == cert.issuer == common
+    assert 0 < cert.serial_number < 1 << 159
+    start = cert.not_valid_before_utc
+    assert before - datetime.timedelta(minutes=5) <= start
+    assert start <= before - datetime.timedelta(minutes=4)
+    assert cert.not_valid_after_utc - start == datetime.timedelta(days=days, minutes=5)
+    (extension,) = cert.extensions
+    assert extension.critical
+    assert extension.value == x509.BasicConstraints(ca=True, path_length=0)
+    assert cert.public_key() == key.public_key()
+    assert isinstance(cert.signature_hash_algorithm, hashes.SHA256)
+    cert.verify_directly_issued_by(cert)
+    assert ssl.DER_cert_to_PEM_cert(ssl.PEM_cert_to_DER_cert(identity.cert_pem)) == (
+        identity.cert_pem
+    )

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import netns, sshd
+from rcp_core.remote.sshcontrol import control_dir
 from support.nobody import RCP_MAIN
 
 RCPD = str(Path(sys.executable).with_name("rcpd"))
@@ -139,3 +140,4 @@ def lan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lan]:
                 f.write(Path(f"{on_h3.client_key}.pub").read_text())
             assert (on_h2.address, on_h3.address) == (h2.address, h3.address)
             yield Lan(h1, h2, h3, " ".join(on_h3.ssh()))
+            sshd.close_masters(Path(control_dir()))

@@ -7,6 +7,8 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``wire``              frames: encoding, and a reader bounded in memory and time
 ``hello``             the first frame each way; version negotiation; roles
 ``tls``               per-run identities, pinned certificates, TLS 1.3 contexts
+``selfsigned``        a per-run identity's certificate, encoded without ``x509``'s
+                      import
 ``connection``        a framed, authenticated connection: send, read, greet, expect
 ``handshake``         making a connection: dial, accept, TLS and hellos by one deadline
 ``sshrole``           a role on another host: rcpd started over SSH, the master's
@@ -35,6 +37,8 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``roles``             both roles wired to their connections (``run_source``,
                       ``run_destination``)
 ``ssh``               starting ``rcpd`` on another host over SSH
+``sshcontrol``        one SSH login per host: OpenSSH connection sharing where the
+                      user's configuration says nothing of it
 ``daemon``            ``rcpd --role``: a role started over SSH, talking to its master
 ``sshmaster``         the master of a copy over SSH: starts the roles (SSH or
                       in-process), hands out jobs, collects their results

@@ -26,23 +26,23 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rcp_core.engine.tree import DIR_FLAGS
 from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection
-from rcp_core.remote.dry import DryReceiver
 from rcp_core.remote.handshake import accept_next, dial
 from rcp_core.remote.hello import MANIFESTS, RESUME, STOP, Role
-from rcp_core.remote.incoming import Incoming
 from rcp_core.remote.listening import tell_connected
-from rcp_core.remote.receive import Receiver
 from rcp_core.remote.receivedtree import ANCHOR
 from rcp_core.remote.roleruntime import RoleRun
-from rcp_core.remote.send import Sender
 from rcp_core.remote.wire import FrameKind
 from rcp_core.settings import CopySettings
+
+if TYPE_CHECKING:
+    from rcp_core.remote.incoming import Incoming
+    from rcp_core.remote.receive import Receiver
 
 log = logging.getLogger("rcp_core")
 
@@ -75,6 +75,9 @@ def run_source(
         (0: unlimited).
     :returns: the source's counts and its error messages.
     """
+    # Imported by the role that runs: a daemon imports one role's modules.
+    from rcp_core.remote.send import Sender
+
     deadline = time.monotonic() + timeout
     control: Connection | None = None
     data: list[Connection] = []
@@ -145,6 +148,9 @@ def run_destination(
         (``--bind-ip``; default: the kernel's choice).
     :returns: the destination's counts and its error messages.
     """
+    from rcp_core.remote.dry import DryReceiver
+    from rcp_core.remote.receive import Receiver
+
     parent = os.path.abspath(dst) if into else os.path.dirname(os.path.abspath(dst))
     umask = os.umask(0)
     os.umask(umask)

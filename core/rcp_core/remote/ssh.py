@@ -28,6 +28,7 @@ from typing import Any
 
 from rcp_core.backends.operands import RemotePath, parse_address
 from rcp_core.errors import ProtocolError, RemoteError, UsageError
+from rcp_core.remote import sshcontrol
 from rcp_core.remote.daemon import read_line
 
 log = logging.getLogger("rcp_core")
@@ -39,17 +40,33 @@ class Launch:
 
     :param ssh: the SSH client and its options (``["ssh", "-o", "BatchMode=yes"]``).
     :param rcpd: the daemon's command on the remote host.
+    :param reuse: share one SSH connection per host between commands, unless the
+        user's configuration says how (:mod:`rcp_core.remote.sshcontrol`).
     """
 
     ssh: Sequence[str] = ("ssh", "-o", "BatchMode=yes")
     rcpd: str = "rcpd"
+    reuse: bool = False
 
     def argv(self, where: RemotePath, args: Sequence[str]) -> list[str]:
         """The local command that runs ``rcpd ARGS...`` on ``where``'s host."""
-        target = f"{where.user}@{where.host}" if where.user else where.host
-        port = ["-p", str(where.port)] if where.port is not None else []
+        destination = _destination(where)
+        shared = sshcontrol.options(self.ssh, destination) if self.reuse else []
         # ssh joins its arguments with spaces for the remote shell: quote each one.
-        return [*self.ssh, *port, "--", target, shlex.join([self.rcpd, *args])]
+        return [*self.ssh, *shared, *destination, shlex.join([self.rcpd, *args])]
+
+    def forget(self, where: RemotePath) -> None:
+        """Close the shared connection to ``where``'s host, if any: a copy failed,
+        perhaps on it (:func:`rcp_core.remote.sshcontrol.close`)."""
+        if self.reuse:
+            sshcontrol.close(self.ssh, _destination(where))
+
+
+def _destination(where: RemotePath) -> list[str]:
+    """ssh's arguments for ``where``'s host: ``[-p PORT] -- [user@]host``."""
+    target = f"{where.user}@{where.host}" if where.user else where.host
+    port = ["-p", str(where.port)] if where.port is not None else []
+    return [*port, "--", target]
 
 
 class SshDaemon:
@@ -127,7 +144,9 @@ class SshDaemon:
             log.debug("%s: %s", self.name, line.rstrip())
 
     def stop(self) -> None:
-        """Close stdin (the daemon exits), then reap it within the timeout."""
+        """Close stdin (the daemon exits), then reap it within the timeout; its
+        stderr is left to the thread that drains it if that is still reading after
+        the timeout (the process's end closes it)."""
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError):  # already gone
                 self.proc.stdin.close()
@@ -137,7 +156,13 @@ class SshDaemon:
             self.proc.kill()
             self.proc.wait()
         self._drain.join(self.timeout)
-        for pipe in (self.proc.stdout, self.proc.stderr):
+        # A shared connection's master holds the session's stderr (ssh hands it
+        # over) until the session closes, which a dead link delays: closing the pipe
+        # under the thread still reading it would wait for that thread's lock.
+        pipes = [self.proc.stdout] + (
+            [] if self._drain.is_alive() else [self.proc.stderr]
+        )
+        for pipe in pipes:
             if pipe is not None:
                 pipe.close()
 

@@ -222,6 +222,10 @@ def remote_copy(
             )
         results = _run_local(local)
         results += [remote.result() for remote in remotes]
+    except (RemoteError, OSError):
+        for remote in remotes:  # the next command logs in anew
+            launch.forget(remote.where)
+        raise
     finally:
         for remote in remotes:
             remote.stop()

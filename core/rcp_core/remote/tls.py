@@ -19,7 +19,6 @@ daemon, or in the configuration of a service.
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import hmac
 import os
@@ -55,34 +54,11 @@ class Identity:
 
     @classmethod
     def ephemeral(cls, name: str = "rcp", days: int = 1) -> Identity:
-        """A new ECDSA P-256 key and a self-signed certificate valid for ``days``."""
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.x509.oid import NameOID
+        """A new ECDSA P-256 key and a self-signed certificate valid for ``days``
+        (:mod:`rcp_core.remote.selfsigned`)."""
+        from rcp_core.remote.selfsigned import make
 
-        key = ec.generate_private_key(ec.SECP256R1())
-        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-        now = datetime.datetime.now(datetime.UTC)
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=days))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .sign(key, hashes.SHA256())
-        )
-        return cls(
-            cert.public_bytes(serialization.Encoding.PEM).decode(),
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            ).decode(),
-        )
+        return cls(*make(name, days))
 
     @classmethod
     def load(cls, cert_file: Path, key_file: Path) -> Identity:

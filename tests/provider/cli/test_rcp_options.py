@@ -542,6 +542,12 @@ TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
         ),
         Refused(("--rcpd-path", "/opt/rcpd"), "--rcpd-path"),
     ),
+    "no_ssh_reuse": _remote_only(
+        Effect(
+            ("-vv",), ("-vv", "--no-ssh-reuse"), _in("out", "shares one connection")
+        ),
+        Refused(("--no-ssh-reuse",), "--no-ssh-reuse"),
+    ),
 }
 """For each option and kind of operand, how it shows (see the module docstring)."""
 
