@@ -4,10 +4,12 @@ The remote cells (filesystems ``netns`` and ``netns1g``, :mod:`.hosts`) compare 
 pulling over ssh (TLS, and ``--no-encryption``) with ``rsync -a`` over ssh and with
 rsync's daemon protocol. Targets, each against ``rsync -a`` over ssh unless said:
 
-- large files over a 1 Gbit/s link (``tbf``): rcp moves at least 90% of the link rate
-  (file bytes / wall seconds against 125,000,000 B/s);
+- large files over a 1 Gbit/s link (``tbf``): rcp moves at least 95% of the link rate
+  (file bytes / wall seconds against 125,000,000 B/s; TCP's payload at MTU 1500 is at
+  most 95.6% of it, :data:`PAYLOAD_SHARE`, which the row says);
 - large files, uncapped veth: rcp at least 1.5x as fast;
-- the Linux source tree: rcp at least 1.5x as fast, and faster than rsync's daemon;
+- the Linux source tree: rcp at least 1.5x as fast, faster than rsync's daemon, and
+  within 1.3x of a local rcp of the same tree on the same disk (``ext4 linux``);
 - 1 KiB files (50,000): rcp at least 3x as fast.
 
 "rcp" is ``rcp_remote``: automatic settings, encrypted, as a user runs it. Its
@@ -52,10 +54,14 @@ LABELS: Final = {
 VETH: Final = "netns"
 CAPPED: Final = "netns1g"
 LINK_BYTES_PER_S: Final = 125_000_000  # 1 Gbit/s
-LINK_SHARE: Final = 0.90
+LINK_SHARE: Final = 0.95
+PAYLOAD_SHARE: Final = 1448 / 1514
+"""TCP payload per full frame at MTU 1500 (timestamps on) over what ``tbf`` counts:
+the most of the link's rate any copy can carry."""
 LARGE_VS_RSYNC: Final = 1.5
 LINUX_VS_RSYNC: Final = 1.5
 LINUX_VS_DAEMON: Final = 1.0  # strictly faster
+LINUX_VS_LOCAL: Final = 1.3
 SMALL_VS_RSYNC: Final = 3.0
 SMALL_MIN_FILES: Final = 50_000
 
@@ -92,7 +98,10 @@ def _rate(results: Results, o: Outcome | None, fileset: str) -> float | None:
 
 
 def _link_rate(results: Results, table: Table) -> list[TargetResult]:
-    target = "Remote, large files over a 1 Gbit/s link (tbf): rcp >= 90% of the rate"
+    target = (
+        f"Remote, large files over a 1 Gbit/s link (tbf): rcp >= {LINK_SHARE:.0%} "
+        "of the rate"
+    )
     rows = []
     for fileset in _measured(results, CAPPED, large=True):
         info = results.fileset(fileset)
@@ -111,14 +120,19 @@ def _link_rate(results: Results, table: Table) -> list[TargetResult]:
             )
             verdict = "within" if ok else "missed by"
             margin = (
-                f"{verdict} {abs(share / LINK_SHARE - 1) * 100:.0f}% of the 90% asked"
+                f"{verdict} {abs(share / LINK_SHARE - 1) * 100:.0f}% of the "
+                f"{LINK_SHARE:.0%} asked"
             )
             others = [
                 f"{LABELS[t]} {r / 1e6:.0f} MB/s"
                 for t in (RCP_PLAIN, RSYNC_SSH, RSYNC_DAEMON)
                 if (r := _rate(results, table.get((*key, t)), fileset)) is not None
             ]
-            evidence = "; ".join(x for x in (_cpu(o), ", ".join(others)) if x)
+            ceiling = (
+                f"{share / PAYLOAD_SHARE:.0%} of TCP's payload ceiling "
+                f"({PAYLOAD_SHARE:.1%} of the link at MTU 1500)"
+            )
+            evidence = "; ".join(x for x in (_cpu(o), ", ".join(others), ceiling) if x)
             status: Status = "met" if ok else "missed"
             rows.append(
                 TargetResult(target, scenario, measured, status, margin, evidence)
@@ -157,6 +171,7 @@ def _linux(table: Table) -> list[TargetResult]:
         return [absent_row(target, scenario, "cell not in this run")]
     local = _local_floor(table, LOCAL_LINUX, "a local cp -a of the same tree")
     return [
+        _local_row(table, key, scenario),
         _speedup_row(
             target, scenario, table, key, RSYNC_SSH, LINUX_VS_RSYNC, floor=local
         ),
@@ -255,6 +270,43 @@ def _speedup_row(
 
 
 LOCAL_LINUX: Final[tuple[str, str, Mode, str]] = ("ext4", "linux", "warm", "cp_a")
+LOCAL_RCP_LINUX: Final[tuple[str, str, Mode, str]] = (
+    "ext4",
+    "linux",
+    "warm",
+    "rcp_auto",
+)
+
+
+def _local_row(table: Table, key: Key, scenario: str) -> TargetResult:
+    """The remote copy's time against a local rcp of the same tree on the same disk
+    (``ext4 linux warm``): what the network path costs over the engine's own."""
+    target = f"  (same cell: within {LINUX_VS_LOCAL:g}x of a local rcp's time)"
+    remote, local = table.get((*key, RCP)), table.get(LOCAL_RCP_LINUX)
+    medians = []
+    for o, name in ((remote, "rcp between hosts"), (local, "a local rcp")):
+        if o is None:
+            return TargetResult(
+                target, scenario, "-", "not measured", f"{name} did not run"
+            )
+        if o.wall is None:
+            return TargetResult(
+                target, scenario, "-", "not measured", f"{name} failed: {o.problem}"
+            )
+        medians.append(o.wall.median)
+    mine, theirs = medians
+    times = mine / theirs
+    ok = times <= LINUX_VS_LOCAL
+    verdict = "within" if ok else "missed by"
+    return TargetResult(
+        target,
+        scenario,
+        f"{times:.2f}x a local rcp's time ({mine:.3g} s vs {theirs:.3g} s)",
+        "met" if ok else "missed",
+        f"{verdict} {abs(times / LINUX_VS_LOCAL - 1) * 100:.0f}% of "
+        f"{LINUX_VS_LOCAL:g}x",
+        _cpu(remote) if remote is not None else "",
+    )
 
 
 def _local_floor(
