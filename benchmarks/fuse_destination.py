@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.harness import hosts
+from benchmarks.harness.markdown import publish
 from benchmarks.latencyfs import mounted
 
 SMALL = (4, 100, 1 << 10)
@@ -113,10 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.a_name} / {args.b_name}: {a / b:.3f}",
     ]
     text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if args.out is not None:
-        args.out.write_text(text)
-    return 0
+    return publish(text, args.out)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.harness import hosts
+from benchmarks.harness.markdown import publish
 
 GiB = 1 << 30
 LIMIT = "50M"
@@ -175,10 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"- the rerun took {resumed['seconds']:.1f} s (hashing both prefixes included)",
     ]
     text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if args.out is not None:
-        args.out.write_text(text)
-    return 0
+    return publish(text, args.out)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks import netns, sshd
+from benchmarks.harness.markdown import publish
 from benchmarks.harness.stats import Spread, spread
 
 SIZE = 1024
@@ -280,10 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 h1, python, ssh, target, work, args.traced, [REUSE_FLAG]
             )
     text = render(spreads, phases, args.reps, args.traced)
-    print(text, end="")
-    if args.out:
-        args.out.write_text(text)
-    return 0
+    return publish(text, args.out)
 
 
 if __name__ == "__main__":

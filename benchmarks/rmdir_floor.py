@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from benchmarks.harness.markdown import publish
 from benchmarks.harness.results import load
 from benchmarks.latencyfs import mounted
 
@@ -124,10 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rm_rf = rm_rf_median(args.results) if args.results.exists() else None
     fixed = start_up(args.rrm, 4 * args.reps) if args.rrm else None
     text = render(times, rm_rf, fixed)
-    print(text, end="")
-    if args.out:
-        args.out.write_text(text)
-    return 0
+    return publish(text, args.out)
 
 
 if __name__ == "__main__":

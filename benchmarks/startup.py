@@ -31,6 +31,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.harness.markdown import publish
 from benchmarks.harness.results import load
 from benchmarks.harness.stats import Spread, spread
 
@@ -128,10 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spreads = measure(probes(args.python, src, dst), args.reps, dst)
     medians = cell_medians(args.results) if args.results.exists() else {}
     text = render(spreads, medians, args.reps)
-    print(text, end="")
-    if args.out:
-        args.out.write_text(text)
-    return 0
+    return publish(text, args.out)
 
 
 if __name__ == "__main__":

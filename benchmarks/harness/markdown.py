@@ -8,6 +8,7 @@ tool's error message cannot break the table.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 from benchmarks.harness.aggregate import Outcome
 from benchmarks.harness.results import MODES, Mode
@@ -83,3 +84,12 @@ def md_table(
         "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows
     )
     return out
+
+
+def publish(text: str, out: Path | None) -> int:
+    """A probe's report: printed, and written to ``out`` too when given; the probe's
+    exit status."""
+    print(text, end="")
+    if out is not None:
+        out.write_text(text)
+    return 0

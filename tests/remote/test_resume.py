@@ -50,6 +50,21 @@ def _summary(path: Path) -> dict[str, Any]:
     return summary
 
 
+def _pull(hosts: Lan, src: Path, dst: Path) -> dict[str, int]:
+    """``rcp --partial`` of ``src`` on h2 to ``dst`` here; its ``resumed`` counts."""
+    summary = dst.with_name("summary.json")
+    result = hosts.rcp(
+        "--partial",
+        "--summary-json",
+        str(summary),
+        hosts.at(hosts.source, src),
+        str(dst),
+    )
+    assert result.returncode == 0, result.stderr
+    resumed: dict[str, int] = _summary(summary)["resumed"]
+    return resumed
+
+
 @pytest.mark.parametrize("direction", ["pull", "push"])
 def test_a_copy_killed_mid_file_resumes_and_sends_only_the_rest(
     hosts: Lan, tmp_path: Path, direction: str
@@ -109,17 +124,9 @@ def test_a_corrupted_prefix_is_kept_only_up_to_its_first_bad_block(
     bad[20 * MIB] ^= 0x01
     _plant(tmp_path / "out", bytes(bad))
     before = hosts.source.traffic()
-    summary = tmp_path / "summary.json"
-    result = hosts.rcp(
-        "--partial",
-        "--summary-json",
-        str(summary),
-        hosts.at(hosts.source, src),
-        str(tmp_path / "out"),
-    )
-    assert result.returncode == 0, result.stderr
+    resumed = _pull(hosts, src, tmp_path / "out")
     assert (tmp_path / "out").read_bytes() == data
-    assert _summary(summary)["resumed"] == {"files": 1, "bytes": MIN_BLOCK}
+    assert resumed == {"files": 1, "bytes": MIN_BLOCK}
     sent = hosts.source.traffic() - before
     assert len(data) - MIN_BLOCK <= sent < len(data) - MIN_BLOCK + SLACK
 
@@ -132,17 +139,9 @@ def test_a_source_changed_since_the_partial_is_copied_whole(
     src = tmp_path / "big"
     src.write_bytes(os.urandom(12 * MIB))
     _plant(tmp_path / "out", os.urandom(6 * MIB))
-    summary = tmp_path / "summary.json"
-    result = hosts.rcp(
-        "--partial",
-        "--summary-json",
-        str(summary),
-        hosts.at(hosts.source, src),
-        str(tmp_path / "out"),
-    )
-    assert result.returncode == 0, result.stderr
+    resumed = _pull(hosts, src, tmp_path / "out")
     assert (tmp_path / "out").read_bytes() == src.read_bytes()
-    assert _summary(summary)["resumed"] == {"files": 0, "bytes": 0}
+    assert resumed == {"files": 0, "bytes": 0}
     assert not (tmp_path / partial_name("out")).exists()
 
 

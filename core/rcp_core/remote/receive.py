@@ -122,6 +122,33 @@ CLOSE_WAIT = 30.0
 """Seconds :meth:`Receiver.close` waits for the writes still in flight."""
 
 
+def _in_parts(items: Iterator[list[Any]], size: int) -> Iterator[list[list[Any]]]:
+    """``items`` in lists of at most ``size`` (the messages of a directory's report)."""
+    part: list[list[Any]] = []
+    for item in items:
+        part.append(item)
+        if len(part) >= size:
+            yield part
+            part = []
+    if part:
+        yield part
+
+
+def _regular_files(node: ReceivedDir) -> Iterator[list[Any]]:
+    """The regular files in ``node``: ``[name, meta]`` (none if it cannot be read)."""
+    try:
+        with os.scandir(node.fd) as entries:
+            for entry in entries:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # gone: the entry is then sent and written
+                if stat.S_ISREG(st.st_mode):
+                    yield [entry.name, meta_of(st)]
+    except OSError as exc:
+        log.debug("%s: no manifest: %s", node.rel or ".", exc)
+
+
 class Receiver:
     """Writes one copy into ``parent_fd`` (the destination root's parent directory).
 
@@ -412,25 +439,8 @@ class Receiver:
         ``[name, meta]`` pairs in parts of at most ``MANIFEST_PART`` (nothing for a
         directory made by this copy)."""
         node = self._dir(dir_id)
-        if node.fresh:
-            return
-        part: list[list[Any]] = []
-        try:
-            with os.scandir(node.fd) as entries:
-                for entry in entries:
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue  # gone: the entry is then sent and written
-                    if stat.S_ISREG(st.st_mode):
-                        part.append([entry.name, meta_of(st)])
-                    if len(part) >= MANIFEST_PART:
-                        yield part
-                        part = []
-        except OSError as exc:
-            log.debug("%s: no manifest: %s", node.rel or ".", exc)
-        if part:
-            yield part
+        if not node.fresh:
+            yield from _in_parts(_regular_files(node), MANIFEST_PART)
 
     # -- partials ------------------------------------------------------------------
 
@@ -444,13 +454,15 @@ class Receiver:
         prefix]`` pairs in parts of at most ``PARTIALS_PART`` (nothing for a
         directory made by this copy); each is remembered until its file arrives."""
         node = self._dir(dir_id)
-        if node.fresh:
-            return
-        part: list[list[Any]] = []
+        if not node.fresh:
+            yield from _in_parts(self._described_partials(node), PARTIALS_PART)
+
+    def _described_partials(self, node: ReceivedDir) -> Iterator[list[Any]]:
+        """Each usable, non-empty partial of ``node``: ``[name, prefix]``."""
         try:
             with os.scandir(node.fd) as entries:
-                names = [e.name for e in entries if partial_stands_for(e.name)]
-            for made in names:
+                found = [e.name for e in entries if partial_stands_for(e.name)]
+            for made in found:
                 name = partial_stands_for(made)
                 assert name is not None
                 fd = open_partial(node.fd, made)
@@ -460,18 +472,12 @@ class Receiver:
                     prefix = describe(fd)
                 finally:
                     os.close(fd)
-                if not prefix.size:
-                    continue
-                with self._lock:
-                    self._described[(dir_id, name)] = prefix
-                part.append([name, prefix.to_wire()])
-                if len(part) >= PARTIALS_PART:
-                    yield part
-                    part = []
+                if prefix.size:
+                    with self._lock:
+                        self._described[(node.id, name)] = prefix
+                    yield [name, prefix.to_wire()]
         except OSError as exc:
             log.debug("%s: partials not described: %s", node.rel or ".", exc)
-        if part:
-            yield part
 
     def described(self, node: ReceivedDir, name: str) -> Prefix | None:
         """The partial of ``name`` in ``node`` described to the source, given once."""
