@@ -187,6 +187,7 @@ STORE_REFUSALS: dict[str, tuple[str, ...]] = {
     "--max-processes": ("--max-processes", "1"),
     "--max-open-files": ("--max-open-files", "20"),
     "--preserve mode,times": ("--preserve", "mode,times"),
+    "--partial": ("--partial",),
 }
 """Each refusal of a copy to ``memory://`` (the store engine's and the pair's), by
 the flag the message names, and arguments that ask for it."""
