@@ -171,10 +171,10 @@ def _linux(table: Table) -> list[TargetResult]:
         return [absent_row(target, scenario, "cell not in this run")]
     local = _local_floor(table, LOCAL_LINUX, "a local cp -a of the same tree")
     return [
-        _local_row(table, key, scenario),
         _speedup_row(
             target, scenario, table, key, RSYNC_SSH, LINUX_VS_RSYNC, floor=local
         ),
+        _local_row(table, key, scenario),
         _speedup_row(
             "  (same cell: faster than rsync's daemon protocol)",
             scenario,
