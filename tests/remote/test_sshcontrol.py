@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks import sshd
 from rcp_core.remote import sshcontrol
-from support.overssh import RCP, at, run_tool
+from support.overssh import RCMP, RCP, at, run_tool
 
 SSH = ["ssh", "-o", "BatchMode=yes"]
 DESTINATION = ["-p", "2222", "--", "alice@example.invalid"]
@@ -201,6 +201,24 @@ def test_a_failed_copy_closes_the_shared_connection(
         RCP, server, "-o", at(server, src), str(tmp_path / "two"), rcpd="/no/rcpd"
     )
     assert failed.returncode == 1, failed.stderr
+    assert "No such file" in failed.stderr
+    assert not [p for p in (runtime / "rcp-ssh").iterdir() if p.is_socket()]
+    _copy(server, src, tmp_path / "three")
+    assert _logins(server) == before + 2
+
+
+def test_a_failed_comparison_closes_the_shared_connection(
+    runtime: Path, server: sshd.Sshd, tmp_path: Path
+) -> None:
+    """``rcmp`` against a host reaches it through a service session: one that fails
+    (no ``rcpd`` there) closes the shared connection too, so the next command logs
+    in anew."""
+    src = tmp_path / "f"
+    src.write_bytes(b"x")
+    before = _logins(server)
+    _copy(server, src, tmp_path / "one")
+    failed = run_tool(RCMP, server, str(src), at(server, src), rcpd="/no/rcpd")
+    assert failed.returncode == 2, failed.stderr
     assert "No such file" in failed.stderr
     assert not [p for p in (runtime / "rcp-ssh").iterdir() if p.is_socket()]
     _copy(server, src, tmp_path / "three")

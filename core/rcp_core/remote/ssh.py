@@ -185,7 +185,9 @@ def ssh_service(where: RemotePath, launch: Launch, timeout: float) -> Iterator[S
 
     The token is fresh (256 bits) and travels only on the SSH channel; the service
     listens on the address this host's SSH connection reached and stops when the
-    block ends (its stdin closes), however it ends.
+    block ends (its stdin closes), however it ends. A block that fails on the
+    session (a remote or socket error) closes the shared SSH connection, as a copy
+    does (:meth:`Launch.forget`).
 
     :raises RemoteError: ssh or ``rcpd`` failed to start (their last words in the
         message), or no announcement came within ``timeout``.
@@ -206,5 +208,8 @@ def ssh_service(where: RemotePath, launch: Launch, timeout: float) -> Iterator[S
         if host in ("0.0.0.0", "::"):
             host = where.host  # it listens on every address: the one SSH reached
         yield Session(host, port, fingerprint, token)
+    except (RemoteError, OSError):
+        launch.forget(where)  # the connection may be what failed: log in anew
+        raise
     finally:
         daemon.stop()
