@@ -215,6 +215,7 @@ def run(
     from rcp_core.remote.sshmaster import remote_copy
 
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # a destination's writers
 
     def show(counts: dict[str, int], final: bool = False) -> None:
         if renderer is not None:
@@ -242,7 +243,9 @@ def run(
         if result.resources:  # a daemon's errors: its log lines stayed on its host
             for error in result.errors:
                 log.error("%s: %s", result.role.value, error)
-    summary = role_summary(source, destination, Resources.since(started, usage))
+    summary = role_summary(
+        source, destination, Resources.since(started, usage, children)
+    )
     return summary, source.ok and destination.ok, source, destination
 
 

@@ -104,7 +104,6 @@ NOT_HONOURED: dict[Engine, dict[str, Given]] = {
         "--max-workers (a remote copy's parallelism is --max-connections)": (
             lambda s: s.max_workers is not None
         ),
-        "--max-processes": lambda s: s.max_processes is not None,
         "--max-open-files": lambda s: s.max_open_files is not None,
     },
     Engine.STORE: {

@@ -22,6 +22,8 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``sendlarge``         one large file as ``CHUNK`` frames: holes skipped, resumed after a
                       verified partial
 ``sendcontrol``       the source role's control connection: the destination's answers
+``latedata``          the source's late data connections: those a destination adds
+                      while the copy runs (its writer processes')
 ``receive``           the destination role: write entries with the local copy's rules
 ``receivedtree``      the destination's tree as it arrives: directories being filled,
                       entry names, link ids and kinds checked
@@ -30,12 +32,21 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``writepool``         the destination's writers on a shared storage: ``FILES``
                       frames' entries written by a work pool with adaptive
                       concurrency, within a bound in flight
+``writers``           the destination's writer processes: when it starts them, and
+                      how many (light; the rest is imported when they start)
+``writerhandle``      a writer process from the destination's side: spawned, told the
+                      directories, listened to, reaped
+``writerprocess``     a writer process: its own data connections, written with the
+                      destination's code, accounted for to the destination
+``writerchannel``     the messages between a destination and its writer processes
 ``incoming``          a large file arriving in chunks at the destination
 ``dry``               a destination that only says what it would do (``--dry-run``)
 ``roleruntime``       the runtime each role runs under: its host's plugins, retries,
                       fail-early, throttle
 ``roles``             both roles wired to their connections (``run_source``,
                       ``run_destination``)
+``receiving``         a destination's connections served: control answered, data
+                      frames written, until its root is finished
 ``ssh``               starting ``rcpd`` on another host over SSH
 ``sshcontrol``        one SSH login per host: OpenSSH connection sharing where the
                       user's configuration says nothing of it

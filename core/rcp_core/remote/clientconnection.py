@@ -35,7 +35,14 @@ from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.filewire import REQUESTS, failure
 from rcp_core.remote.handshake import dial
-from rcp_core.remote.hello import BWLIMIT, DIGESTS, FILE_REQUESTS, RESUME, Role
+from rcp_core.remote.hello import (
+    BWLIMIT,
+    DIGESTS,
+    FILE_REQUESTS,
+    LATE_DATA,
+    RESUME,
+    Role,
+)
 from rcp_core.remote.roles import SOFTWARE
 from rcp_core.remote.wire import Frame, FrameKind
 
@@ -244,6 +251,8 @@ def _needed(kind: str, fields: dict[str, Any]) -> tuple[tuple[int, int], str]:
     if kind in REQUESTS:
         return FILE_REQUESTS, kind
     settings = fields.get("settings")
+    if isinstance(settings, dict) and settings.get("max_processes") is not None:
+        return LATE_DATA, "--max-processes"
     if isinstance(settings, dict) and settings.get("resume"):
         return RESUME, "--partial"
     if "bwlimit" in fields:

@@ -46,9 +46,9 @@ from rcp_core.remote.handshake import accept_next
 from rcp_core.remote.hello import PROTOCOL, Role
 from rcp_core.remote.listening import PortRanges, listen
 from rcp_core.remote.receivedtree import check_name
+from rcp_core.remote.receiving import Progress
 from rcp_core.remote.roles import (
     SOFTWARE,
-    Progress,
     job_bwlimit,
     run_destination,
     run_source,
@@ -90,11 +90,14 @@ def ssh_addresses() -> tuple[str | None, str | None]:
 
 
 def resources() -> dict[str, float]:
+    """This daemon's use so far, with its reaped children's (a destination's
+    writer processes)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {
-        "cpu_user": usage.ru_utime,
-        "cpu_system": usage.ru_stime,
-        "peak_rss": usage.ru_maxrss * 1024,
+        "cpu_user": usage.ru_utime + children.ru_utime,
+        "cpu_system": usage.ru_stime + children.ru_stime,
+        "peak_rss": max(usage.ru_maxrss, children.ru_maxrss) * 1024,
     }
 
 

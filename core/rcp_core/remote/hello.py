@@ -14,7 +14,7 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 14)
+PROTOCOL = (1, 15)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
@@ -33,7 +33,10 @@ setup line, ``refused`` in the announcement); 1.12 a service's entries tell the 
 they are on (``dev`` beside ``meta``: an older client ignores it, an older service's
 entries have none); 1.13 a source job's ``bwlimit`` (bytes per second its data
 connections send at most: an older source would ignore it, so a master asks for
-1.13 before it sends one)."""
+1.13 before it sends one); 1.14 resumes from partials (``dir_partials``, a first
+``CHUNK``'s ``kept``); 1.15 data connections a destination adds while the copy runs
+(``more`` on the control ``attach``: its writer processes' connections), and a
+destination job's ``max_processes``."""
 HARD_LINKS = (1, 1)
 """The first version whose destinations understand hard links."""
 MANIFESTS = (1, 2)
@@ -63,6 +66,9 @@ BWLIMIT = (1, 13)
 RESUME = (1, 14)
 """The first version whose daemons resume large files from partials (``resume``:
 ``dir_partials``, a first ``CHUNK``'s ``kept``)."""
+LATE_DATA = (1, 15)
+"""The first version whose sources take data connections a destination adds while
+the copy runs, and whose destinations write with processes (``max_processes``)."""
 
 
 class Role(enum.Enum):

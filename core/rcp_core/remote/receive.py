@@ -53,6 +53,12 @@ The same invariants as a local copy (:mod:`rcp_core.engine.entries`):
   destination lists the regular files an existing directory already holds
   (:meth:`Receiver.manifest`), and the source sends the ones that match as
   ``unchanged`` or ``kept`` entries without data, which are only counted here;
+- writer processes (protocol 1.15, :mod:`rcp_core.remote.writers`): frames that
+  arrive on a writer's own connections are checked and written there, by a
+  :class:`~rcp_core.remote.writerprocess.WriterReceiver` (this class, its accounting
+  sent here), and applied here by :meth:`Receiver.wrote`; every directory is handed
+  to the writers before its ``dir_ready`` (:meth:`Receiver.ready`), and finished
+  here only;
 - entries run under :class:`~rcp_core.remote.roleruntime.RoleRun`: a write failing with a
   transient error is tried again (a small file's, a symlink's, a special file's, a
   directory's, a hard link's; a large file's chunks are written once: it fails, and a
@@ -71,7 +77,7 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rcp_core.engine import destination
 from rcp_core.engine.destination import (
@@ -110,6 +116,10 @@ from rcp_core.run.summary import Tally, ThreadTallies
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.site.capacity import choose_concurrency, open_files_budget
 from rcp_core.site.storage import StorageInfo
+
+if TYPE_CHECKING:
+    from rcp_core.remote.writerchannel import Wrote
+    from rcp_core.remote.writerhandle import Writer
 
 # With the names of rcp_core.remote.receivedtree that other modules import from here.
 log = logging.getLogger("rcp_core")
@@ -189,6 +199,7 @@ class Receiver:
                 st=None,
                 fresh=False,
                 created=False,
+                ready=True,
             )
         }
         self._anchor_fd = parent_fd
@@ -203,6 +214,9 @@ class Receiver:
         )
         self.tree: Lifecycle[ReceivedDir] = Lifecycle(self._finish)
         self._links: LinkTable[ReceivedDir] = LinkTable()
+        self._sharing = threading.Lock()
+        """Orders what the writer processes learn of the directories."""
+        self._shared_with: list[Writer] = []
         self._writers = self._write_pool()
         """Writes the entries of ``FILES`` frames (``None``: their connections do)."""
 
@@ -329,8 +343,11 @@ class Receiver:
             self._fail(node.rel, "finish directory", exc)
             node.incomplete = True
         finally:
-            with self._lock:
-                del self._dirs[node.id]  # memory follows the directories in flight
+            with self._sharing:
+                with self._lock:
+                    del self._dirs[node.id]  # memory follows the directories in flight
+                for writer in self._shared_with:
+                    writer.closed(node.id)
             self._release(node)
             if parent is None:
                 self.done.set()
@@ -422,6 +439,58 @@ class Receiver:
             return
         for node in left:
             self._release(node)
+
+    # -- writer processes (rcp_core.remote.writers) ----------------------------------
+
+    def ready(self, dir_id: int) -> None:
+        """Directory ``dir_id`` is ready for its entries (its ``dir_ready`` goes
+        next): the writer processes learn it first, so it is known wherever its
+        entries arrive."""
+        node = self._dir(dir_id)
+        with self._sharing:
+            node.ready = True
+            for writer in self._shared_with:
+                writer.opened(node, self._described_in(node))
+
+    def share(self, writer: Writer) -> None:
+        """A writer process joins: it learns every directory ready now, then each
+        as it becomes ready (:meth:`ready`) and as it is finished; each exactly once."""
+        with self._sharing:
+            with self._lock:
+                ready = [node for node in self._dirs.values() if node.ready]
+            for node in ready:
+                writer.opened(node, self._described_in(node))
+            self._shared_with.append(writer)
+
+    def _described_in(self, node: ReceivedDir) -> dict[str, Prefix]:
+        """The partials of ``node`` described to the source and not yet used."""
+        with self._lock:
+            return {
+                name: prefix
+                for (dir_id, name), prefix in self._described.items()
+                if dir_id == node.id
+            }
+
+    def wrote(self, report: Wrote) -> None:
+        """A writer process's account of entries of one directory, applied as if
+        they had been written here: names seen, arrivals checked against
+        ``dir_end``, hard links made, then the entries counted done."""
+        node = self._dir(report.dir)
+        for name in report.names:
+            self._seen(node, check_name(name))
+        if report.incomplete:
+            with self._lock:
+                node.incomplete = True
+        if report.has_content:
+            node.has_content = True
+        self._arrived(node, report.arrived)
+        for link in report.announced:
+            self._announce(node, link)
+        for link, name, written in report.firsts:
+            self._first_name(link, node, name, written)
+        for link, name, st in report.later:
+            self._later_name_done(link, node, name, st)
+        self._done(node, report.done)
 
     # -- manifests -----------------------------------------------------------------
 
@@ -656,7 +725,7 @@ class Receiver:
                 raise ProtocolError(f"{rel}: {size} bytes announced, fewer sent")
             attrs = xattrs_of(entry.get("meta"))
             view = data[offset : offset + size]
-            self._links.announce(link)
+            self._announce(node, link)
             return size, lambda: self._entry_done(
                 node,
                 name,
@@ -681,7 +750,7 @@ class Receiver:
             target = entry.get("target")
             if not isinstance(target, str) or not target or "\0" in target:
                 raise ProtocolError(f"{rel}: bad symlink target {target!r}")
-            self._links.announce(link)
+            self._announce(node, link)
             return 0, lambda: self._entry_done(
                 node,
                 name,
@@ -720,6 +789,11 @@ class Receiver:
         self.tally["unchanged.files" if kind == "unchanged" else "skipped.files"] += 1
 
     # -- hard links ----------------------------------------------------------------
+
+    def _announce(self, node: ReceivedDir, link_id: int | None) -> None:
+        """The first name of inode ``link_id`` arrived in ``node`` (its write may
+        come later)."""
+        self._links.announce(link_id)
 
     def _first_name(
         self, link_id: int, node: ReceivedDir, name: str, written: bool

@@ -47,6 +47,8 @@ class ReceivedDir(Node["ReceivedDir"]):
     :param names: in a directory that existed, every name the source sent for it
         (``--delete`` keeps them; a killed run's temporaries of them are removed).
     :param protected: under ``--delete``, names the source's filters excluded.
+    :param ready: the source may send its entries (the destination's writer
+        processes learn it then: :meth:`~rcp_core.remote.receive.Receiver.ready`).
     """
 
     id: int
@@ -64,6 +66,7 @@ class ReceivedDir(Node["ReceivedDir"]):
     names: set[str] | None = None
     protected: set[str] = field(default_factory=set)
     xattrs: dict[str, bytes] | None = None
+    ready: bool = False
 
     def child_path(self, name: str) -> str:
         return joined(self.path, name)

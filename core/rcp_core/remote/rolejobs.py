@@ -118,6 +118,7 @@ def run_send(
 ) -> Summary:
     """Send the confined sources to the destination that connects; the summary."""
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     confined: list[Confined] = []
     try:
         try:
@@ -143,7 +144,7 @@ def run_send(
             )
         except (RcpError, OSError) as exc:
             raise Outcome(str(exc)) from exc
-        return _summary(counts, errors, started, usage)
+        return _summary(counts, errors, started, (usage, children))
     finally:
         request.listener.close()
         for c in confined:
@@ -159,6 +160,7 @@ def run_receive(
 ) -> Summary:
     """Connect to the source and write the confined destination; the summary."""
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         confined = _destination(roots, request.destination, request.into)
     except PathRefusedError as exc:
@@ -184,7 +186,7 @@ def run_receive(
         raise Outcome(str(exc)) from exc
     finally:
         confined.close()
-    return _summary(counts, errors, started, usage)
+    return _summary(counts, errors, started, (usage, children))
 
 
 def _names(request: dict[str, Any]) -> list[str]:
@@ -209,12 +211,12 @@ def _summary(
     counts: dict[str, int],
     errors: list[str],
     started: float,
-    usage: resource.struct_rusage,
+    usage: tuple[resource.struct_rusage, resource.struct_rusage],
 ) -> Summary:
     """A role's summary; :class:`Outcome` (with it) when anything failed."""
     summary = Summary(
         merge([counts]),
-        Resources.since(started, usage),
+        Resources.since(started, *usage),
         errors=tuple((error, 1, "") for error in errors[:100]),
     )
     if errors or summary["errors"]:

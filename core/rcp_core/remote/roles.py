@@ -29,31 +29,26 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rcp_core.engine.tree import DIR_FLAGS
-from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
+from rcp_core.errors import ProtocolError, RemoteError
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.handshake import accept_next, dial
-from rcp_core.remote.hello import MANIFESTS, RESUME, STOP, Role
+from rcp_core.remote.hello import LATE_DATA, STOP, Role
+from rcp_core.remote.latedata import LateData, more_data
 from rcp_core.remote.listening import tell_connected
-from rcp_core.remote.receivedtree import ANCHOR
+from rcp_core.remote.receiving import Heartbeat, Progress, receive
 from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.remote.wire import FrameKind
 from rcp_core.settings import CopySettings
 
 if TYPE_CHECKING:
-    from rcp_core.remote.incoming import Incoming
-    from rcp_core.remote.receive import Receiver
+    from rcp_core.remote.writers import Writers
 
 log = logging.getLogger("rcp_core")
 
 SOFTWARE = "rcp"
 STALL = 120.0
 """Seconds a transfer may go without any frame before the destination gives up."""
-PROGRESS = 1.0
-"""Seconds between the destination's progress reports."""
-
-Progress = Callable[[dict[str, int]], None]
-"""Takes a destination's counts so far."""
 
 
 def run_source(
@@ -81,20 +76,25 @@ def run_source(
     deadline = time.monotonic() + timeout
     control: Connection | None = None
     data: list[Connection] = []
+    late: LateData | None = None
+    more = 0
+    accepting = functools.partial(
+        accept_next,
+        listener,
+        who="the destination",
+        role=Role.SOURCE,
+        software=SOFTWARE,
+        timeout=timeout,
+        ctx=ctx,
+    )
     try:
         while control is None or len(data) < connections:
-            conn = accept_next(
-                listener,
-                deadline,
-                "the destination",
-                role=Role.SOURCE,
-                software=SOFTWARE,
-                timeout=timeout,
-                ctx=ctx,
-            )
-            channel = conn.expect(FrameKind.CONTROL, "attach").header.get("channel")
+            conn = accepting(deadline)
+            header = conn.expect(FrameKind.CONTROL, "attach").header
+            channel = header.get("channel")
             if channel == "control" and control is None:
                 control = conn
+                more = more_data(header) if conn.version >= LATE_DATA else 0
             elif channel == "data" and control is not None:
                 data.append(conn)
             else:
@@ -105,8 +105,12 @@ def run_source(
         for conn in data:
             conn.pace = pace
         sender = Sender(sources, control, data, settings, stall=STALL, runtime=runtime)
+        if more:
+            late = LateData(listener, accepting, sender, more, timeout, pace)
         return sender.run(), sender.errors.messages()
     finally:
+        if late is not None:
+            late.stop()
         for conn in (*data, *([control] if control else [])):
             conn.close()
 
@@ -141,7 +145,8 @@ def run_destination(
     ``into``: into the existing directory ``dst``, under the sources' names).
 
     :param stall: give up when no frame arrived for this many seconds.
-    :param on_progress: called with the counts so far every ``PROGRESS`` seconds
+    :param on_progress: called with the counts so far every
+        :data:`~rcp_core.remote.receiving.PROGRESS` seconds
         while the copy runs (from this thread).
     :param say: takes a dry run's lines (default: logged).
     :param local_address: this host's address the connections leave from
@@ -162,80 +167,89 @@ def run_destination(
         else DryReceiver(settings, fd, umask, run, say or _log_line)
     )
 
-    def connect(channel: str) -> Connection:
-        conn = dial(
-            address,
-            role=Role.DESTINATION,
-            software=SOFTWARE,
-            timeout=timeout,
-            pin=pin,
-            identity=identity,
-            local_address=local_address,
-        )
-        conn.send_control("attach", channel=channel)
-        return conn
+    connect = functools.partial(
+        dial_source,
+        address,
+        pin=pin,
+        identity=identity,
+        local_address=local_address,
+        timeout=timeout,
+    )
 
     conns: list[Connection] = []
     threads: list[threading.Thread] = []
+    seen = Heartbeat()
+    writers: Writers | None = None
     log.debug("receiving from %s:%d on %d data connections", *address, connections)
     try:
-        conns.append(connect("control"))
-        here = conns[0].sock.getsockname()[:2]
+        control = connect(channel=None)
+        conns.append(control)
+        if control.version >= LATE_DATA and settings.dry_run is None:
+            from rcp_core.remote.writers import writers_for
+
+            writers = writers_for(
+                receiver,
+                {
+                    "settings": settings,
+                    "umask": umask,
+                    "root": parent,
+                    "address": address,
+                    "pin": pin,
+                    "identity": identity,
+                    "local_address": local_address,
+                    "timeout": timeout,
+                    "connections": connections,
+                    "entry_points": True,
+                    "log_level": logging.getLogger("rcp_core").getEffectiveLevel(),
+                },
+                seen.beat,
+            )
+        more = writers.more if writers is not None else 0  # an older source ignores it
+        control.send_control("attach", channel="control", more=more)
+        here = control.sock.getsockname()[:2]
         tell_connected("the destination here", here, address)
-        if conns[0].version >= STOP:
-            run.on_stop.append(functools.partial(_tell_stop, conns[0]))
-        conns += [connect("data") for _ in range(connections)]
-        return _receive(receiver, conns, threads, stall, on_progress)
+        if control.version >= STOP:
+            run.on_stop.append(functools.partial(_tell_stop, control))
+        conns += [connect(channel="data") for _ in range(connections)]
+        return receive(receiver, conns, threads, stall, on_progress, seen, writers)
     finally:
         for conn in conns:
             conn.close()
+        if writers is not None:
+            writers.close()
         deadline = time.monotonic() + timeout
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         receiver.close()
 
 
-def _receive(
-    receiver: Receiver,
-    conns: list[Connection],
-    threads: list[threading.Thread],
-    stall: float,
-    on_progress: Progress | None,
-) -> tuple[dict[str, int], list[str]]:
-    """Serve the control connection (first) and the data connections until the
-    destination root is finished; the threads started are added to ``threads``."""
-    control, data = conns[0], conns[1:]
-    failures: list[BaseException] = []
-    seen = _Heartbeat()
-    threads.append(
-        threading.Thread(
-            target=_guard(failures, lambda: _serve_control(control, receiver, seen)),
-            daemon=True,
-        )
+def dial_source(
+    address: tuple[str, int],
+    *,
+    pin: str | None,
+    identity: tls.Identity | None,
+    local_address: str | None,
+    timeout: float,
+    channel: str | None,
+) -> Connection:
+    """A destination's connection to its source (the destination's own, or a writer
+    process's), attached as ``channel`` (``None``: not yet)."""
+    conn = dial(
+        address,
+        role=Role.DESTINATION,
+        software=SOFTWARE,
+        timeout=timeout,
+        pin=pin,
+        identity=identity,
+        local_address=local_address,
     )
-    threads.extend(
-        threading.Thread(
-            target=_guard(
-                failures, functools.partial(_serve_data, conn, receiver, seen)
-            ),
-            daemon=True,
-        )
-        for conn in data
-    )
-    for thread in threads:
-        thread.start()
-    reported = time.monotonic()
-    while not receiver.done.wait(0.2):
-        if failures:
-            raise failures[0]
-        receiver.check()
-        if seen.silent_for() > stall:
-            raise PeerTimeoutError(f"no data from the source for {stall:g} s")
-        if on_progress is not None and time.monotonic() - reported >= PROGRESS:
-            reported = time.monotonic()
-            on_progress(receiver.counts())
-    control.send_control("finished", counts=receiver.counts())
-    return receiver.counts(), receiver.errors.messages()
+    if channel is not None:
+        try:
+            conn.send_control("attach", channel=channel)
+        except BaseException:
+            conn.close()
+            raise
+    return conn
 
 
 def _tell_stop(control: Connection, reason: str) -> None:
@@ -247,100 +261,3 @@ def _tell_stop(control: Connection, reason: str) -> None:
 
 def _log_line(line: str) -> None:
     log.info("%s", line)
-
-
-class _Heartbeat:
-    """When the last frame arrived on any connection of a transfer."""
-
-    def __init__(self) -> None:
-        self.last = time.monotonic()
-
-    def beat(self) -> None:
-        self.last = time.monotonic()
-
-    def silent_for(self) -> float:
-        return time.monotonic() - self.last
-
-
-def _guard(failures: list[BaseException], fn: Callable[[], None]) -> Callable[[], None]:
-    def run() -> None:
-        try:
-            fn()
-        except (RemoteError, OSError) as exc:
-            failures.append(exc)
-
-    return run
-
-
-def _serve_control(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> None:
-    resumes = receiver.resumes and conn.version >= RESUME
-    if resumes:  # the anchor's partials, before any of its files is sent
-        _tell_partials(conn, receiver, ANCHOR)
-        conn.send_control("dir_ready", id=ANCHOR)
-    while not receiver.done.is_set():
-        frame = conn.read()
-        seen.beat()
-        if frame is None:
-            if receiver.done.is_set():
-                return
-            raise ProtocolError(f"{conn.peer} closed control before the copy ended")
-        kind = frame.header.get("type")
-        if frame.kind is not FrameKind.CONTROL:
-            raise ProtocolError(f"{frame.kind.name} frame on the control connection")
-        if kind == "dir":
-            h = frame.header
-            ok = receiver.open_dir(
-                h.get("id"),
-                h.get("parent"),
-                h.get("name"),
-                h.get("meta"),
-                h.get("traverse", False),
-            )
-            if ok and receiver.wants_manifests and conn.version >= MANIFESTS:
-                for part in receiver.manifest(h["id"]):
-                    conn.send_control("dir_manifest", id=h["id"], entries=part)
-            if ok and resumes:
-                _tell_partials(conn, receiver, h["id"])
-            conn.send_control("dir_ready" if ok else "dir_failed", id=h.get("id"))
-        elif kind == "dir_end":
-            h = frame.header
-            receiver.end_dir(h.get("dir"), h.get("count"), h.get("xattrs"))
-        elif kind == "dir_excluded":
-            receiver.exclude(frame.header.get("dir"), frame.header.get("names"))
-        else:
-            raise ProtocolError(f"unexpected control message {kind!r}")
-
-
-def _tell_partials(conn: Connection, receiver: Receiver, dir_id: int) -> None:
-    """Describe the partials of directory ``dir_id`` to the source (``dir_partials``)."""
-    for part in receiver.partials(dir_id):
-        conn.send_control("dir_partials", id=dir_id, entries=part)
-
-
-def _serve_data(conn: Connection, receiver: Receiver, seen: _Heartbeat) -> None:
-    """Write what arrives on one data connection. A large file cut off by a broken
-    connection is removed: nothing half-written stays under its final name."""
-    current: Incoming | None = None
-    try:
-        while True:
-            try:
-                frame = conn.read()
-                seen.beat()
-            except (RemoteError, OSError):
-                if receiver.done.is_set():
-                    return  # closed under us at the end: nothing was pending here
-                raise
-            if frame is None:
-                if current is not None:
-                    raise ProtocolError(f"{conn.peer} closed inside a large file")
-                return
-            if frame.kind is FrameKind.FILES:
-                receiver.files(frame.header, frame.data)
-            elif frame.kind is FrameKind.CHUNK:
-                current = receiver.chunk(frame.header, frame.data, current)
-            else:
-                raise ProtocolError(f"{frame.kind.name} frame on a data connection")
-    except BaseException:
-        if current is not None:
-            current.discard()
-        raise

@@ -1,6 +1,16 @@
 """The source role: walks the source tree and sends it to a destination.
 
-One *walker* (the caller's thread) and one *sender* thread per data connection:
+Over 400 lines because it is one class, the source role, whose walk, directory
+announcements and senders share its state (the directories in flight, the queue of
+batches, the failure); its separable parts are modules of their own (a batch as
+frames, :mod:`rcp_core.remote.sendbatch`; a large file,
+:mod:`rcp_core.remote.sendlarge`; the control connection's answers,
+:mod:`rcp_core.remote.sendcontrol`; late data connections,
+:mod:`rcp_core.remote.latedata`).
+
+One *walker* (the caller's thread) and one *sender* thread per data connection (a
+destination's writer processes add connections while it runs, protocol 1.15:
+:meth:`Sender.add_data`):
 
 - The walker announces every directory with ``dir`` on the control connection and
   scans it only once the destination answered ``dir_ready`` (a directory that could
@@ -104,7 +114,8 @@ class Sender:
     :param sources: ``(path, name at the destination)`` pairs.
 
     :param control: the control connection to the destination (its reader is ours).
-    :param data: the data connections; one sender thread each.
+    :param data: the data connections; one sender thread each (more may join:
+        :meth:`add_data`).
     :param stall: give up when the destination answered no directory for this long.
     :param runtime: the role's run state (default: this host's plugins, for the first
         source).
@@ -151,27 +162,33 @@ class Sender:
         )
         self._work: queue.Queue[Batch | None] = queue.Queue(QUEUE_DEPTH)
         self._failure: BaseException | None = None
+        self._senders: list[threading.Thread] = []
+        self._running = False
+        self._walked = False
+        """The walk has ended: every sender's end marker is queued, or will be."""
+        self._drained = False
+        """Every sender has ended: no more are added."""
 
     # -- the walk ----------------------------------------------------------------
 
     def run(self) -> dict[str, int]:
         """Send everything; the source side's counts. Raises what broke the transfer."""
         tally = self._new_tally()
-        senders = [
-            threading.Thread(target=self._send_loop, args=(conn,), daemon=True)
-            for conn in self.data
-        ]
-        for thread in senders:
-            thread.start()
+        with self._lock:
+            self._running = True
+            for conn in self.data:
+                self._start_sender(conn)
         reader = threading.Thread(target=self._read_answers, daemon=True)
         reader.start()
         try:
             self._walk(tally)
         finally:
-            for _ in senders:
+            with self._lock:
+                self._walked = True
+                ends = len(self._senders)
+            for _ in range(ends):
                 self._work.put(None)
-            for thread in senders:
-                thread.join()
+            self._join_senders()
         if self._failure is None:
             # The destination says "finished" once everything is written; closing
             # before that would cut it off.
@@ -183,6 +200,41 @@ class Sender:
         if self._failure is not None:
             raise self._failure
         return merge(self.tallies)
+
+    def add_data(self, conn: Connection) -> bool:
+        """A data connection the destination added while the copy runs (its writer
+        processes', protocol 1.15): one more sender takes batches for it, until its
+        own end marker (queued after the others' when the walk has ended). ``False``
+        once every sender has ended (the caller closes it)."""
+        with self._lock:
+            if self._drained:
+                return False
+            self.data.append(conn)
+            if not self._running:  # run() starts it with the others
+                return True
+            self._start_sender(conn)
+            walked = self._walked
+        if walked:
+            self._work.put(None)
+        return True
+
+    def _join_senders(self) -> None:
+        """Wait for every sender, those that join meanwhile too."""
+        joined = 0
+        while True:
+            with self._lock:
+                left = self._senders[joined:]
+                if not left:
+                    self._drained = True
+                    return
+            for thread in left:
+                thread.join()
+            joined += len(left)
+
+    def _start_sender(self, conn: Connection) -> None:
+        thread = threading.Thread(target=self._send_loop, args=(conn,), daemon=True)
+        self._senders.append(thread)
+        thread.start()
 
     def _new_tally(self) -> Tally:
         tally = Tally()

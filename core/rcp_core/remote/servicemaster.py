@@ -27,9 +27,9 @@ from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.hello import Role
 from rcp_core.remote.listening import listen
 from rcp_core.remote.outcome import RoleResult
+from rcp_core.remote.receiving import Progress
 from rcp_core.remote.roles import (
     STALL,
-    Progress,
     run_destination,
     run_source,
 )

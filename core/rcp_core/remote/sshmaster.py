@@ -27,7 +27,15 @@ from rcp_core.backends.routing import Engine, Storage
 from rcp_core.errors import RemoteError, UsageError
 from rcp_core.paths import check_destination, plan_names
 from rcp_core.remote import tls
-from rcp_core.remote.hello import BWLIMIT, DRY_RUN, FILTERS, RESUME, STOP, Role
+from rcp_core.remote.hello import (
+    BWLIMIT,
+    DRY_RUN,
+    FILTERS,
+    LATE_DATA,
+    RESUME,
+    STOP,
+    Role,
+)
 from rcp_core.remote.listening import (
     ANY_IPV4,
     PortRanges,
@@ -35,8 +43,8 @@ from rcp_core.remote.listening import (
     tell_listening,
 )
 from rcp_core.remote.outcome import RoleResult
+from rcp_core.remote.receiving import Progress
 from rcp_core.remote.roles import (
-    Progress,
     run_destination,
     run_source,
 )
@@ -267,6 +275,8 @@ def _needed_version(settings: CopySettings) -> tuple[int, int]:
     """The oldest daemon that honours ``settings`` (an older one would ignore them:
     a dry run that writes, a mirror that deletes nothing)."""
     defaults = CopySettings()
+    if settings.max_processes is not None:
+        return LATE_DATA
     if settings.resume:
         return RESUME
     if (

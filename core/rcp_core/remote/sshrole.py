@@ -26,7 +26,8 @@ from rcp_core.remote.handshake import dial
 from rcp_core.remote.hello import Role
 from rcp_core.remote.listening import PortRanges, command_line, tell_listening
 from rcp_core.remote.outcome import RoleResult, counts_from_wire
-from rcp_core.remote.roles import SOFTWARE, Progress
+from rcp_core.remote.receiving import Progress
+from rcp_core.remote.roles import SOFTWARE
 from rcp_core.remote.ssh import Launch, SshDaemon
 from rcp_core.remote.wire import Frame, FrameKind
 

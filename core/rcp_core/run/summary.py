@@ -80,6 +80,12 @@ class ThreadTallies:
             with self._lock:
                 self.tallies.append(tally)
 
+    def include(self, tally: Tally) -> None:
+        """Count ``tally`` too: another process's counters, which the thread that
+        reads its reports keeps up to date."""
+        with self._lock:
+            self.tallies.append(tally)
+
     def merged(self) -> dict[str, int]:
         """Every thread's counters so far, summed (safe while threads count)."""
         return merge(list(self.tallies))

@@ -440,7 +440,13 @@ TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
                 _logged(r"processes=(\d+)"),
             ),
         ),
-        "host": (Refused(("--max-processes", "1"), "--max-processes"),),
+        "host": (
+            Effect(
+                ("-vv", "--max-processes", "1"),
+                ("-vv", "--max-processes", "3"),
+                _logged(r"starting (\d+) writer processes"),
+            ),
+        ),
     },
     "max_open_files": {
         "local": (

@@ -10,6 +10,8 @@ saturates one (the caller keeps the walk; helpers copy file batches). Modules:
               it owns
 ``process``   a helper process (``python -m rcp_core.engine.helpers.process FD``)
 ``channel``   the messages between caller and helper, and the socket that carries them
+``spawn``     a helper process's life at both ends: started with its setup, and its
+              ``main`` (also a destination's writer processes')
 ``ondemand``  a run's helpers (``Crew``), built and imported only when first needed
 ============  ==========================================================================
 """

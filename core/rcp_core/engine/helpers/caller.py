@@ -39,9 +39,7 @@ import contextlib
 import errno
 import itertools
 import logging
-import os
 import subprocess
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -67,9 +65,10 @@ from rcp_core.engine.helpers.feeding import (
     OwnWork,
     backlog_bound,
 )
+from rcp_core.engine.helpers.spawn import read_helper, spawn
 from rcp_core.engine.tree import DirNode
 from rcp_core.engine.walk import OP_NAMES, Batch
-from rcp_core.errors import ChannelError, FatalError
+from rcp_core.errors import FatalError
 from rcp_core.run.pool import Item
 from rcp_core.run.summary import Tally
 
@@ -122,37 +121,14 @@ class Helper:
         self.threads: list[threading.Thread] = []
 
     def start(self) -> None:
-        """Spawn the helper; if that fails, the run goes on without it.
-
-        ``-P``: the caller's working directory is not put on the helper's import
-        path, so a directory holding an ``rcp_core`` cannot stand in for ours.
-        """
+        """Spawn the helper (:func:`~rcp_core.engine.helpers.spawn.spawn`); if that
+        fails, the run goes on without it."""
         try:
-            chan, theirs = Channel.pair()
+            self.proc, chan = spawn("rcp_core.engine.helpers.process", self.team.setup)
         except OSError as exc:
             log.warning("cannot start helper process %d: %s", self.number, exc)
             self.dead = True
             return
-        try:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-P",
-                    "-m",
-                    "rcp_core.engine.helpers.process",
-                    str(theirs.fileno()),
-                ],
-                pass_fds=[theirs.fileno()],
-                stdin=subprocess.DEVNULL,
-            )
-            chan.send(self.team.setup)
-        except OSError as exc:
-            log.warning("cannot start helper process %d: %s", self.number, exc)
-            self._kill()
-            chan.close()
-            return
-        finally:
-            theirs.close()
         with self.lock:  # a limit set meanwhile is sent after the setup, not lost
             self.chan = chan
             if self.limit != self.team.setup.concurrency.initial:
@@ -261,22 +237,7 @@ class Helper:
 
     def _read(self) -> None:
         assert self.chan is not None
-        while True:
-            try:
-                got = self.chan.recv()
-            except ChannelError as exc:
-                log.error("helper process %d: %s", self.number, exc)
-                got = None
-            except OSError:  # ECONNRESET: it ended with our messages unread
-                got = None
-            if got is None:
-                self._lost()
-                return
-            message, fds = got
-            for fd in fds:  # no message from a helper carries descriptors
-                os.close(fd)
-            if self._apply(message):
-                return
+        read_helper(self.chan, self._apply, self._lost, f"helper process {self.number}")
 
     def _apply(self, message: object) -> bool:
         """Act on one message; ``True`` when the helper is finished."""

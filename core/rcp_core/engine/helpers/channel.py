@@ -25,6 +25,8 @@ Flow (the caller is on the left)::
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import pickle
 import socket
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 
 from rcp_core.errors import ChannelError, EntryError
 from rcp_core.paths import Job
+from rcp_core.run.runtime import ErrorLog
 from rcp_core.run.tuning import Concurrency
 from rcp_core.settings import CopySettings
 from rcp_core.site.storage import StorageInfo
@@ -143,6 +146,30 @@ class Final:
 @dataclass(frozen=True, slots=True)
 class Crash:
     description: str
+
+
+class ForwardedErrors(ErrorLog):
+    """A helper's error log: the caller keeps the run's, so each error goes there."""
+
+    def __init__(self, chan: Channel) -> None:
+        super().__init__()
+        self.chan = chan
+
+    def add(self, error: EntryError) -> None:
+        self.chan.send(Failure(error))
+
+
+class ForwardedRecords(logging.Handler):
+    """A helper's log records go to the caller, which owns the output."""
+
+    def __init__(self, chan: Channel) -> None:
+        super().__init__()
+        self.chan = chan
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # If the caller is gone, the helper's reader stops it.
+        with contextlib.suppress(OSError):
+            self.chan.send(Record(record.name, record.levelno, record.getMessage()))
 
 
 class Channel:

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
-import socket
 import sys
 import threading
 import traceback
@@ -29,55 +27,26 @@ import traceback
 from rcp_core.engine.context import Context
 from rcp_core.engine.helpers.channel import (
     Channel,
-    Counts,
     Crash,
     Deferred,
     Done,
-    Failure,
     Final,
     Finish,
+    ForwardedErrors,
     Limit,
     Ready,
-    Record,
     Setup,
     Stop,
     Task,
 )
+from rcp_core.engine.helpers.spawn import helper_main, send_counts
 from rcp_core.engine.tree import DirNode
 from rcp_core.engine.walk import OPS, Walker, chunking
-from rcp_core.errors import EntryError
 from rcp_core.run.pool import WorkPool
-from rcp_core.run.runtime import ErrorLog
 from rcp_core.run.summary import merge
 from rcp_core.site.plugins import plugin_manager
 
 log = logging.getLogger("rcp_core")
-
-COUNTS_EVERY = 0.5
-
-
-class _ForwardedErrors(ErrorLog):
-    """The caller keeps the run's error log: send each error there."""
-
-    def __init__(self, chan: Channel) -> None:
-        super().__init__()
-        self.chan = chan
-
-    def add(self, error: EntryError) -> None:
-        self.chan.send(Failure(error))
-
-
-class _ForwardedRecords(logging.Handler):
-    """Log records go to the caller, which owns the output."""
-
-    def __init__(self, chan: Channel) -> None:
-        super().__init__()
-        self.chan = chan
-
-    def emit(self, record: logging.LogRecord) -> None:
-        # If the caller is gone, the reader stops the helper.
-        with contextlib.suppress(OSError):
-            self.chan.send(Record(record.name, record.levelno, record.getMessage()))
 
 
 class Helper:
@@ -93,7 +62,7 @@ class Helper:
             hook,
             dict(zip(setup.jobs, setup.storage, strict=True)),
         )
-        self.ctx.errors = _ForwardedErrors(chan)
+        self.ctx.errors = ForwardedErrors(chan)
         self.ctx.defer = self._defer
         concurrency = setup.concurrency
         self.pool = WorkPool(concurrency.maximum, concurrency.initial, self._crashed)
@@ -110,7 +79,10 @@ class Helper:
             target=self._read, name="rcp-helper-reader", daemon=True
         ).start()
         threading.Thread(
-            target=self._count, name="rcp-helper-counts", daemon=True
+            target=send_counts,
+            args=(self.chan, lambda: list(self.pool.tallies), self.finished),
+            name="rcp-helper-counts",
+            daemon=True,
         ).start()
         self.chan.send(Ready())
         try:
@@ -176,17 +148,6 @@ class Helper:
     def _defer(self, node: DirNode, name: str, rel: str) -> None:
         self.chan.send(Deferred(self.tasks[node], name, rel))
 
-    def _count(self) -> None:
-        sent: dict[str, int] = {}
-        while not self.finished.wait(COUNTS_EVERY):
-            counts = merge(list(self.pool.tallies))
-            if counts != sent:
-                try:
-                    self.chan.send(Counts(counts))
-                except OSError:
-                    return  # the caller is gone; the reader stops the helper
-                sent = counts
-
     def _crashed(self, exc: BaseException) -> None:
         self.ctx.stop(f"internal error: {exc!r}")
         description = "".join(traceback.format_exception(exc))
@@ -195,19 +156,7 @@ class Helper:
 
 
 def main(argv: list[str]) -> int:
-    # Ctrl-C reaches the whole process group; the caller decides (it sends Stop, or
-    # goes away and the socket closes), so a helper never dies half-way on its own.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    chan = Channel(socket.socket(fileno=int(argv[1])))
-    got = chan.recv()
-    if got is None:
-        return 0  # the caller finished before we started
-    setup, _ = got
-    if not isinstance(setup, Setup):
-        raise TypeError(f"expected Setup, got {type(setup).__name__}")
-    logging.root.setLevel(setup.log_level)
-    logging.root.addHandler(_ForwardedRecords(chan))
-    return Helper(chan, setup).serve()
+    return helper_main(argv, Setup, lambda chan, setup: Helper(chan, setup).serve())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,105 @@
+"""A source's late data connections (protocol 1.15): those a destination adds while
+the copy runs, for its writer processes (:mod:`rcp_core.remote.writers`).
+
+The destination's control ``attach`` says how many may come (``more``, at most
+``MAX_MORE_DATA``). A :class:`LateData` thread takes them on the copy's listener,
+each authenticated exactly as the first ones (TLS pinned to the destination's
+certificate, the hello, an ``attach`` of channel ``data``), and gives each to the
+sender, which starts a sender thread for it (paced by the same ``bwlimit`` bucket).
+It ends when the sender has no more use for connections, when ``more`` came, or at
+:meth:`LateData.stop`, which wakes its wait in ``accept`` by shutting the listener
+down (its owner closes it after the transfer). A connection that fails its handshake
+is refused and logged, and the wait goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
+from rcp_core.remote.connection import Connection
+from rcp_core.remote.wire import FrameKind
+
+if TYPE_CHECKING:
+    from rcp_core.remote.send import Sender
+    from rcp_core.run.throttle import TokenBucket
+
+log = logging.getLogger("rcp_core")
+
+MAX_MORE_DATA = 256
+"""Data connections a destination may add while a copy runs, at most."""
+
+
+def more_data(attach: Mapping[str, Any]) -> int:
+    """The data connections a destination may add while the copy runs (its control
+    ``attach``'s ``more``, protocol 1.15)."""
+    more = attach.get("more", 0)
+    if (
+        not isinstance(more, int)
+        or isinstance(more, bool)
+        or not 0 <= more <= MAX_MORE_DATA
+    ):
+        raise ProtocolError(f"attach: bad more {more!r}")
+    return more
+
+
+class LateData:
+    """Takes the data connections a destination adds while the copy runs (at most
+    ``more``), each authenticated as the first ones were, and gives them to the
+    sender. Ends at :meth:`stop`, which wakes its wait in ``accept`` by shutting the
+    listener down (its owner closes it after the transfer)."""
+
+    def __init__(
+        self,
+        listener: socket.socket,
+        accepting: Callable[[float], Connection],
+        sender: Sender,
+        more: int,
+        timeout: float,
+        pace: TokenBucket | None,
+    ) -> None:
+        self.listener = listener
+        self.accepting = accepting
+        self.sender = sender
+        self.left = more
+        self.timeout = timeout
+        self.pace = pace
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run, name="rcp-late-data", daemon=True
+        )
+        self.thread.start()
+
+    def _run(self) -> None:
+        while self.left and not self.stopped.is_set():
+            try:
+                conn = self.accepting(time.monotonic() + self.timeout)
+            except PeerTimeoutError:
+                continue  # nobody came: the destination may add them later
+            except OSError:
+                return  # the listener was shut down: the transfer ended
+            try:
+                header = conn.expect(FrameKind.CONTROL, "attach").header
+                if header.get("channel") != "data":
+                    raise ProtocolError(f"unexpected attach {header.get('channel')!r}")
+            except (RemoteError, OSError) as exc:
+                log.warning("refused a late data connection: %s", exc)
+                conn.close()
+                continue
+            conn.pace = self.pace
+            self.left -= 1
+            if not self.sender.add_data(conn):
+                conn.close()
+                return
+
+    def stop(self) -> None:
+        self.stopped.set()
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
+        self.thread.join(self.timeout)
