@@ -27,7 +27,7 @@ from rcp_core.engine.helpers.channel import (
 )
 from rcp_core.engine.helpers.spawn import read_helper, spawn
 from rcp_core.engine.partials import Prefix
-from rcp_core.errors import FatalError, RemoteError
+from rcp_core.errors import RemoteError
 from rcp_core.remote.receivedtree import ReceivedDir
 from rcp_core.remote.writerchannel import Broken, Closed, Opened, WriterSetup, Wrote
 from rcp_core.run.summary import Tally
@@ -114,8 +114,7 @@ class Writer:
             self.tally.update(message.counts)
         elif isinstance(message, Failure):
             receiver.errors.add(message.error)
-            if isinstance(message.error, FatalError) or receiver.settings.fail_early:
-                receiver.runtime.stop(str(message.error))
+            receiver.runtime.stop_for(message.error)
         elif isinstance(message, Record):
             logging.getLogger(message.logger).log(message.level, "%s", message.message)
         elif isinstance(message, Ready):
