@@ -3,7 +3,9 @@ hosts (sshd daemons in network namespaces, :mod:`support.lan`): with
 ``--max-processes`` the destination starts them at once, they attach data
 connections of their own to the source (protocol 1.15) and write what arrives there,
 and the copy is the same tree, hard links, ``--delete`` and errors included, as one
-process writes. A writer that dies fails the copy, and a rerun completes it."""
+process writes. A writer that dies fails the copy, and a rerun completes it. Without
+the flag a destination starts them only when it is busy and its host has a core to
+spare."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from rcp_core.remote.hello import LATE_DATA
 from rcp_core.remote.latedata import MAX_MORE_DATA, more_data
 from rcp_core.remote.settingswire import settings_to_wire
 from rcp_core.remote.sshmaster import _needed_version
+from rcp_core.remote.writers import host_idle, wanted
 from support.lan import Lan, lan
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
@@ -194,3 +197,22 @@ def test_more_data_connections_are_bounded_and_need_protocol_1_15() -> None:
         LATE_DATA,
         "--max-processes",
     )
+
+
+def test_writers_start_only_for_a_busy_destination_on_a_host_with_a_spare_core() -> (
+    None
+):
+    """Half a second's window: the destination's CPU-seconds, the host's idle ones."""
+    assert wanted(0.5, busy=0.45, idle=0.9)  # busy, and a core idle: they pay
+    assert not wanted(0.5, busy=0.45, idle=0.1)  # the host's cores are taken
+    assert not wanted(0.5, busy=0.1, idle=1.0)  # paced by the link or the source
+    assert wanted(0.5, busy=0.45, idle=None)  # not known: busy decides
+
+
+def test_the_hosts_idle_time_grows_with_the_wall_clock() -> None:
+    before = host_idle()
+    time.sleep(0.3)
+    after = host_idle()
+    assert before is not None
+    assert after is not None
+    assert 0 <= after - before <= 0.3 * (os.cpu_count() or 1) + 0.1

@@ -13,9 +13,12 @@ of every directory (:meth:`~rcp_core.remote.receive.Receiver.wrote`): directorie
 created, finished post-order, pruned and given their metadata here, and hard links
 are made here, so the local engine's invariants hold wherever an entry arrived.
 
-- **when**: :meth:`Writers.consider` starts them once the transfer has run
-  ``LOOK_AFTER`` seconds with this process busy at least ``BUSY`` of a core (a
-  small copy, or one a slow link paces, never pays for them), or at once when
+- **when**: :meth:`Writers.consider` starts them after a ``LOOK_AFTER`` seconds
+  window of the transfer in which this process was busy at least ``BUSY`` of a
+  core (a small copy, or one a slow link paces, never pays for them) while the host
+  had at least ``SPARE`` of a core idle for them (where the host's cores are taken,
+  by the source on the same machine or by other work, more processes only compete
+  for them: measured, benchmarks/results/compare-s23-writers); or at once when
   ``--max-processes`` asked for them;
 - **how many**: the site plugins' ``processes`` for the destination's storage
   (:func:`rcp_core.site.capacity.choose_concurrency`: one per CPU on local disks,
@@ -39,6 +42,7 @@ are made here, so the local engine's invariants hold wherever an entry arrived.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -55,10 +59,34 @@ if TYPE_CHECKING:
 log = logging.getLogger("rcp_core")
 
 LOOK_AFTER = 0.5
-"""Seconds of transfer before the destination decides whether it needs writers."""
+"""Seconds of transfer in each window over which the destination decides whether
+it needs writers."""
 BUSY = 0.6
-"""The share of a core this process used since the transfer began that calls for
-writers."""
+"""The share of a core this process used in a window that calls for writers."""
+SPARE = 0.75
+"""The share of a core the host left idle in that window, at least, for writers."""
+STAT = "/proc/stat"
+
+
+def wanted(elapsed: float, busy: float, idle: float | None) -> bool:
+    """Whether writers pay, after a window of ``elapsed`` seconds in which this
+    process used ``busy`` CPU-seconds and the host's CPUs were ``idle`` seconds idle
+    together (``None``: not known, so not a reason against them)."""
+    if busy < BUSY * elapsed:
+        return False
+    return idle is None or idle >= SPARE * elapsed
+
+
+def host_idle() -> float | None:
+    """The seconds this host's CPUs have been idle (or waiting for I/O) since boot,
+    all of them together; ``None`` where the kernel does not say (not Linux)."""
+    try:
+        with open(STAT, "rb") as stat:
+            fields = stat.readline().split()
+        ticks = int(fields[4]) + int(fields[5])  # "cpu" user nice system idle iowait
+    except (OSError, IndexError, ValueError):
+        return None
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 class Writers:
@@ -88,7 +116,7 @@ class Writers:
         self.failure: BaseException | None = None
         self.started = False
         self._writers: list[Writer] = []
-        self._since = (time.monotonic(), time.process_time())
+        self._window = self._now()
         receiver.runtime.on_stop.append(self._stop)
 
     @property
@@ -98,16 +126,21 @@ class Writers:
         return self.count * connections
 
     def consider(self) -> None:
-        """Start the writers if this process is the bottleneck (or they were asked
-        for); called about five times a second while the transfer runs."""
+        """Start the writers if this process is the bottleneck and the host has a
+        core for them (or they were asked for); called about five times a second
+        while the transfer runs."""
         if self.started or self.receiver.runtime.stopping:
             return
-        began, cpu = self._since
-        elapsed = time.monotonic() - began
-        if not self.eager and (
-            elapsed < LOOK_AFTER or time.process_time() - cpu < BUSY * elapsed
-        ):
-            return
+        if not self.eager:
+            began, cpu, idle = self._window
+            now = self._now()
+            elapsed = now[0] - began
+            if elapsed < LOOK_AFTER:
+                return
+            self._window = now
+            host = now[2] - idle if now[2] is not None and idle is not None else None
+            if not wanted(elapsed, now[1] - cpu, host):
+                return
         self.started = True
         from rcp_core.remote.writerchannel import WriterSetup
         from rcp_core.remote.writerhandle import Writer
@@ -119,6 +152,11 @@ class Writers:
             self.receiver.counters.include(writer.tally)
             self._writers.append(writer)
             writer.start(setup)
+
+    @staticmethod
+    def _now() -> tuple[float, float, float | None]:
+        """The time, this process's CPU time and the host's idle time."""
+        return time.monotonic(), time.process_time(), host_idle()
 
     def failed(self, exc: BaseException) -> None:
         if self.failure is None:
