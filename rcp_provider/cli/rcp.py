@@ -12,15 +12,9 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rcp_core import (
-    CopyFailedError,
-    Summary,
-    UsageError,
-    copy,
-)
 from rcp_core.backends import routing
 from rcp_core.backends.routing import Engine, refuse_route
-from rcp_core.errors import RemoteError, VerificationError
+from rcp_core.errors import CopyFailedError, RemoteError, UsageError, VerificationError
 from rcp_core.run.progress import BarProgress
 from rcp_core.run.summary import human_bytes
 from rcp_provider.cli import remote, stores
@@ -37,6 +31,7 @@ from rcp_provider.cli.settings import add_settings_options, settings_from_args
 
 if TYPE_CHECKING:
     from rcp_core.remote.outcome import RoleResult
+    from rcp_core.run.summary import Summary
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,6 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             checked(summary, failed=not ok)
         else:
+            # Imported here: a remote copy starts its SSH logins without the local
+            # engine (which its destination imports while they run).
+            from rcp_core.engine.copyrun import copy
+
             interval = 0.2 if isinstance(renderer, BarProgress) else 1.0
             summary = in_worker(
                 lambda cancel: copy(

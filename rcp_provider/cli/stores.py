@@ -26,7 +26,6 @@ from collections.abc import Callable
 from rcp_core import CopySettings, Summary
 from rcp_core.backends.routing import Route
 from rcp_core.run.progress import Progress
-from rcp_core.site.plugins import plugin_manager
 from rcp_provider.cli.common import in_worker
 
 
@@ -44,6 +43,7 @@ def run(
     :raises CopyFailedError: some entries were not copied.
     """
     from rcp_core.engine.portcopy import copy_tree
+    from rcp_core.site.plugins import plugin_manager
     from rcp_provider.ports import port
 
     hook = plugin_manager(backends=True).hook

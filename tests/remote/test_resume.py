@@ -22,7 +22,7 @@ from rcp_core.engine.temporaries import partial_name
 from rcp_core.remote.clientconnection import _needed
 from rcp_core.remote.hello import RESUME
 from rcp_core.remote.settingswire import settings_to_wire
-from rcp_core.remote.sshmaster import _needed_version
+from rcp_core.remote.sshcopy import needed_version
 from support.lan import Lan, lan
 
 pytestmark = pytest.mark.privileged
@@ -177,7 +177,7 @@ def test_a_partial_deep_in_a_tree_resumes_into_the_existing_copy(
 def test_partial_needs_daemons_and_services_of_protocol_1_14() -> None:
     """An older daemon would ignore it (and remove what a cut-off copy wrote)."""
     settings = CopySettings(resume=True)
-    assert _needed_version(settings) == RESUME
+    assert needed_version(settings) == RESUME
     assert _needed("send", {"settings": settings_to_wire(settings)}) == (
         RESUME,
         "--partial",

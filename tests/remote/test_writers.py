@@ -27,7 +27,7 @@ from rcp_core.remote.clientconnection import _needed
 from rcp_core.remote.hello import LATE_DATA
 from rcp_core.remote.latedata import MAX_MORE_DATA, more_data
 from rcp_core.remote.settingswire import settings_to_wire
-from rcp_core.remote.sshmaster import _needed_version
+from rcp_core.remote.sshcopy import needed_version
 from rcp_core.remote.writers import host_idle, wanted
 from support.lan import Lan, lan
 from support.treecmp import TreeCompare
@@ -192,7 +192,7 @@ def test_more_data_connections_are_bounded_and_need_protocol_1_15() -> None:
         with pytest.raises(ProtocolError):
             more_data({"more": bad})
     asked = CopySettings(max_processes=2)
-    assert _needed_version(asked) == LATE_DATA
+    assert needed_version(asked) == LATE_DATA
     assert _needed("receive", {"settings": settings_to_wire(asked)}) == (
         LATE_DATA,
         "--max-processes",

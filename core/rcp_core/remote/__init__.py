@@ -51,8 +51,10 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``sshcontrol``        one SSH login per host: OpenSSH connection sharing where the
                       user's configuration says nothing of it
 ``daemon``            ``rcpd --role``: a role started over SSH, talking to its master
-``sshmaster``         the master of a copy over SSH: starts the roles (SSH or
-                      in-process), hands out jobs, collects their results
+``sshmaster``         the master of a copy over SSH: checks the operands, starts the
+                      SSH logins (light: before the rest is imported)
+``sshcopy``           the roles of a copy over SSH once they log in: control
+                      connections, jobs, local roles, results
 ``outcome``           a service's job or a copy between places judged by the engine's
                       rule; the roles' results, and what they add up to
 ``service``           ``rcpd serve``: copy jobs and file requests for clients

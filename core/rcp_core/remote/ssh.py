@@ -29,7 +29,7 @@ from typing import Any
 from rcp_core.backends.operands import RemotePath, parse_address
 from rcp_core.errors import ProtocolError, RemoteError, UsageError
 from rcp_core.remote import sshcontrol
-from rcp_core.remote.daemon import read_line
+from rcp_core.remote.listening import PortRanges, command_line
 
 log = logging.getLogger("rcp_core")
 
@@ -112,6 +112,10 @@ class SshDaemon:
             self.proc.stdin.flush()
         except OSError as exc:  # it is gone already: say why below
             raise RemoteError(f"{self.name} did not start{self.why()}") from exc
+        # Imported here, not with this module: the daemon's module is not light, and
+        # starting the login must be.
+        from rcp_core.remote.daemon import read_line
+
         try:
             line = read_line(self.proc.stdout, self.timeout, self.name)
         except RemoteError as exc:
@@ -165,6 +169,23 @@ class SshDaemon:
         for pipe in pipes:
             if pipe is not None:
                 pipe.close()
+
+
+def login(
+    launch: Launch,
+    where: RemotePath,
+    role: str,
+    timeout: float,
+    ports: PortRanges | None,
+) -> SshDaemon:
+    """Start ``rcpd --role ROLE`` on ``where`` over SSH (the login runs while the
+    caller goes on: a copy's master starts its logins before it imports what it
+    needs next).
+
+    :param ports: the ports the daemon may listen on (any free one: ``None``).
+    """
+    args = ["--role", role, "--timeout", f"{timeout:g}", *command_line(ports)]
+    return SshDaemon(launch, where, args, f"rcpd ({role}) on {where.host}", timeout)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,17 +18,16 @@ import logging
 import threading
 from typing import Any
 
-from rcp_core.backends.operands import RemotePath
 from rcp_core.errors import ProtocolError, RemoteError, UsageError
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.handshake import dial
 from rcp_core.remote.hello import Role
-from rcp_core.remote.listening import PortRanges, command_line, tell_listening
+from rcp_core.remote.listening import tell_listening
 from rcp_core.remote.outcome import RoleResult, counts_from_wire
 from rcp_core.remote.receiving import Progress
 from rcp_core.remote.roles import SOFTWARE
-from rcp_core.remote.ssh import Launch, SshDaemon
+from rcp_core.remote.ssh import SshDaemon
 from rcp_core.remote.wire import Frame, FrameKind
 
 log = logging.getLogger("rcp_core")
@@ -39,25 +38,20 @@ class RemoteRole:
 
     def __init__(
         self,
-        where: RemotePath,
+        daemon: SshDaemon,
         role: Role,
-        launch: Launch,
         timeout: float,
         setup: dict[str, Any] | None = None,
-        ports: PortRanges | None = None,
     ) -> None:
-        """Start ``ssh`` (it logs in while the master goes on; :meth:`connect` then
-        talks to the daemon).
+        """The role whose ``daemon`` is logging in (:func:`login`; :meth:`connect`
+        then talks to it).
 
         :param setup: more of the setup line (a destination's ``destination``).
-        :param ports: the ports the daemon may listen on (any free one: ``None``).
         """
-        self.where, self.role, self.timeout = where, role, timeout
+        self.daemon, self.where, self.role = daemon, daemon.where, role
+        self.timeout = timeout
         self.setup = setup or {}
-        self.name = f"rcpd ({role.value}) on {where.host}"
-        args = ["--role", role.value, "--timeout", f"{timeout:g}"]
-        args += command_line(ports)
-        self.daemon = SshDaemon(launch, where, args, self.name, timeout)
+        self.name = daemon.name
 
     def connect(
         self, me: tls.Identity, encrypt: bool, local_address: str | None = None
