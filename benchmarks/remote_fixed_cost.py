@@ -53,8 +53,8 @@ T0 = float(os.environ["T0"])
 def mark(what):
     print(f"@@ {(time.time() - T0) * 1000:.2f} {what}", file=sys.stderr, flush=True)
 from rcp_provider.cli import rcp as cli
-from rcp_core.remote import ssh, sshmaster, sshrole
-def wrap(owner, name, label):
+from rcp_core.remote import ssh
+def wrap(owner, name, label, then=None):
     inner = getattr(owner, name)
     def wrapped(*args, **kwargs):
         mark(label + " start")
@@ -62,12 +62,20 @@ def wrap(owner, name, label):
             return inner(*args, **kwargs)
         finally:
             mark(label + " end")
+            if then is not None:
+                then()
     setattr(owner, name, wrapped)
-wrap(ssh.SshDaemon, "__init__", "ssh")
+def after_login():
+    # Where the master imports the rest (sshcopy) itself: wrapped no earlier, so
+    # the start-up measured is the one users get.
+    from rcp_core.remote import sshcopy, sshrole
+    if not hasattr(sshcopy, "_traced"):
+        sshcopy._traced = True
+        wrap(sshrole, "dial", "dial")
+        wrap(sshcopy, "_run_local", "job")
+wrap(ssh.SshDaemon, "__init__", "ssh", after_login)
 wrap(ssh.SshDaemon, "exchange", "exchange")
 wrap(ssh.SshDaemon, "stop", "stop")
-wrap(sshrole, "dial", "dial")
-wrap(sshmaster, "_run_local", "job")
 status = cli.main(sys.argv[1:])
 mark("exit")
 sys.exit(status)
