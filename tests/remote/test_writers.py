@@ -24,11 +24,13 @@ import pytest
 from rcp_core import CopySettings
 from rcp_core.errors import ProtocolError
 from rcp_core.remote.clientconnection import _needed
-from rcp_core.remote.hello import LATE_DATA
-from rcp_core.remote.latedata import MAX_MORE_DATA, more_data
+from rcp_core.remote.hello import LATE_DATA, MAX_MORE_DATA
+from rcp_core.remote.latedata import more_data
+from rcp_core.remote.receive import Receiver
+from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.remote.settingswire import settings_to_wire
 from rcp_core.remote.sshcopy import needed_version
-from rcp_core.remote.writers import host_idle, wanted
+from rcp_core.remote.writers import host_idle, wanted, writers_for
 from support.lan import Lan, lan
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
@@ -216,3 +218,26 @@ def test_the_hosts_idle_time_grows_with_the_wall_clock() -> None:
     assert before is not None
     assert after is not None
     assert 0 <= after - before <= 0.3 * (os.cpu_count() or 1) + 0.1
+
+
+def test_writers_never_ask_for_more_connections_than_a_source_takes(
+    tmp_path: Path,
+) -> None:
+    """Any process count (a host of many CPUs, or ``--max-processes``) is cut to what
+    ``MAX_MORE_DATA`` late connections allow; one process asks for none."""
+    settings = CopySettings(max_processes=1000)
+    runtime = RoleRun(settings, str(tmp_path), source=False)
+    receiver = Receiver(settings, os.open(tmp_path, os.O_RDONLY), 0o022, runtime, 4)
+    try:
+        writers = writers_for(
+            receiver, {"settings": settings, "connections": 4}, time.time
+        )
+        assert writers is not None
+        assert writers.more == MAX_MORE_DATA
+        alone = CopySettings(max_processes=1)
+        assert (
+            writers_for(receiver, {"settings": alone, "connections": 4}, time.time)
+            is None
+        )
+    finally:
+        receiver.close()

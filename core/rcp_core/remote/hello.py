@@ -69,6 +69,9 @@ RESUME = (1, 14)
 LATE_DATA = (1, 15)
 """The first version whose sources take data connections a destination adds while
 the copy runs, and whose destinations write with processes (``max_processes``)."""
+MAX_MORE_DATA = 256
+"""Data connections a destination may add while a copy runs, at most (its control
+``attach``'s ``more``)."""
 
 
 class Role(enum.Enum):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from rcp_core.errors import PeerTimeoutError, ProtocolError, RemoteError
 from rcp_core.remote.connection import Connection
+from rcp_core.remote.hello import MAX_MORE_DATA
 from rcp_core.remote.wire import FrameKind
 
 if TYPE_CHECKING:
@@ -31,9 +32,6 @@ if TYPE_CHECKING:
     from rcp_core.run.throttle import TokenBucket
 
 log = logging.getLogger("rcp_core")
-
-MAX_MORE_DATA = 256
-"""Data connections a destination may add while a copy runs, at most."""
 
 
 def more_data(attach: Mapping[str, Any]) -> int:

@@ -46,6 +46,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from rcp_core.remote.hello import MAX_MORE_DATA
 from rcp_core.site.capacity import choose_concurrency, open_files_budget
 from rcp_core.site.storage import StorageInfo
 
@@ -198,8 +199,9 @@ def writers_for(
     receiver: Receiver, setup: dict[str, Any], beat: Callable[[], None]
 ) -> Writers | None:
     """The writer processes a destination may start: the site plugins'
-    ``processes`` for its storage (or ``--max-processes``), less itself; ``None``
-    when that is none.
+    ``processes`` for its storage (or ``--max-processes``), less itself, and no more
+    than the protocol's late connections allow (``MAX_MORE_DATA``); ``None`` when
+    that is none.
 
     :param beat: called as the writers' frames arrive (the transfer's heartbeat).
     """
@@ -211,7 +213,8 @@ def writers_for(
         settings,
         open_files_budget(settings),
     )
-    count = concurrency.processes - 1
+    connections: int = setup["connections"]
+    count = min(concurrency.processes - 1, MAX_MORE_DATA // max(1, connections))
     if count < 1:
         return None
     return Writers(
