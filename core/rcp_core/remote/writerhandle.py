@@ -47,7 +47,6 @@ class Writer:
         self.tally = Tally()
         self.ready = threading.Event()
         self.final = threading.Event()
-        self.ended = threading.Event()
         self.dead = False
         self.proc: subprocess.Popen[bytes] | None = None
         self.chan: Channel | None = None
@@ -99,8 +98,6 @@ class Writer:
             )
         except BaseException as exc:  # noqa: BLE001 - a peer's protocol error, or a defect: the transfer fails
             self.writers.failed(exc)
-        finally:
-            self.ended.set()
 
     def _apply(self, message: object) -> bool:
         """Act on one message; ``True`` when the writer is finished."""
