@@ -449,8 +449,10 @@ class Receiver:
         node = self._dir(dir_id)
         with self._sharing:
             node.ready = True
-            for writer in self._shared_with:
-                writer.opened(node, self._described_in(node))
+            if self._shared_with:
+                described = self._described_in(node)
+                for writer in self._shared_with:
+                    writer.opened(node, described)
 
     def share(self, writer: Writer) -> None:
         """A writer process joins: it learns every directory ready now, then each
@@ -476,8 +478,8 @@ class Receiver:
         they had been written here: names seen, arrivals checked against
         ``dir_end``, hard links made, then the entries counted done."""
         node = self._dir(report.dir)
-        for name in report.names:
-            self._seen(node, check_name(name))
+        for name in report.names:  # checked by the writer as they arrived
+            self._seen(node, name)
         if report.incomplete:
             with self._lock:
                 node.incomplete = True

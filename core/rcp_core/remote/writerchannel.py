@@ -106,11 +106,6 @@ class Wrote:
     firsts: list[tuple[int, str, bool]] = field(default_factory=list)
     later: list[tuple[int, str, os.stat_result]] = field(default_factory=list)
 
-    def __bool__(self) -> bool:
-        return bool(
-            self.arrived or self.done or self.names or self.firsts or self.later
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class Broken:

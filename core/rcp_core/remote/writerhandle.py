@@ -55,7 +55,6 @@ class Writer:
 
     def start(self, setup: WriterSetup) -> None:
         """Spawn the process; if that fails, the copy goes on without it."""
-        self.spawned = time.monotonic()
         try:
             self.proc, chan = spawn("rcp_core.remote.writerprocess", setup)
         except OSError as exc:
