@@ -9,10 +9,8 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import socket
 import stat
 import subprocess
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +20,7 @@ import rcp_core
 from rcp_core import CopySettings, DryRun, ExistingPolicy, Preserve
 from rcp_core.engine.temporaries import temp_name
 from rcp_core.errors import ProtocolError
-from rcp_core.remote import tls
-from rcp_core.remote.roles import run_destination, run_source
+from support.roles import remote_copy
 from support.treecmp import TreeCompare
 from support.treespec import (
     Dir,
@@ -36,55 +33,8 @@ from support.treespec import (
     make_tree,
 )
 
-TIMEOUT = 10.0
 MIB = 1 << 20
 T1 = 1_600_000_000_000_000_000
-
-
-def remote_copy(
-    src: Path,
-    dst: Path,
-    settings: CopySettings | None = None,
-    connections: int = 3,
-) -> tuple[dict[str, int], dict[str, int], list[str]]:
-    """Copy ``src`` to ``dst`` through both roles; (source counts, destination
-    counts, destination errors)."""
-    source_id, destination_id = tls.Identity.ephemeral(), tls.Identity.ephemeral()
-    listener = socket.create_server(("127.0.0.1", 0))
-    ctx = tls.server_context(source_id, destination_id.cert_pem)
-    out: dict[str, Any] = {}
-
-    def source() -> None:
-        try:
-            out["counts"], out["errors"] = run_source(
-                listener,
-                ctx,
-                [(str(src), dst.name)],
-                settings or CopySettings(),
-                connections=connections,
-                timeout=TIMEOUT,
-            )
-        except Exception as exc:  # noqa: BLE001 - re-raised below
-            out["error"] = exc
-
-    thread = threading.Thread(target=source)
-    thread.start()
-    try:
-        counts, errors = run_destination(
-            listener.getsockname()[:2],
-            source_id.fingerprint,
-            destination_id,
-            str(dst),
-            settings or CopySettings(),
-            connections=connections,
-            timeout=TIMEOUT,
-        )
-    finally:
-        thread.join(TIMEOUT)
-        listener.close()
-    if "error" in out:
-        raise out["error"]
-    return out["counts"], counts, errors
 
 
 MIXED: Spec = {

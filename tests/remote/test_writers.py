@@ -241,3 +241,36 @@ def test_writers_never_ask_for_more_connections_than_a_source_takes(
         )
     finally:
         receiver.close()
+
+
+def test_a_writer_takes_the_parts_of_a_large_file_on_its_own_connections(
+    hosts: Lan, tmp_path: Path
+) -> None:
+    """Large files that reach a writer process are split over its connections (their
+    ``attach`` names it, protocol 1.16), never over the destination's: each file
+    arrives in parts, whichever process writes it, and arrives whole. Paced so that
+    the third file waits for a sender (each of the first two takes two of the
+    destination's four connections for about 1.3 s) until the writer attached."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(3):
+        (src / f"big{i}").write_bytes(os.urandom(130 * MIB))
+    dst = tmp_path / "dst"
+    result = hosts.rcp(
+        "-vv",
+        "--max-processes",
+        "2",
+        "--bwlimit",
+        "100M",
+        hosts.at(hosts.source, src),
+        str(dst),
+    )
+    assert result.returncode == 0, result.stderr
+    for i in range(3):
+        assert (dst / f"big{i}").read_bytes() == (src / f"big{i}").read_bytes()
+    # The writers' lines reach the master's log too.
+    split = re.findall(r"dst/(big\d) arrives in 2 parts", result.stdout)
+    assert sorted(split) == [f"big{i}" for i in range(3)], result.stdout
+    wrote = [int(n) for n in WROTE.findall(result.stdout)]
+    assert len(wrote) == 1, result.stdout
+    assert wrote[0] > 0, result.stdout

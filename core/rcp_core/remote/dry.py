@@ -28,7 +28,7 @@ from rcp_core.engine.temporaries import sweep
 from rcp_core.engine.tree import DIR_FLAGS
 from rcp_core.errors import ProtocolError
 from rcp_core.remote.hardlinks import Link
-from rcp_core.remote.incoming import Incoming
+from rcp_core.remote.incoming import Part
 from rcp_core.remote.receive import Receiver
 from rcp_core.remote.receivedtree import ReceivedDir, kind_of
 from rcp_core.remote.roleruntime import RoleRun
@@ -193,6 +193,6 @@ class DryReceiver(Receiver):
             self._tell("link", "hard link", rel, f"to {link.path}")
 
     def chunk(
-        self, header: dict[str, Any], data: memoryview, current: Incoming | None
-    ) -> Incoming | None:
+        self, header: dict[str, Any], data: memoryview, current: Part | None
+    ) -> Part | None:
         raise ProtocolError("a dry run carries no file data")

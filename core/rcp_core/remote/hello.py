@@ -14,7 +14,7 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 15)
+PROTOCOL = (1, 16)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
@@ -36,7 +36,8 @@ connections send at most: an older source would ignore it, so a master asks for
 1.13 before it sends one); 1.14 resumes from partials (``dir_partials``, a first
 ``CHUNK``'s ``kept``); 1.15 data connections a destination adds while the copy runs
 (``more`` on the control ``attach``: its writer processes' connections), and a
-destination job's ``max_processes``."""
+destination job's ``max_processes``; 1.16 large files split over several connections
+(``part`` on a first ``CHUNK``, ``group`` on a late data ``attach``)."""
 HARD_LINKS = (1, 1)
 """The first version whose destinations understand hard links."""
 MANIFESTS = (1, 2)
@@ -69,6 +70,11 @@ RESUME = (1, 14)
 LATE_DATA = (1, 15)
 """The first version whose sources take data connections a destination adds while
 the copy runs, and whose destinations write with processes (``max_processes``)."""
+SPLIT = (1, 16)
+"""The first version whose destinations take a large file's parts on several
+connections at once."""
+MAX_PARTS = 64
+"""Parts a large file is split into, at most."""
 MAX_MORE_DATA = 256
 """Data connections a destination may add while a copy runs, at most (its control
 ``attach``'s ``more``)."""

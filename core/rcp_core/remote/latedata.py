@@ -4,8 +4,9 @@ the copy runs, for its writer processes (:mod:`rcp_core.remote.writers`).
 The destination's control ``attach`` says how many may come (``more``, at most
 ``MAX_MORE_DATA``). A :class:`LateData` thread takes them on the copy's listener,
 each authenticated exactly as the first ones (TLS pinned to the destination's
-certificate, the hello, an ``attach`` of channel ``data``), and gives each to the
-sender, which starts a sender thread for it (paced by the same ``bwlimit`` bucket).
+certificate, the hello, an ``attach`` of channel ``data``, whose ``group``, protocol
+1.16, names the writer process it serves), and gives each to the sender, which starts
+a sender thread for it (paced by the same ``bwlimit`` bucket).
 It ends when the sender has no more use for connections, when ``more`` came, or at
 :meth:`LateData.stop`, which wakes its wait in ``accept`` by shutting the listener
 down (its owner closes it after the transfer). A connection that fails its handshake
@@ -47,6 +48,22 @@ def more_data(attach: Mapping[str, Any]) -> int:
     return more
 
 
+def late_group(attach: Mapping[str, Any]) -> int | None:
+    """The writer process a late data connection serves (its ``attach``'s
+    ``group``, protocol 1.16: 1 to ``MAX_MORE_DATA``); ``None`` from an older
+    destination."""
+    group = attach.get("group")
+    if group is None:
+        return None
+    if (
+        not isinstance(group, int)
+        or isinstance(group, bool)
+        or not 1 <= group <= MAX_MORE_DATA
+    ):
+        raise ProtocolError(f"attach: bad group {group!r}")
+    return group
+
+
 class LateData:
     """Takes the data connections a destination adds while the copy runs (at most
     ``more``), each authenticated as the first ones were, and gives them to the
@@ -86,13 +103,14 @@ class LateData:
                 header = conn.expect(FrameKind.CONTROL, "attach").header
                 if header.get("channel") != "data":
                     raise ProtocolError(f"unexpected attach {header.get('channel')!r}")
+                group = late_group(header)
             except (RemoteError, OSError) as exc:
                 log.warning("refused a late data connection: %s", exc)
                 conn.close()
                 continue
             conn.pace = self.pace
             self.left -= 1
-            if not self.sender.add_data(conn):
+            if not self.sender.add_data(conn, group):
                 conn.close()
                 return
 

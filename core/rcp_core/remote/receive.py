@@ -2,8 +2,10 @@
 
 Directories arrive as ``dir`` messages (created ``0700``, or reused), entries in
 ``FILES`` frames (small files with their bytes, symlinks, entries the source could
-not read), large files as runs of ``CHUNK`` frames on one connection. Several
-connections deliver at once, so every method is thread-safe.
+not read), large files as runs of ``CHUNK`` frames on one connection, or from
+protocol 1.16 split in parts over several (one :class:`~rcp_core.remote.incoming.Incoming`
+that every part writes into: :meth:`Receiver.chunk`). Several connections deliver at
+once, so every method is thread-safe.
 
 Over 400 lines because it is one class, the destination role, whose steps the dry
 run (:class:`rcp_core.remote.dry.DryReceiver`) overrides one by one; its separable
@@ -101,7 +103,8 @@ from rcp_core.engine.temporaries import partial_stands_for, sweep
 from rcp_core.engine.tree import DIR_FLAGS, UNCOUNTED, Lifecycle
 from rcp_core.errors import ProtocolError
 from rcp_core.remote.hardlinks import Link, LinkTable
-from rcp_core.remote.incoming import Incoming
+from rcp_core.remote.hello import MAX_PARTS
+from rcp_core.remote.incoming import Incoming, Part
 from rcp_core.remote.meta import meta_of, stat_of, xattrs_of
 from rcp_core.remote.receivedtree import (
     ANCHOR,
@@ -217,6 +220,9 @@ class Receiver:
         self._sharing = threading.Lock()
         """Orders what the writer processes learn of the directories."""
         self._shared_with: list[Writer] = []
+        self._splitting = threading.Lock()
+        self._split: dict[tuple[int, str], Incoming] = {}
+        """(directory id, name) -> a split file some of whose parts still arrive."""
         self._writers = self._write_pool()
         """Writes the entries of ``FILES`` frames (``None``: their connections do)."""
 
@@ -437,6 +443,7 @@ class Receiver:
                 "%d directories left open under writes still running", len(left)
             )
             return
+        self.drop_arrivals()
         for node in left:
             self._release(node)
 
@@ -938,38 +945,102 @@ class Receiver:
     # -- large files ---------------------------------------------------------------
 
     def chunk(
-        self, header: dict[str, Any], data: memoryview, current: Incoming | None
-    ) -> Incoming | None:
-        """A ``CHUNK`` frame. A connection carries one large file at a time, so its
-        reader passes the file in progress (``current``) and gets it back, or
-        ``None`` once the file is finished."""
+        self, header: dict[str, Any], data: memoryview, current: Part | None
+    ) -> Part | None:
+        """A ``CHUNK`` frame. A connection carries one run of a large file's frames
+        at a time (the whole file, or one part of a split one), so its reader passes
+        the run in progress (``current``) and gets it back, or ``None`` once it
+        ended."""
         first, last = header.get("first") is True, header.get("last") is True
         if first != (current is None):
             raise ProtocolError("CHUNK frame out of order")
         if current is None:
-            node = self._dir(header.get("dir"))
-            name = check_name(header.get("name"))
-            st = stat_of(header.get("meta"))
-            link = link_id(header.get("link"), node.child_rel(name))
-            self._seen(node, name)
-            node.has_content = True
-            kept = header.get("kept", 0)
-            if not isinstance(kept, int) or isinstance(kept, bool) or kept < 0:
-                raise ProtocolError(f"bad kept length {kept!r}")
-            prefix = self.described(node, name) if self.resumes else None
-            if kept and (prefix is None or kept > prefix.size):
-                raise ProtocolError(f"{name}: keeps more than was described")
-            current = Incoming(self, node, name, st, link, (prefix, kept))
-            current.attrs = xattrs_of(header.get("meta"))
+            current = self._start_part(header)
         offset = header.get("offset")
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise ProtocolError(f"bad chunk offset {offset!r}")
         failed = header.get("failed")
-        current.write(offset, data)
+        current.file.write(offset, data)
         if not last:
             return current
-        if isinstance(failed, str):
-            current.abort(failed)
-        else:
-            current.finish()
+        if current.file.end_part(failed if isinstance(failed, str) else None):
+            self._forget_split(current.file)
         return None
+
+    def cut(self, current: Part) -> None:
+        """The connection carrying ``current`` broke: its file is removed once
+        every part ended (a partial stays)."""
+        if current.file.cut():
+            self._forget_split(current.file)
+
+    def _start_part(self, header: dict[str, Any]) -> Part:
+        """The first frame of a run: a whole large file, or a part of a split one
+        (``part``: ``[index, parts]``, protocol 1.16), which the first of its parts
+        to arrive creates and the others join."""
+        node = self._dir(header.get("dir"))
+        name = check_name(header.get("name"))
+        st = stat_of(header.get("meta"))
+        link = link_id(header.get("link"), node.child_rel(name))
+        kept = header.get("kept", 0)
+        if not isinstance(kept, int) or isinstance(kept, bool) or kept < 0:
+            raise ProtocolError(f"bad kept length {kept!r}")
+        split = header.get("part")
+        if split is None:
+            return self._incoming(node, name, st, link, kept, header, 1).start(0)
+        index, parts = _part_of(name, split)
+        with self._splitting:
+            file = self._split.get((node.id, name))
+            if file is None:
+                log.debug("%s arrives in %d parts", node.child_rel(name), parts)
+                file = self._incoming(node, name, st, link, kept, header, parts)
+                self._split[(node.id, name)] = file
+            elif (file.parts, file.st.st_size, file.asked) != (parts, st.st_size, kept):
+                raise ProtocolError(f"{name}: parts that disagree")
+            return file.start(index)
+
+    def _incoming(
+        self,
+        node: ReceivedDir,
+        name: str,
+        st: os.stat_result,
+        link: int | None,
+        kept: int,
+        header: dict[str, Any],
+        parts: int,
+    ) -> Incoming:
+        """Create (or resume) a large file that starts arriving."""
+        self._seen(node, name)
+        node.has_content = True
+        prefix = self.described(node, name) if self.resumes else None
+        if kept and (prefix is None or kept > prefix.size):
+            raise ProtocolError(f"{name}: keeps more than was described")
+        file = Incoming(self, node, name, st, link, (prefix, kept), parts)
+        file.attrs = xattrs_of(header.get("meta"))
+        return file
+
+    def _forget_split(self, file: Incoming) -> None:
+        if file.parts > 1:
+            with self._splitting:
+                if self._split.get((file.node.id, file.name)) is file:
+                    del self._split[(file.node.id, file.name)]
+
+    def drop_arrivals(self) -> None:
+        """Remove the split files whose parts will not all come (the transfer
+        ended without them; a partial stays). Only once no connection is read."""
+        with self._splitting:
+            left, self._split = list(self._split.values()), {}
+        for file in left:
+            file.discard()
+
+
+def _part_of(name: str, split: Any) -> tuple[int, int]:
+    """A first ``CHUNK``'s ``part``: ``[index, parts]``, 2 <= parts <= MAX_PARTS."""
+    if (
+        isinstance(split, list)
+        and len(split) == 2
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in split)
+        and 2 <= split[1] <= MAX_PARTS
+        and 0 <= split[0] < split[1]
+    ):
+        return split[0], split[1]
+    raise ProtocolError(f"{name}: bad part {split!r}")

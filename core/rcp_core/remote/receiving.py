@@ -31,7 +31,7 @@ from rcp_core.remote.receivedtree import ANCHOR
 from rcp_core.remote.wire import FrameKind
 
 if TYPE_CHECKING:
-    from rcp_core.remote.incoming import Incoming
+    from rcp_core.remote.incoming import Part
     from rcp_core.remote.receive import Receiver
     from rcp_core.remote.writers import Writers
 
@@ -166,9 +166,9 @@ def _tell_partials(conn: Connection, receiver: Receiver, dir_id: int) -> None:
 
 def serve_data(conn: Connection, receiver: Receiver, seen: Heartbeat | None) -> None:
     """Write what arrives on one data connection (each frame beats ``seen``). A
-    large file cut off by a broken connection is removed: nothing half-written stays
-    under its final name."""
-    current: Incoming | None = None
+    large file cut off by a broken connection is removed (once no other connection
+    writes a part of it): nothing half-written stays under its final name."""
+    current: Part | None = None
     try:
         while True:
             try:
@@ -191,5 +191,5 @@ def serve_data(conn: Connection, receiver: Receiver, seen: Heartbeat | None) -> 
                 raise ProtocolError(f"{frame.kind.name} frame on a data connection")
     except BaseException:
         if current is not None:
-            current.discard()
+            receiver.cut(current)
         raise

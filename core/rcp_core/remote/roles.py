@@ -231,9 +231,12 @@ def dial_source(
     local_address: str | None,
     timeout: float,
     channel: str | None,
+    group: int = 0,
 ) -> Connection:
     """A destination's connection to its source (the destination's own, or a writer
-    process's), attached as ``channel`` (``None``: not yet)."""
+    process's), attached as ``channel`` (``None``: not yet); a writer's data
+    connections say its number as their ``group`` (protocol 1.16), which an older
+    source ignores."""
     conn = dial(
         address,
         role=Role.DESTINATION,
@@ -245,7 +248,8 @@ def dial_source(
     )
     if channel is not None:
         try:
-            conn.send_control("attach", channel=channel)
+            extra = {"group": group} if group else {}
+            conn.send_control("attach", channel=channel, **extra)
         except BaseException:
             conn.close()
             raise

@@ -19,9 +19,14 @@ destination's writer processes add connections while it runs, protocol 1.15:
   ``dir_end`` and the number of entries queued, so the destination can finish the
   directory when that many arrived.
 - Senders take batches from a bounded queue (the walk never runs far ahead of the
-  network) and send them as frames (:mod:`rcp_core.remote.sendbatch`: small files
-  together, large ones as chunks with their holes kept, an unreadable entry as
-  ``failed``, a file or symlink with several names read once).
+  network: :mod:`rcp_core.remote.sendwork`) and send them as frames
+  (:mod:`rcp_core.remote.sendbatch`: small files together, large ones as chunks with
+  their holes kept, an unreadable entry as ``failed``, a file or symlink with several
+  names read once). A sender that meets a large file hands the rest of its batch
+  back for the others; a large file with 128 MiB or more to send is split (protocol
+  1.16, :mod:`rcp_core.remote.sendlarge`) over the connections of its sender's
+  group, those of the destination process that writes it (0: the destination's
+  own; a writer process's number, which its late connections say).
 - Filters (``--include``/``--exclude``/``--gitignore``) are applied here, as a local
   copy applies them: an excluded entry is not sent (under ``--delete`` its name is,
   in ``dir_excluded``, so the destination keeps it), a directory the filters only
@@ -45,9 +50,9 @@ Invariant: a directory's descriptor stays open until its last batch is sent.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-import queue
 import stat
 import threading
 from collections.abc import Sequence
@@ -58,12 +63,14 @@ from rcp_core.engine.filters import Filter, GitIgnores, Verdict
 from rcp_core.engine.tree import DIR_FLAGS, Lifecycle, Node, joined
 from rcp_core.errors import PeerTimeoutError, RemoteError
 from rcp_core.remote.connection import Connection
-from rcp_core.remote.hello import FILTERS, RESUME
+from rcp_core.remote.hello import FILTERS, RESUME, SPLIT
 from rcp_core.remote.meta import meta_of
 from rcp_core.remote.receivedtree import ANCHOR
 from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.remote.sendbatch import Batch, BatchSender, Kind
 from rcp_core.remote.sendcontrol import Answers
+from rcp_core.remote.sendlarge import Lane, OutgoingPart, send_part
+from rcp_core.remote.sendwork import Work
 from rcp_core.run.summary import Tally, merge
 from rcp_core.settings import CopySettings
 
@@ -160,10 +167,18 @@ class Sender:
             self._is_announced,
             settings.resume and settings.dry_run is None and control.version >= RESUME,
         )
-        self._work: queue.Queue[Batch | None] = queue.Queue(QUEUE_DEPTH)
+        self._work = Work(QUEUE_DEPTH)
+        self._split = control.version >= SPLIT
+        self._widths: dict[int, int] = {}
+        """Connections per group (0: the destination's own; 1 and on: its writer
+        processes'; below 0: a late connection of a destination older than 1.16)."""
         self._failure: BaseException | None = None
         self._senders: list[threading.Thread] = []
         self._running = False
+        self._waiting: list[tuple[Connection, int | None]] = [
+            (conn, 0) for conn in data
+        ]
+        """Connections whose sender :meth:`run` starts, with their groups."""
         self._walked = False
         """The walk has ended: every sender's end marker is queued, or will be."""
         self._drained = False
@@ -176,8 +191,9 @@ class Sender:
         tally = self._new_tally()
         with self._lock:
             self._running = True
-            for conn in self.data:
-                self._start_sender(conn)
+            for conn, group in self._waiting:
+                self._start_sender(conn, group)
+            self._waiting = []
         reader = threading.Thread(target=self._read_answers, daemon=True)
         reader.start()
         try:
@@ -186,9 +202,10 @@ class Sender:
             with self._lock:
                 self._walked = True
                 ends = len(self._senders)
-            for _ in range(ends):
-                self._work.put(None)
+            self._work.end(ends)
             self._join_senders()
+            for part in self._work.leftover_parts():
+                part.file.abandon()
         if self._failure is None:
             # The destination says "finished" once everything is written; closing
             # before that would cut it off.
@@ -201,21 +218,23 @@ class Sender:
             raise self._failure
         return merge(self.tallies)
 
-    def add_data(self, conn: Connection) -> bool:
+    def add_data(self, conn: Connection, group: int | None) -> bool:
         """A data connection the destination added while the copy runs (its writer
-        processes', protocol 1.15): one more sender takes batches for it, until its
-        own end marker (queued after the others' when the walk has ended). ``False``
-        once every sender has ended (the caller closes it)."""
+        processes', protocol 1.15; ``group``: the writer's number, 1.16): one more
+        sender takes batches for it, until its own end marker (queued after the
+        others' when the walk has ended). ``False`` once every sender has ended (the
+        caller closes it)."""
         with self._lock:
             if self._drained:
                 return False
             self.data.append(conn)
             if not self._running:  # run() starts it with the others
+                self._waiting.append((conn, group))
                 return True
-            self._start_sender(conn)
+            self._start_sender(conn, group)
             walked = self._walked
         if walked:
-            self._work.put(None)
+            self._work.end(1)
         return True
 
     def _join_senders(self) -> None:
@@ -231,8 +250,20 @@ class Sender:
                 thread.join()
             joined += len(left)
 
-    def _start_sender(self, conn: Connection) -> None:
-        thread = threading.Thread(target=self._send_loop, args=(conn,), daemon=True)
+    def _start_sender(self, conn: Connection, group: int | None) -> None:
+        """A sender thread for ``conn``, one of the connections of ``group`` (a
+        group of its own when ``None``). Called under the lock."""
+        if group is None:
+            group = -1 - len(self._widths)
+        self._widths[group] = self._widths.get(group, 0) + 1
+        lane = Lane(
+            functools.partial(self._width, group),
+            lambda parts: self._work.share(group, parts),
+            self._hand_back,
+        )
+        thread = threading.Thread(
+            target=self._send_loop, args=(conn, group, lane), daemon=True
+        )
         self._senders.append(thread)
         thread.start()
 
@@ -257,9 +288,8 @@ class Sender:
                     self._announce(anchor, ANCHOR, root, dst_name, st)
                 else:
                     kind = "symlink" if stat.S_ISLNK(st.st_mode) else "file"
-                    self.tree.hold(anchor)
-                    self._work.put(
-                        Batch(ANCHOR, anchor, [(name, kind)], dst_name, partials)
+                    self._queue(
+                        tally, Batch(ANCHOR, anchor, [(name, kind)], dst_name, partials)
                     )
                     entries += 1
             finally:
@@ -409,11 +439,8 @@ class Sender:
             if self._failure is not None:
                 self.tree.release(tally, batch.node)
                 raise self._failure
-            try:
-                self._work.put(batch, timeout=0.2)
+            if self._work.put(batch, timeout=0.2):
                 return
-            except queue.Full:
-                continue
 
     # -- the control connection ----------------------------------------------------
 
@@ -432,16 +459,43 @@ class Sender:
 
     # -- senders -------------------------------------------------------------------
 
-    def _send_loop(self, conn: Connection) -> None:
+    def _width(self, group: int) -> int:
+        """The connections a file a sender of ``group`` splits may use: its group's,
+        counting those still to attach (a writer dials as many as its destination:
+        a part queued for one that never comes waits for its splitter)."""
+        if not self._split:
+            return 1
+        with self._lock:
+            return max(self._widths[group], self._widths[0] if group > 0 else 0)
+
+    def _hand_back(self, batch: Batch) -> None:
+        self.tree.hold(batch.node)
+        self._work.hand_back(batch)
+
+    def _send_loop(self, conn: Connection, group: int, lane: Lane) -> None:
         tally = self._new_tally()
         while True:
-            batch = self._work.get()
-            if batch is None:
+            item = self._work.take(group)
+            if item is None:
                 return
+            if isinstance(item, OutgoingPart):
+                self._send_part(tally, conn, item)
+                continue
             try:
                 if self._failure is None:
-                    self.batches.send(tally, conn, batch)
+                    self.batches.send(tally, conn, item, lane)
             except (RemoteError, OSError) as exc:
                 self._failure = exc
             finally:
-                self.tree.release(tally, batch.node)
+                self.tree.release(tally, item.node)
+
+    def _send_part(self, tally: Tally, conn: Connection, part: OutgoingPart) -> None:
+        """A part of a split file (protocol 1.16), abandoned once the transfer
+        failed."""
+        if self._failure is not None:
+            part.file.abandon()
+            return
+        try:
+            send_part(conn, self.runtime, tally, part)
+        except (RemoteError, OSError) as exc:
+            self._failure = exc

@@ -23,6 +23,7 @@ as it is now).
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import stat
@@ -38,7 +39,7 @@ from rcp_core.remote.connection import Connection
 from rcp_core.remote.hello import HARD_LINKS, SPECIALS, SYMLINK_LINKS, XATTRS
 from rcp_core.remote.meta import meta_of, xattrs_to_wire
 from rcp_core.remote.roleruntime import RoleRun
-from rcp_core.remote.sendlarge import FRAME_DATA, send_large
+from rcp_core.remote.sendlarge import FRAME_DATA, Lane, Outgoing, send_large
 from rcp_core.remote.wire import FrameKind
 from rcp_core.run.summary import Tally
 from rcp_core.settings import CopySettings
@@ -119,9 +120,11 @@ class BatchSender:
             return "kept"
         return "file"  # replaced, or contents to compare: the destination decides
 
-    def send(self, tally: Tally, conn: Connection, batch: Batch) -> None:
+    def send(self, tally: Tally, conn: Connection, batch: Batch, lane: Lane) -> None:
         """Send ``batch`` on ``conn``: small files together in ``FILES`` frames, a
-        large one alone as ``CHUNK`` frames."""
+        large one alone as ``CHUNK`` frames (split over the connections of ``lane``
+        when it is large enough), after it hands the entries behind it back to
+        ``lane``."""
         entries: list[dict[str, Any]] = []
         chunks: list[bytes] = []
         size = 0
@@ -136,7 +139,7 @@ class BatchSender:
                 )
             entries, chunks, size = [], [], 0
 
-        for name, kind in batch.entries:
+        for at, (name, kind) in enumerate(batch.entries):
             rel = batch.node.child_rel(name)
             sent_as = batch.rename or name
             entry: dict[str, Any]
@@ -162,18 +165,24 @@ class BatchSender:
                     tally["copied.hardlinks"] += 1
                 elif opened[1].st_size > SMALL:
                     flush()
+                    if rest := batch.entries[at + 1 :]:
+                        lane.hand_back(dataclasses.replace(batch, entries=rest))
                     fd, st = opened
+                    outgoing = Outgoing(
+                        (fd, st, self.meta(tally, rel, fd, st)),
+                        {"dir": batch.dir_id, "name": sent_as},
+                        rel,
+                        link,
+                    )
                     send_large(
                         conn,
                         self.runtime,
                         tally,
-                        {"dir": batch.dir_id, "name": sent_as},
-                        rel,
-                        (fd, st, self.meta(tally, rel, fd, st)),
-                        link,
+                        outgoing,
                         batch.partials.get(sent_as),
+                        lane,
                     )
-                    continue
+                    return
                 else:
                     entry, data = self._read_small(tally, sent_as, rel, *opened)
                 if link is not None:

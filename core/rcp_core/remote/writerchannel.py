@@ -43,6 +43,9 @@ class WriterSetup:
         destination's own connections (both ``None`` without encryption).
     :param connections: data connections the writer dials.
     :param entry_points: load the installed site plugins (the destination did).
+    :param group: the writer's number, sent as the ``group`` of its data
+        connections' ``attach`` (protocol 1.16: the source sends a split file's parts
+        only on connections of one group, the process that writes the file).
     """
 
     settings: CopySettings
@@ -56,6 +59,7 @@ class WriterSetup:
     connections: int
     entry_points: bool
     log_level: int
+    group: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,7 +50,7 @@ from rcp_core.engine.helpers.channel import (
 from rcp_core.engine.helpers.spawn import helper_main, send_counts
 from rcp_core.errors import ProtocolError, RemoteError
 from rcp_core.remote.connection import Connection
-from rcp_core.remote.incoming import Incoming
+from rcp_core.remote.incoming import Part
 from rcp_core.remote.receive import Receiver
 from rcp_core.remote.receivedtree import ReceivedDir
 from rcp_core.remote.receiving import serve_data
@@ -210,12 +210,12 @@ class WriterReceiver(Receiver):
             self._flush()
 
     def chunk(
-        self, header: dict[str, Any], data: memoryview, current: Incoming | None
-    ) -> Incoming | None:
+        self, header: dict[str, Any], data: memoryview, current: Part | None
+    ) -> Part | None:
         try:
             current = super().chunk(header, data, current)
         finally:
-            self._flush(keep=current.node if current is not None else None)
+            self._flush(keep=current.file.node if current is not None else None)
         return current
 
 
@@ -261,6 +261,7 @@ class Writer:
             conn.close()
         for thread in readers:
             thread.join(self.setup.timeout)
+        self.receiver.drop_arrivals()
         if finished:
             with contextlib.suppress(OSError):
                 self.chan.send(Final(self.receiver.counts()))
@@ -277,6 +278,7 @@ class Writer:
                     local_address=s.local_address,
                     timeout=s.timeout,
                     channel="data",
+                    group=s.group,
                 )
             )
 

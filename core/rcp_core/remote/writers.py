@@ -147,12 +147,11 @@ class Writers:
         from rcp_core.remote.writerhandle import Writer
 
         log.debug("starting %d writer processes", self.count)
-        setup = WriterSetup(**self.setup)
         for number in range(1, self.count + 1):
             writer = Writer(self, number)
             self.receiver.counters.include(writer.tally)
             self._writers.append(writer)
-            writer.start(setup)
+            writer.start(WriterSetup(**self.setup, group=number))
 
     @staticmethod
     def _now() -> tuple[float, float, float | None]:
