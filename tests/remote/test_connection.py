@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import socket
 import ssl
@@ -313,3 +314,45 @@ def test_send_file_sends_the_files_bytes_and_keeps_step_when_it_shrank(
     ]
     assert frames[0][1] + frames[1][1] == content
     assert frames[2][1] == b"tail" + bytes(96)
+
+
+def _timed_frames(sock: socket.socket, ctx: ssl.SSLContext | None) -> Any:
+    """The server's side of the trickle test: each frame's data length and how long
+    after the first byte was sent it was read whole."""
+    conn = accept(
+        sock, "client", role=Role.SOURCE, software="s", timeout=TIMEOUT, ctx=ctx
+    )
+    got = []
+    while (frame := conn.read()) is not None:
+        got.append((len(frame.data), time.monotonic()))
+    conn.close()
+    return got
+
+
+@pytest.mark.parametrize("encrypted", [False, True], ids=["tcp", "tls"])
+def test_a_frame_trickling_in_is_read_as_its_last_byte_arrives(
+    server_id: tls.Identity, encrypted: bool
+) -> None:
+    """A reader inside a large frame lets the kernel wake it only once 256 KiB more
+    arrived (``SO_RCVLOWAT``), never for more than the frame still has: a frame whose
+    last pieces come slowly and small, over TCP and TLS, is read as soon as they are
+    there, not at the read timeout."""
+    ctx = tls.server_context(server_id, None) if encrypted else None
+    pin = server_id.fingerprint if encrypted else None
+    sizes = [700_000, 300_000, 17_000, 5]
+    with serving(lambda sock: _timed_frames(sock, ctx)) as (address, out):
+        conn = dial(address, role=Role.MASTER, software="c", timeout=TIMEOUT, pin=pin)
+        sent = []
+        for size in sizes:
+            frame = encode(FrameKind.CHUNK, {"size": size}, os.urandom(size))
+            cuts = sorted({max(0, len(frame) - back) for back in (20_000, 10, 1)})
+            bounds = [0, *[c for c in cuts if c > 0], len(frame)]
+            for low, high in itertools.pairwise(bounds):
+                time.sleep(0.1)
+                conn.sock.sendall(frame[low:high])
+            sent.append(time.monotonic())
+        conn.close()
+    got = out[0]
+    assert [size for size, _ in got] == sizes
+    for (_, read), last_byte in zip(got, sent, strict=True):
+        assert read - last_byte < 1.0  # the read timeout is 5 s

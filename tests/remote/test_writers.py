@@ -77,7 +77,8 @@ def test_writers_copy_a_tree_exactly(
 ) -> None:
     """Metadata, symlinks, an empty directory and hard links across directories and
     processes, as one process writes them; pulled, the master's log says the writers
-    wrote files (a pushed destination is a daemon, whose log stays on its host)."""
+    wrote files; pushed, the destination is a daemon, whose log stays on its host,
+    and its writer processes are seen there while the copy runs."""
     src = make_tree(tmp_path / "src", TREE)
     _with_hard_links(src)
     dst = tmp_path / "dst"
@@ -86,16 +87,24 @@ def test_writers_copy_a_tree_exactly(
         if direction == "pull"
         else (str(src), hosts.at(hosts.source, dst))
     )
-    result = hosts.rcp("-vv", "--max-processes", "3", *PACED, *ends)
-    assert result.returncode == 0, result.stderr
+    proc = hosts.start_rcp("-vv", "--max-processes", "3", *PACED, *ends)
+    writers: set[int] = set()
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        writers.update(hosts.processes("rcp_core.remote.writerprocess", hosts.source))
+        time.sleep(0.05)
+    stdout, stderr = proc.communicate(timeout=10)
+    assert proc.returncode == 0, stderr
     assert tree_compare(src, dst) == []
     firsts = {(dst / f"d{d}" / "also-f0").stat().st_ino for d in range(1, 8)}
     assert firsts == {(dst / "d0" / "f0").stat().st_ino}
     assert (dst / "d3" / "big2-again").stat().st_ino == (dst / "big2").stat().st_ino
     if direction == "pull":
-        wrote = [int(n) for n in WROTE.findall(result.stdout)]
-        assert len(wrote) == 2, result.stdout
+        wrote = [int(n) for n in WROTE.findall(stdout)]
+        assert len(wrote) == 2, stdout
         assert sum(wrote) > 0, "the writers wrote nothing"
+    else:
+        assert len(writers) == 2, "the destination daemon started no writers"
 
 
 def test_writers_keep_what_delete_and_overwrite_decide(

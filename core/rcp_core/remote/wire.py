@@ -23,6 +23,11 @@ Invariants of :class:`FrameReader` -- what a hostile or broken peer can do to us
   Between frames the wait is ``idle_timeout`` (``None``: as long as the peer is alive,
   which TCP keepalive checks: a peer whose host stopped answering the probes is
   :class:`ConnectionLostError`).
+- on TCP, a read of a frame's body waits for :data:`LOW_WATER` bytes (or what is
+  left of the frame, less a TLS record) before the kernel wakes it
+  (``SO_RCVLOWAT``), so data that arrives slower than it is read costs a wake-up,
+  a poll and a read per 256 KiB, not per segment; the wait never asks for bytes the
+  frame does not have, so it cannot stall on the frame's tail.
 
 Names in headers are POSIX byte strings decoded with ``os.fsdecode`` (UTF-8 with
 surrogateescape); JSON carries undecodable bytes as ``\\udcXX`` escapes, and
@@ -106,6 +111,13 @@ def decode(kind_byte: int, payload: memoryview, header_length: int) -> Frame:
     return Frame(kind, header, payload[header_length:])
 
 
+LOW_WATER = 256 << 10
+"""Bytes a read inside a large frame waits for at most (``SO_RCVLOWAT``)."""
+TLS_RECORD = 17 << 10
+"""More than a TLS record's bytes (16 KiB of data and its overhead): what the TLS
+layer may hold of a frame's rest, so the kernel may have that much less of it."""
+
+
 class FrameReader:
     """Reads frames from a connected socket (plain or TLS) with bounded memory.
 
@@ -139,6 +151,10 @@ class FrameReader:
             idle_timeout if idle_timeout is not None else (self.frame_timeout)
         )
         self.deadline: float | None = None
+        self._low_water: int | None = (
+            1 if sock.family in (socket.AF_INET, socket.AF_INET6) else None
+        )
+        """The socket's ``SO_RCVLOWAT`` (``None``: not TCP, left alone)."""
         self._prefix = bytearray(PREFIX.size)
         self._payload = bytearray()
 
@@ -153,6 +169,7 @@ class FrameReader:
                 left = max(0.001, self.deadline - time.monotonic())
                 wait = left if wait is None else min(wait, left)
             self.sock.settimeout(wait)
+            self._wait_for(n - got)
             try:
                 k = self.sock.recv_into(view[got:])
             except TimeoutError as exc:
@@ -169,6 +186,16 @@ class FrameReader:
                 )
             got += k
         return True
+
+    def _wait_for(self, left: int) -> None:
+        """Let the kernel wake the next read only once it holds as much of the
+        ``left`` bytes still expected as surely comes (at most ``LOW_WATER``)."""
+        if self._low_water is None:
+            return
+        want = max(1, min(LOW_WATER, left - TLS_RECORD))
+        if want != self._low_water:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, want)
+            self._low_water = want
 
     def read(self) -> Frame | None:
         """The next frame, or ``None`` when the peer closed between frames. The
