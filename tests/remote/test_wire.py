@@ -172,3 +172,32 @@ def test_prefix_layout_is_the_documented_one() -> None:
     frame = encode(FrameKind.CHUNK, {}, b"ab")
     assert struct.unpack(">IBI", frame[:9]) == (5 + 2 + 2, 4, 2)
     assert frame[9:] == b"{}ab"
+
+
+def test_a_link_too_slow_for_the_low_water_mark_is_read_as_it_comes() -> None:
+    """400 KB trickling in at 200 KB/s over TCP, with a 1 s read timeout: waiting for
+    256 KiB at a time (``SO_RCVLOWAT``) would take 1.3 s per wake-up, longer than the
+    timeout, yet data never stops coming, so the reader takes what came instead of
+    calling the peer silent."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    a = socket.create_connection(listener.getsockname()[:2])
+    b, _ = listener.accept()
+    listener.close()
+    data = os.urandom(400_000)
+    frame = encode(FrameKind.CHUNK, {"n": 1}, data)
+
+    def trickle() -> None:
+        for start in range(0, len(frame), 20_000):
+            a.sendall(frame[start : start + 20_000])
+            time.sleep(0.1)
+
+    sender = threading.Thread(target=trickle)
+    sender.start()
+    try:
+        got = FrameReader(b, frame_timeout=1.0).read()
+        assert got is not None
+        assert bytes(got.data) == data
+    finally:
+        sender.join()
+        a.close()
+        b.close()

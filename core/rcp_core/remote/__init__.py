@@ -20,7 +20,9 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``send``              the source role: walk, announce directories, queue entries
 ``sendbatch``         the source role's senders: a batch of entries as frames
 ``sendlarge``         one large file as ``CHUNK`` frames: holes skipped, resumed after a
-                      verified partial
+                      verified partial, split in parts over several connections
+``sendwork``          what the source's senders take: batches, handed-back batches,
+                      the parts of split files
 ``sendcontrol``       the source role's control connection: the destination's answers
 ``latedata``          the source's late data connections: those a destination adds
                       while the copy runs (its writer processes')

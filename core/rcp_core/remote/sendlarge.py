@@ -11,10 +11,11 @@ role's senders (:mod:`rcp_core.remote.sendbatch`).
 - a file of at least two :data:`SPLIT_PART` left to send is split (protocol 1.16)
   into as many parts as its sender's group has connections (the connections of
   the destination process that writes it: :class:`Lane`), at most
-  :data:`~rcp_core.remote.hello.MAX_PARTS`. The parts are *stripes*: the file's
-  frames (:data:`FRAME_DATA` each, from the first byte to send) dealt round-robin,
-  so all parts advance together and what a cut-off copy wrote is a prefix but for
-  its last few frames, which a resume (``--partial``) keeps. Each part is a run of
+  :data:`~rcp_core.remote.hello.MAX_PARTS`. Each part's sender takes the file's
+  next piece of data (at most :data:`FRAME_DATA`, in file order, holes skipped:
+  :meth:`Outgoing.take`) whenever it is ready to send one, so a fast connection
+  sends more than a slow one, and what a cut-off copy wrote is a prefix but for the
+  pieces in flight, which a resume (``--partial``) keeps. Each part is a run of
   frames of its own (the first says ``part``: its index and the number of parts),
   part 0 on the sender's connection, the others taken by the group's senders
   meanwhile;
@@ -30,7 +31,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -89,13 +90,35 @@ class Outgoing:
     _left: int = 1
     _failed: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _extents: Iterator[tuple[int, int]] = field(default_factory=lambda: iter(()))
+    _at: int = 0
+    _end: int = 0
 
     def part(self, index: int) -> OutgoingPart:
         return OutgoingPart(self, index)
 
     def cut_into(self, parts: int) -> None:
-        """Its number of parts, none of them sent yet."""
+        """Its number of parts, none of them sent yet; its data from ``kept`` on."""
+        fd, st, _ = self.opened
         self.parts = self._left = parts
+        self._extents = data_extents(fd, st.st_size, self.kept)
+
+    def take(self) -> tuple[int, int] | None:
+        """The next piece to send, ``(offset, length)``: at most ``FRAME_DATA``
+        bytes of data, in file order, each handed out once; ``None`` when none is
+        left (or reading where the data is failed for another part).
+
+        :raises OSError: finding the file's data (``SEEK_DATA``) failed.
+        """
+        with self._lock:
+            if self._at >= self._end:
+                extent = next(self._extents, None)
+                if extent is None:
+                    return None
+                self._at, self._end = extent[0], extent[0] + extent[1]
+            piece = (self._at, min(FRAME_DATA, self._end - self._at))
+            self._at += piece[1]
+            return piece
 
     def end(
         self, runtime: RoleRun, tally: Tally, failure: OSError | None = None
@@ -165,24 +188,6 @@ def split_count(left: int, width: int) -> int:
     return max(1, min(width, MAX_PARTS, left // SPLIT_PART))
 
 
-def stripes(
-    extents: Iterable[tuple[int, int]], start: int, index: int, parts: int
-) -> Iterator[tuple[int, int]]:
-    """``(offset, length)`` of each frame of part ``index`` of ``parts``: of the
-    data ``extents`` (holes skipped), the pieces in the part's stripes, the
-    ``FRAME_DATA``-sized ranges from ``start`` dealt round-robin (all of them for
-    a file sent whole)."""
-    for offset, length in extents:
-        end = offset + length
-        frame = (offset - start) // FRAME_DATA
-        frame += (index - frame) % parts  # this part's first frame from here
-        while (low := start + frame * FRAME_DATA) < end:
-            high = min(low + FRAME_DATA, end)
-            low = max(low, offset)
-            yield low, high - low
-            frame += parts
-
-
 def send_part(
     conn: Connection, runtime: RoleRun, tally: Tally, part: OutgoingPart
 ) -> None:
@@ -191,8 +196,8 @@ def send_part(
     fd, st, _ = file.opened
     header = _Header(part)
     try:
-        extents = data_extents(fd, st.st_size, file.kept)
-        for offset, size in stripes(extents, file.kept, part.index, file.parts):
+        while (piece := file.take()) is not None:
+            offset, size = piece
             got = conn.send_file(FrameKind.CHUNK, header(offset), fd, offset, size)
             if got < size:
                 raise OSError(errno.EIO, "file shrank while being sent")

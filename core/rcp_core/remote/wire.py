@@ -27,7 +27,9 @@ Invariants of :class:`FrameReader` -- what a hostile or broken peer can do to us
   left of the frame, less a TLS record) before the kernel wakes it
   (``SO_RCVLOWAT``), so data that arrives slower than it is read costs a wake-up,
   a poll and a read per 256 KiB, not per segment; the wait never asks for bytes the
-  frame does not have, so it cannot stall on the frame's tail.
+  frame does not have, so it cannot stall on the frame's tail, and a link too slow
+  to bring that much within :data:`LOW_WATER_WAIT` is read as it comes for the rest
+  of the frame (so a slow link is never taken for a silent peer).
 
 Names in headers are POSIX byte strings decoded with ``os.fsdecode`` (UTF-8 with
 surrogateescape); JSON carries undecodable bytes as ``\\udcXX`` escapes, and
@@ -113,6 +115,8 @@ def decode(kind_byte: int, payload: memoryview, header_length: int) -> Frame:
 
 LOW_WATER = 256 << 10
 """Bytes a read inside a large frame waits for at most (``SO_RCVLOWAT``)."""
+LOW_WATER_WAIT = 0.5
+"""Seconds a read waits for ``LOW_WATER`` bytes before it takes what came."""
 TLS_RECORD = 17 << 10
 """More than a TLS record's bytes (16 KiB of data and its overhead): what the TLS
 layer may hold of a frame's rest, so the kernel may have that much less of it."""
@@ -163,13 +167,16 @@ class FrameReader:
         frame boundary."""
         n = len(view)
         got = 0
+        slow = False
         while got < n:
             wait = self.idle_timeout if at_boundary and got == 0 else self.frame_timeout
             if self.deadline is not None:
                 left = max(0.001, self.deadline - time.monotonic())
                 wait = left if wait is None else min(wait, left)
-            self.sock.settimeout(wait)
-            self._wait_for(n - got)
+            batched = self._wait_for(0 if slow else n - got)
+            self.sock.settimeout(
+                wait if not batched else min(wait or LOW_WATER_WAIT, LOW_WATER_WAIT)
+            )
             try:
                 k = self.sock.recv_into(view[got:])
             except TimeoutError as exc:
@@ -177,6 +184,9 @@ class FrameReader:
                     raise ConnectionLostError(
                         "the peer's host stopped answering (TCP keepalive)"
                     ) from exc
+                if batched:  # less than LOW_WATER came: read what comes from now on
+                    slow = True
+                    continue
                 raise PeerTimeoutError(f"no data from the peer for {wait} s") from exc
             if k == 0:
                 if at_boundary and got == 0:
@@ -187,15 +197,17 @@ class FrameReader:
             got += k
         return True
 
-    def _wait_for(self, left: int) -> None:
+    def _wait_for(self, left: int) -> bool:
         """Let the kernel wake the next read only once it holds as much of the
-        ``left`` bytes still expected as surely comes (at most ``LOW_WATER``)."""
+        ``left`` bytes still expected as surely comes (at most ``LOW_WATER``);
+        whether it waits for more than a byte."""
         if self._low_water is None:
-            return
+            return False
         want = max(1, min(LOW_WATER, left - TLS_RECORD))
         if want != self._low_water:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, want)
             self._low_water = want
+        return want > 1
 
     def read(self) -> Frame | None:
         """The next frame, or ``None`` when the peer closed between frames. The
