@@ -38,30 +38,26 @@ log = logging.getLogger("rcp_core")
 def more_data(attach: Mapping[str, Any]) -> int:
     """The data connections a destination may add while the copy runs (its control
     ``attach``'s ``more``, protocol 1.15)."""
-    more = attach.get("more", 0)
-    if (
-        not isinstance(more, int)
-        or isinstance(more, bool)
-        or not 0 <= more <= MAX_MORE_DATA
-    ):
-        raise ProtocolError(f"attach: bad more {more!r}")
-    return more
+    return _bounded(attach, "more", 0) if "more" in attach else 0
 
 
 def late_group(attach: Mapping[str, Any]) -> int | None:
     """The writer process a late data connection serves (its ``attach``'s
     ``group``, protocol 1.16: 1 to ``MAX_MORE_DATA``); ``None`` from an older
     destination."""
-    group = attach.get("group")
-    if group is None:
-        return None
+    return _bounded(attach, "group", 1) if attach.get("group") is not None else None
+
+
+def _bounded(attach: Mapping[str, Any], key: str, low: int) -> int:
+    """``attach[key]``, a whole number from ``low`` to ``MAX_MORE_DATA``."""
+    value = attach[key]
     if (
-        not isinstance(group, int)
-        or isinstance(group, bool)
-        or not 1 <= group <= MAX_MORE_DATA
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or not low <= value <= MAX_MORE_DATA
     ):
-        raise ProtocolError(f"attach: bad group {group!r}")
-    return group
+        raise ProtocolError(f"attach: bad {key} {value!r}")
+    return value
 
 
 class LateData:
