@@ -8,11 +8,12 @@ BIN := $(VENV)/bin
 # Every program a test starts is listed in tests/support/commands.py; its package is here
 # (tests/test_system_packages.py checks both, on the machine it runs on).
 SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux fuse3 libfuse3-3 libfuse3-dev pkg-config \
-  openssh-server openssh-client iproute2 mount rsync time git make procps file fontconfig
+  openssh-server openssh-client iproute2 mount rsync time git make procps file fontconfig \
+  nodejs
 DEMO_DIR ?= /tmp/rcp-demo
 LATENCYFS := benchmarks/latencyfs/latencyfs
 
-.PHONY: demo test check pytest format system system-packages clean latencyfs bench bench-system bench-rcp bench-base bench-compare bench-compare-system bytecode stress
+.PHONY: demo test check pytest format system system-packages clean latencyfs emulators bench bench-system bench-rcp bench-base bench-compare bench-compare-system bytecode stress
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,7 +54,7 @@ format: $(VENV)/.installed
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-pytest: system $(VENV)/.installed latencyfs
+pytest: system $(VENV)/.installed latencyfs emulators
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test: pytest check
@@ -61,7 +62,7 @@ test: pytest check
 # The reliability suite at full scale (issue 8): every category of tests/reliability,
 # its figures rendered to benchmarks/results/reliability.md. `make test` runs it small.
 STRESS_FIGURES := benchmarks/results/reliability.json
-stress: system $(VENV)/.installed latencyfs
+stress: system $(VENV)/.installed latencyfs emulators
 	$(BIN)/python -m pytest --stress --reliability-out $(STRESS_FIGURES) tests/reliability $(PYTEST_ARGS); \
 	  status=$$?; \
 	  $(BIN)/python -m benchmarks.reliability $(STRESS_FIGURES) --out benchmarks/results/reliability.md; \
@@ -69,6 +70,18 @@ stress: system $(VENV)/.installed latencyfs
 
 demo: system $(VENV)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" DEMO_DIR="$(DEMO_DIR)" bash scripts/demo.sh
+
+# azurite, the Azure Blob emulator of the object-store tests and benchmarks
+# (benchmarks/objectstores.py starts it), pinned by its package-lock.json. Node comes
+# from SYSTEM_PACKAGES; Debian's nodejs leaves npm to a package of its own.
+EMULATORS := benchmarks/emulators
+emulators: system $(EMULATORS)/node_modules/.installed
+
+$(EMULATORS)/node_modules/.installed: $(EMULATORS)/package.json $(EMULATORS)/package-lock.json
+	@command -v npm >/dev/null || { [ "$$(id -u)" = 0 ] && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; }
+	npm ci --prefix $(EMULATORS) --no-audit --no-fund --loglevel=error
+	touch $@
 
 # The emulated NFS of the benchmarks and their tests (benchmarks/latencyfs.py starts it).
 # Without libfuse3-dev (not root, so no apt) it is not built and its root-only tests skip.
@@ -141,4 +154,5 @@ bench-base: $(VENV)/.installed
 	  $(BASE_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall "$$tmp"
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(BASE_VENV) .mypy_cache .ruff_cache .pytest_cache $(LATENCYFS)
+	rm -rf $(VENV) $(BENCH_VENV) $(BASE_VENV) .mypy_cache .ruff_cache .pytest_cache $(LATENCYFS) \
+	  $(EMULATORS)/node_modules

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import sshd
+from benchmarks import objectstores, sshd
 from rcp_core.remote.sshcontrol import control_dir
 from support import airflow as airflow_support
 from support import commands, loopfs, services
-from support import s3 as s3_support
 from support.treecmp import TreeCompare, compare_trees
 from support.treespec import Spec, make_tree
 
@@ -162,11 +161,27 @@ def airflow_db() -> None:
 
 
 @pytest.fixture(scope="session")
-def s3() -> Iterator[s3_support.S3]:
+def s3() -> Iterator[objectstores.Store]:
     """A real S3 API on loopback (``moto_server``), shared by the session: each test
     makes its own bucket (``s3.bucket()``)."""
-    with s3_support.serve() as endpoint:
-        yield endpoint
+    with objectstores.serve("s3") as store:
+        yield store
+
+
+@pytest.fixture(scope="session")
+def gcs() -> Iterator[objectstores.Store]:
+    """A real GCS JSON API on loopback (``gcp-storage-emulator``), shared by the
+    session: each test makes its own bucket (``gcs.bucket()``)."""
+    with objectstores.serve("gcs") as store:
+        yield store
+
+
+@pytest.fixture(scope="session")
+def azure() -> Iterator[objectstores.Store]:
+    """A real Azure Blob API on loopback (azurite), shared by the session: each test
+    makes its own container (``azure.bucket()``)."""
+    with objectstores.serve("azure") as store:
+        yield store
 
 
 @pytest.fixture

@@ -21,7 +21,9 @@ and committed only once every chunk is written (discarded otherwise); a local
 file's upload (``put_file``) publishes the object when it ends; a copy within one
 filesystem is its own ``cp_file`` (server-side where the store has one); removing a
 directory removes the keys below it one by one, keeping what the engine protects,
-and never joins a listed name that is not safe. An entry has what the store's info
+and never joins a listed name that is not safe
+(:func:`~rcp_provider.fsspec.storeremoval.removal` decides what goes); a listing or
+a stat is of what the store holds now, never of a cached listing. An entry has what the store's info
 gives (a mode, an mtime in float seconds, an owner, a symlink's ``destination``),
 nothing else.
 """
@@ -46,10 +48,10 @@ from rcp_core.backends.capabilities import Backend, Capability, store_backend
 from rcp_core.backends.port import Entry, EntryKind, Listing, Port, Protect
 from rcp_core.engine.posixport import PosixPort
 from rcp_core.engine.removeentry import count_removed
-from rcp_core.engine.tree import joined
 from rcp_core.errors import UnsafeNameError, UsageError
-from rcp_core.names import check_component, check_relative
+from rcp_core.names import check_component
 from rcp_core.run.summary import Tally
+from rcp_provider.fsspec.storeremoval import removal
 
 OBJECT_STORES = frozenset(
     {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oci"}
@@ -159,8 +161,10 @@ class Place:
         return other.path == self.path or other.path.startswith(root + "/")
 
     def stat(self, rel: str, *, follow: bool = True) -> Entry | None:
-        """A store's symlink (``islink``) is its own entry unless ``follow``; one
-        that dangles is not found."""
+        """As the store holds it now (never a cached listing's); a store's symlink
+        (``islink``) is its own entry unless ``follow``; one that dangles is not
+        found."""
+        self.fs.invalidate_cache(self.join(rel))
         try:
             info = self.fs.info(self.join(rel))
         except FileNotFoundError:
@@ -178,6 +182,7 @@ class Place:
         unsafe: dict[str, UnsafeNameError] = {}
         skipped = 0
         base = self.join(rel).rstrip("/")
+        self.fs.invalidate_cache(base)  # what it holds now, not a listing cached before
         for info in self.fs.ls(self.join(rel), detail=True):
             listed = str(info["name"])
             if listed == base or (
@@ -249,7 +254,7 @@ class Place:
             fs.rm_file(path)
             count_removed(tally, entry.stat())
             return
-        files, dirs, kept = _below(fs, path, rel, protect)
+        files, dirs, kept = removal(fs, path, rel, protect)
         for file_path, size in files:
             fs.rm_file(file_path)
             tally["removed.files"] += 1
@@ -334,17 +339,6 @@ _KINDS = {
 }
 
 
-def relative(path: str, root: str) -> str | None:
-    """``path`` relative to ``root``, as the filesystem names both (a store's root may
-    be ``""``); ``None`` outside it."""
-    root = root.rstrip("/")
-    if not root:
-        return path.lstrip("/")
-    if path.rstrip("/") == root:
-        return ""
-    return path[len(root) + 1 :] if path.startswith(root + "/") else None
-
-
 def mtime_of(info: dict[str, Any]) -> float | None:
     """An entry's modification time in seconds, if its filesystem gives one."""
     for key in ("mtime", "LastModified", "last_modified", "updated"):
@@ -354,47 +348,3 @@ def mtime_of(info: dict[str, Any]) -> float | None:
         if isinstance(value, datetime.datetime):
             return value.timestamp()
     return None
-
-
-def _below(
-    fs: Any, path: str, rel: str, protect: Protect | None
-) -> tuple[list[tuple[str, int]], list[str], set[str]]:
-    """What removing the store directory ``path`` (at ``rel``) removes: its files
-    (path, size) and directories (relative paths, ``rel`` itself included), and the
-    directories that stay because they hold an entry ``protect`` claims or one whose
-    name is not safe (never joined, never removed)."""
-    files: list[tuple[str, int]] = []
-    dirs: list[str] = [rel]
-    kept: set[str] = set()
-    protected: list[str] = []
-    for listed, info in sorted(fs.find(path, withdirs=True, detail=True).items()):
-        sub = relative(listed, path)
-        if not sub:
-            continue
-        is_dir = info.get("type") == "directory" or sub.endswith("/")
-        sub = sub.rstrip("/") if is_dir else sub
-        try:
-            entry_rel = joined(rel, check_relative(sub))
-        except UnsafeNameError:
-            kept.update(_holding(rel, sub))
-            continue
-        if any(entry_rel.startswith(p + "/") for p in protected) or (
-            protect is not None and protect(entry_rel, is_dir)
-        ):
-            protected.append(entry_rel)
-            kept.update(_holding(rel, sub))
-            continue
-        if is_dir:
-            dirs.append(entry_rel)
-        else:
-            files.append((listed, int(info.get("size") or 0)))
-    return files, dirs, kept
-
-
-def _holding(rel: str, sub: str) -> set[str]:
-    """``rel`` and the directories between it and its entry ``sub``."""
-    found, current = {rel}, rel
-    for part in sub.split("/")[:-1]:
-        current = joined(current, part)
-        found.add(current)
-    return found

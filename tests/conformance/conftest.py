@@ -3,8 +3,9 @@
 ``pair`` is parametrized indirectly with ``(source, destination)`` backend names
 (:func:`support.pairs.cases`); the backends behind them are made once per module
 (:class:`support.pairs.Registry`) on the project's shared fixtures -- the module's
-``server`` (the test sshd), the session's ``s3`` (moto) and this suite's session-wide
-``rcpd serve`` (:func:`conformance_service`) -- and only when a test asks for them.
+``server`` (the test sshd), the session's stores (``s3``, ``gcs``, ``azure``:
+emulators, :mod:`benchmarks.objectstores`) and this suite's session-wide ``rcpd
+serve`` (:func:`conformance_service`) -- and only when a test asks for them.
 
 Collection marks each case as the table and the worklist say
 (:func:`pytest_collection_modifyitems`): ``privileged`` where the test sshd is
@@ -23,6 +24,7 @@ from pathlib import Path
 import fsspec
 import pytest
 
+from benchmarks import objectstores
 from support import capabilities, defects, services
 from support.backends import Backend, Launch, PosixBackend, StoreBackend, ssh_launch
 from support.pairs import Pair, Registry, Shared
@@ -88,17 +90,31 @@ def _memory(request: pytest.FixtureRequest, base: Path) -> Backend:
     )
 
 
-def _s3(request: pytest.FixtureRequest, base: Path) -> Backend:
-    """A bucket of the session's moto. Runs in this process share one s3fs instance
-    with the backend (fsspec's instance cache; no listing cache)."""
-    s3 = request.getfixturevalue("s3")
-    options = {**s3.options, "skip_instance_cache": False}
-    launch = Launch(fsspec={"s3": options}, environ=s3.environ())
-    fs = fsspec.filesystem("s3", **options)
-    bucket = s3.bucket()
-    return StoreBackend(
-        "s3", fs, "s3", bucket, directories=False, clock=True, launch=launch
-    )
+def _store(
+    name: str, *, dot_segments: bool = True
+) -> Callable[[pytest.FixtureRequest, Path], Backend]:
+    """A bucket of the session's store ``name`` (the fixture of that name). Runs in
+    this process share one filesystem instance with the backend (fsspec's instance
+    cache; no listing cache)."""
+
+    def make(request: pytest.FixtureRequest, base: Path) -> Backend:
+        store: objectstores.Store = request.getfixturevalue(name)
+        options = {**store.options, "skip_instance_cache": False}
+        aliases = objectstores.ALIASES[store.protocol]
+        launch = Launch(fsspec=dict.fromkeys(aliases, options), environ=store.environ())
+        fs = fsspec.filesystem(store.protocol, **options)
+        return StoreBackend(
+            name,
+            fs,
+            store.protocol,
+            store.bucket(),
+            directories=False,
+            clock=True,
+            dot_segments=dot_segments,
+            launch=launch,
+        )
+
+    return make
 
 
 MAKERS: dict[str, Callable[[pytest.FixtureRequest, Path], Backend]] = {
@@ -107,7 +123,9 @@ MAKERS: dict[str, Callable[[pytest.FixtureRequest, Path], Backend]] = {
     "host": _host,
     "serve": _serve,
     "memory": _memory,
-    "s3": _s3,
+    "s3": _store("s3"),
+    "gcs": _store("gcs"),
+    "azure": _store("azure", dot_segments=False),
     **{site.name: site.make for site in capabilities.SITES},
 }
 

@@ -187,6 +187,9 @@ class StoreBackend(Backend):
     :param directories: whether the store keeps empty directories.
     :param clock: whether its entries carry the time they were written (S3's
         ``LastModified``), which no one sets.
+    :param dot_segments: whether a key can have ``.`` and ``..`` segments. Azure's
+        cannot: HTTP clients resolve such segments of a blob's URL before sending it
+        (aiohttp and urllib3 alike), so the signed name is not the one that arrives.
     """
 
     url = True
@@ -201,10 +204,12 @@ class StoreBackend(Backend):
         directories: bool,
         clock: bool = False,
         in_process: bool = False,
+        dot_segments: bool = True,
         launch: Launch | None = None,
     ) -> None:
         self.name, self.fs, self.protocol, self.root = name, fs, protocol, root
         self.directories, self.clock, self.in_process = directories, clock, in_process
+        self.dot_segments = dot_segments
         self.launch = launch or Launch()
 
     def area(self) -> str:
@@ -292,6 +297,10 @@ class StoreBackend(Backend):
     def read(self, path: str) -> bytes:
         data: bytes = self.fs.cat_file(path)
         return data
+
+    def can_hold(self, key: str) -> bool:
+        """Whether a key (relative) can be written here under exactly its name."""
+        return self.dot_segments or not {".", ".."} & set(key.split("/"))
 
     def put_key(self, key: str, data: bytes) -> None:
         """Write ``data`` under exactly ``key`` (a raw key, however hostile)."""

@@ -25,9 +25,9 @@ from rcp_core.backends.capabilities import DECLARED, Backend, Capability, store_
 from rcp_core.backends.features import Cell, Feature, Support, cell
 from rcp_core.backends.routing import Storage
 
-BACKENDS = ("local", "host", "serve", "file", "memory", "s3")
+BACKENDS = ("local", "host", "serve", "file", "memory", "s3", "gcs", "azure")
 """The built-in backends, by :attr:`support.backends.Backend.name`."""
-URL_KINDS = frozenset({"serve", "file", "memory", "s3"})
+URL_KINDS = frozenset({"serve", "file", "memory", "s3", "gcs", "azure"})
 """Backends whose operands are URLs."""
 
 STORAGE_OF: dict[str, tuple[Storage, Backend]] = {
@@ -36,7 +36,9 @@ STORAGE_OF: dict[str, tuple[Storage, Backend]] = {
     "host": (Storage.HOST, DECLARED[Storage.HOST]),
     "serve": (Storage.SERVICE, DECLARED[Storage.SERVICE]),
     "memory": (Storage.STORE, store_backend("memory://", directories=True)),
-    "s3": (Storage.STORE, store_backend("s3://", directories=False)),
+    "s3": (Storage.STORE, store_backend("s3://", directories=False, times=True)),
+    "gcs": (Storage.STORE, store_backend("gs://", directories=False, times=True)),
+    "azure": (Storage.STORE, store_backend("az://", directories=False, times=True)),
 }
 """Each built-in backend of the suite as the engine sees it."""
 

@@ -46,6 +46,7 @@ COMMANDS = frozenset(
         "sha256sum",
         "touch",
         "true",
+        "uname",  # platform.processor(), which the Azure SDK's user agent asks
         "xargs",
         "dpkg",
         "dpkg-query",
@@ -80,6 +81,8 @@ COMMANDS = frozenset(
         "sshd",
         "rsync",
         "time",
+        # nodejs: azurite, the Azure Blob emulator (benchmarks/objectstores.py)
+        "node",
         # matplotlib (the benchmark harness's plots) lists the fonts once per user
         "fc-list",
     }

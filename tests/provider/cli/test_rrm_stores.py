@@ -22,6 +22,7 @@ import fsspec
 import fsspec.config
 import pytest
 
+from benchmarks.objectstores import Store
 from rcp_core import hookimpl
 from rcp_core.errors import CopyFailedError
 from rcp_core.run.summary import Summary
@@ -29,7 +30,6 @@ from rcp_core.tools.remove.portremove import remove_ports
 from rcp_provider.cli.rrm import main
 from rcp_provider.fsspec.storetree import port_of_url
 from support import services
-from support.s3 import S3
 
 Run = tuple[int, str, str]
 
@@ -199,7 +199,7 @@ class Finished:
 
 
 @pytest.fixture
-def bucket(s3: S3, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, str]:
+def bucket(s3: Store, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, str]:
     """A fresh bucket holding ``dir/``'s tree and names beside it that share its
     prefix; ``s3://`` URLs of this process reach moto."""
     monkeypatch.setitem(fsspec.config.conf, "s3", s3.options)

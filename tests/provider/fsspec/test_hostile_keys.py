@@ -20,6 +20,7 @@ from typing import Any
 import fsspec
 import pytest
 
+from benchmarks.objectstores import Store
 from rcp_core.engine.portcopy import copy_tree
 from rcp_core.engine.posixport import PosixPort
 from rcp_core.errors import CopyFailedError
@@ -27,7 +28,6 @@ from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_core.tools.verify.compare import compare
 from rcp_core.tools.verify.differences import DiffKind
 from rcp_provider.fsspec.storetree import Place
-from support.s3 import S3
 
 RCP = Path(sys.executable).with_name("rcp")
 VALID = {"ok": b"fine", "d/f": b"deeper", "sub/kept": b"beside a bad name"}
@@ -57,7 +57,7 @@ def store(request: pytest.FixtureRequest) -> Iterator[tuple[Any, str]]:
     if request.param == "memory":
         yield fsspec.filesystem("memory"), f"/m{uuid.uuid4().hex}"
         return
-    s3: S3 = request.getfixturevalue("s3")
+    s3: Store = request.getfixturevalue("s3")
     yield s3.fs(), s3.bucket()
 
 
@@ -128,7 +128,7 @@ def test_a_second_run_over_an_existing_copy_is_refused_the_same_way(
     }
 
 
-def test_a_directory_marker_key_is_its_directory(s3: S3, tmp_path: Path) -> None:
+def test_a_directory_marker_key_is_its_directory(s3: Store, tmp_path: Path) -> None:
     """``set/trail/`` (what a console's "create folder" writes) is the directory
     ``trail``, not a bad name."""
     fs, top = s3.fs(), s3.bucket()
@@ -140,7 +140,7 @@ def test_a_directory_marker_key_is_its_directory(s3: S3, tmp_path: Path) -> None
 
 
 def test_rcp_from_s3_reports_the_unsafe_keys_and_writes_nothing_outside(
-    s3: S3, tmp_path: Path
+    s3: Store, tmp_path: Path
 ) -> None:
     """``rcp s3://bucket/set DST`` end to end: the store reached through fsspec's
     environment configuration, exit status 1, the errors on the output."""

@@ -42,11 +42,11 @@ def test_it_answers_for_the_protocols_fsspec_knows() -> None:
 
 
 def test_a_known_protocol_without_its_package_is_a_usage_error() -> None:
-    """Named with what fsspec says to install (gcsfs is not in the dev extra)."""
+    """Named with what fsspec says to install (ocifs is not in the dev extra)."""
     with pytest.raises(UsageError) as refused:
-        plugin.rcp_backend_for(url="gcs://bucket/key")
-    assert str(refused.value).startswith("gcs://bucket/key: its fsspec package is")
-    assert "gcsfs" in str(refused.value)
+        plugin.rcp_backend_for(url="oci://bucket/key")
+    assert str(refused.value).startswith("oci://bucket/key: its fsspec package is")
+    assert "ocifs" in str(refused.value)
 
 
 def test_a_site_plugin_serving_the_same_scheme_is_asked_first() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import fsspec
 import pytest
 
+from benchmarks.objectstores import Store
 from rcp_core import CopySettings, UsageError
 from rcp_core.engine.posixport import PosixPort
 from rcp_core.errors import CopyFailedError
@@ -27,7 +28,6 @@ from rcp_core.tools.shards.planner import (
     write_manifest,
 )
 from rcp_provider.fsspec.storetree import Place
-from support.s3 import S3
 from support.treespec import Dir, File, Spec, make_tree
 
 SIZES = {
@@ -94,7 +94,7 @@ def test_a_memory_tree_is_planned_and_copied_shard_by_shard(
     assert local_files(dst) == {rel: contents(rel) for rel in SIZES}
 
 
-def test_a_local_tree_goes_to_s3_by_shards(s3: S3, tmp_path: Path) -> None:
+def test_a_local_tree_goes_to_s3_by_shards(s3: Store, tmp_path: Path) -> None:
     """The plan is the local fast path's; the destination a bucket, so each shard
     runs the generic engine and finalize has no directories to miss there."""
     spec: Spec = {".": Dir(0o755, 0)}
@@ -112,7 +112,7 @@ def test_a_local_tree_goes_to_s3_by_shards(s3: S3, tmp_path: Path) -> None:
 
 
 def test_an_s3_source_with_an_unsafe_key_plans_it_as_one_unit(
-    s3: S3, tmp_path: Path
+    s3: Store, tmp_path: Path
 ) -> None:
     """A prefix holding a key named ``..`` is one unit: its shard's copy reports the
     name (exit 1 of that shard), every other entry is copied; an unsafe name at the
