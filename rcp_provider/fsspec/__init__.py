@@ -17,6 +17,8 @@
                        plugin (``rcp_backend_for``)
 ``storage_options``    the ``rcp`` filesystem's storage options, coerced from strings
 ``storetree``          a tree on an fsspec filesystem: the fsspec backend port
+``storeremoval``       what removing a store directory removes, decided before anything
+                       goes
 ``serviceport``        a tree on an ``rcpd serve`` service as a backend port: listings
                        and digests asked of the service, where the data is
 =====================  ==============================================================
