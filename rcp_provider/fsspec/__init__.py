@@ -19,6 +19,8 @@
 ``storetree``          a tree on an fsspec filesystem: the fsspec backend port
 ``storeremoval``       what removing a store directory removes, decided before anything
                        goes
+``objectmeta``         the POSIX metadata kept in an object's user metadata on S3, GCS
+                       and Azure (rclone's keys)
 ``serviceport``        a tree on an ``rcpd serve`` service as a backend port: listings
                        and digests asked of the service, where the data is
 =====================  ==============================================================

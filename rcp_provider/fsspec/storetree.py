@@ -23,10 +23,11 @@ filesystem is its own ``cp_file`` (server-side where the store has one); removin
 directory removes the keys below it one by one, keeping what the engine protects,
 and never joins a listed name that is not safe
 (:func:`~rcp_provider.fsspec.storeremoval.removal` decides what goes); a listing or
-a stat is of what the store holds now, never of a cached listing. An entry has what the store's info
-gives (a mode, an mtime in float seconds, an owner, a symlink's ``destination``),
-nothing else.
-"""
+a stat is of what the store holds now, never of a cached listing. An entry has what
+the store's info gives (a mode, an mtime in float seconds, an owner, a symlink's
+``destination``), and on S3, GCS and Azure the mode and mtime an object's metadata
+kept (:mod:`rcp_provider.fsspec.objectmeta`, written with the upload; an S3
+listing has none, so :meth:`Place.complete` asks for them)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ from rcp_core.engine.removeentry import count_removed
 from rcp_core.errors import UnsafeNameError, UsageError
 from rcp_core.names import check_component
 from rcp_core.run.summary import Tally
+from rcp_provider.fsspec import objectmeta
 from rcp_provider.fsspec.storeremoval import removal
 
 OBJECT_STORES = frozenset(
@@ -62,6 +64,10 @@ TIMED = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "rcp"})
 """fsspec protocols whose listings say when each file last changed (what
 :func:`mtime_of` reads: an object's upload time, a service's ``mtime``); elsewhere
 (``memory://``, ...) a rule on ages is refused, never guessed."""
+S3 = frozenset({"s3", "s3a"})
+"""S3's protocols: its listings carry no user metadata (:meth:`Place.complete`)."""
+AZURE = frozenset({"az", "abfs", "abfss"})
+"""Azure Blob's protocols: adlfs's ``put_file`` sets metadata of its own."""
 
 
 def filesystem_of(url: str, **storage_options: Any) -> tuple[Any, str]:
@@ -105,11 +111,19 @@ def store_backend_of(fs: Any) -> Backend:
     """What the generic engine can keep on the store ``fs``: an object store has
     prefixes, not directories (:data:`OBJECT_STORES`); some listings give times
     (:data:`TIMED`)."""
-    protocol = fs.protocol
-    name = protocol if isinstance(protocol, str) else protocol[0]
+    name = protocol_of(fs)
     return store_backend(
-        f"{name}://", directories=name not in OBJECT_STORES, times=name in TIMED
+        f"{name}://",
+        directories=name not in OBJECT_STORES,
+        times=name in TIMED,
+        metadata=name in objectmeta.UPLOAD_KEYWORDS,
     )
+
+
+def protocol_of(fs: Any) -> str:
+    """The protocol ``fs`` names itself by first."""
+    protocol = fs.protocol
+    return str(protocol if isinstance(protocol, str) else protocol[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,8 +282,10 @@ class Place:
         opened: AbstractContextManager[BinaryIO] = self.fs.open(self.join(rel), "rb")
         return opened
 
-    def write(self, rel: str, chunks: Iterator[bytes]) -> None:
-        writer = self.fs.open(self.join(rel), "wb", autocommit=False)
+    def write(self, rel: str, chunks: Iterator[bytes], kept: Entry) -> None:
+        """Uploaded with ``kept`` as its metadata where the store keeps it."""
+        options = self._metadata(kept)
+        writer = self.fs.open(self.join(rel), "wb", autocommit=False, **options)
         try:
             for chunk in chunks:
                 writer.write(chunk)
@@ -282,11 +298,17 @@ class Place:
     def digest(self, rel: str, offset: int, length: int) -> bytes | None:
         return None  # a store hashes nothing for us: the comparison reads it
 
-    def copy_in(self, source: Port, src_rel: str, rel: str) -> bool:
+    def copy_in(self, source: Port, src_rel: str, rel: str, kept: Entry) -> bool:
+        """A local file by the client's ``put_file``, with ``kept`` as metadata
+        (adlfs's names metadata of its own: there the data streams through
+        :meth:`write`); within one filesystem its ``cp_file``, which copies the
+        source object's metadata."""
         local = source.local_path
         if local is not None:
+            if protocol_of(self.fs) in AZURE:
+                return False
             path = os.path.join(local, src_rel) if src_rel else local
-            self.fs.put_file(path, self.join(rel))
+            self.fs.put_file(path, self.join(rel), **self._metadata(kept))
             return True
         if isinstance(source, Place) and source.fs is self.fs:
             self.fs.cp_file(source.join(src_rel), self.join(rel))
@@ -294,7 +316,20 @@ class Place:
         return False
 
     def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:
-        pass  # a store keeps neither (its backend declares so)
+        pass  # an object's are written with it (write, copy_in); a prefix has none
+
+    def _metadata(self, kept: Entry) -> dict[str, Any]:
+        kept_here = objectmeta.Kept(kept.mode, kept.mtime_ns)
+        return objectmeta.upload_options(protocol_of(self.fs), kept_here)
+
+    def complete(self, rel: str, entry: Entry) -> Entry:
+        """An S3 object with its user metadata (one HEAD: no S3 listing carries
+        it); elsewhere the listing's entry already has it."""
+        if entry.kind is not EntryKind.FILE or protocol_of(self.fs) not in S3:
+            return entry
+        bucket, key, _ = self.fs.split_path(self.join(rel))
+        head = self.fs.call_s3("head_object", Bucket=bucket, Key=key)
+        return objectmeta.applied(entry, objectmeta.decode(head.get("Metadata") or {}))
 
 
 def _int(value: Any) -> int | None:
@@ -320,7 +355,7 @@ def entry_of(info: dict[str, Any]) -> Entry:
     modified = mtime_of(info)
     modified_ns = round(modified * 1e9) if modified is not None else None
     target = info.get("destination") if info.get("islink") else None
-    return Entry(
+    entry = Entry(
         kind,
         int(info.get("size") or 0),
         mode,
@@ -330,6 +365,10 @@ def entry_of(info: dict[str, Any]) -> Entry:
         _int(info.get("gid")),
         target if isinstance(target, str) else None,
     )
+    metadata = info.get("metadata")
+    if kind is EntryKind.FILE and isinstance(metadata, dict):
+        entry = objectmeta.applied(entry, objectmeta.decode(metadata))
+    return entry
 
 
 _KINDS = {

@@ -11,9 +11,9 @@ What "identical" and "older" mean depends on the pair's times:
   mtime, replaces the rest; ``--update`` keeps a destination at least as new as the
   source (a file of another size with the same mtime included), replaces an older
   one;
-- a backend without settable mtimes (``sized``: ``memory://``, S3, whose time is its
-  upload's, not the file's): files are compared by size, under ``-o`` and
-  ``--update`` alike (``rcp_core.engine.portcopy``: "most stores compare by size").
+- a backend without settable mtimes (``sized``: ``memory://``): files are compared
+  by size, under ``-o`` and ``--update`` alike (``rcp_core.engine.portcopy``); S3,
+  GCS and Azure keep a file's mtime in its object's metadata, and are timed.
 
 ``--ignore-existing`` keeps every existing file; a file only the source has is
 copied under every policy; one only the destination has stays.

@@ -17,7 +17,7 @@ README_TABLE = "### Every flag on every kind of operand"
 README_COLUMNS: dict[str, tuple[str, ...]] = {
     "local paths": ("local", "file"),
     "`host:/path`": ("host", "serve"),
-    "URL stores": ("memory", "s3"),
+    "URL stores": ("memory", "s3", "gcs", "azure"),
 }
 """The README's columns and the backends each covers (by the engine that copies
 them)."""
@@ -96,7 +96,8 @@ def test_each_backend_of_the_suite_is_a_column_of_the_engines_table() -> None:
     engine = features.table()
     columns = {"local": "local", "file": "local", "host": "`host:`"}
     columns |= {"serve": "`rcpd serve`", "memory": "`memory://`"}
-    columns["s3"] = "object stores (`s3://`, ...)"
+    stores = "S3, GCS, Azure (`s3://`, `gs://`, `az://`)"
+    columns |= dict.fromkeys(("s3", "gcs", "azure"), stores)
     for feature in Feature:
         for name, column in columns.items():
             assert FULL_TABLE[feature][name] == engine[feature][column], (feature, name)

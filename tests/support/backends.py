@@ -31,6 +31,7 @@ storage by writing a :class:`Backend` (see ``tests/conformance/README.md``).
 from __future__ import annotations
 
 import abc
+import dataclasses
 import os
 import shlex
 import stat
@@ -42,6 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rcp_core.backends.capabilities import Capability
+from rcp_core.backends.port import Entry, EntryKind
+from rcp_provider.fsspec import objectmeta
+from rcp_provider.fsspec.storetree import Place, store_backend_of
 from support.treespec import Spec, make_tree
 
 Snapshot = dict[str, tuple[object, ...]]
@@ -187,6 +192,10 @@ class StoreBackend(Backend):
     :param directories: whether the store keeps empty directories.
     :param clock: whether its entries carry the time they were written (S3's
         ``LastModified``), which no one sets.
+    A store whose objects keep rcp's metadata (S3, GCS, Azure) gets each file of a
+    tree it builds written as ``rcp`` writes it (:class:`Place`), with its mode and
+    mtime; any other store gets the bytes alone.
+
     :param dot_segments: whether a key can have ``.`` and ``..`` segments. Azure's
         cannot: HTTP clients resolve such segments of a blob's URL before sending it
         (aiohttp and urllib3 alike), so the signed name is not the one that arrives.
@@ -210,6 +219,7 @@ class StoreBackend(Backend):
         self.name, self.fs, self.protocol, self.root = name, fs, protocol, root
         self.directories, self.clock, self.in_process = directories, clock, in_process
         self.dot_segments = dot_segments
+        self.metadata = store_backend_of(fs).has(Capability.MTIMES)
         self.launch = launch or Launch()
 
     def area(self) -> str:
@@ -236,6 +246,13 @@ class StoreBackend(Backend):
                     if stat.S_ISDIR(st.st_mode):
                         if self.directories:
                             self.fs.makedirs(self.join(path, rel), exist_ok=True)
+                    elif stat.S_ISREG(st.st_mode) and self.metadata:
+                        kept = Entry(EntryKind.FILE, st.st_size, st.st_mode)
+                        kept = dataclasses.replace(kept, mtime_ns=st.st_mtime_ns)
+                        data = Path(full).read_bytes()
+                        Place(self.fs, self.join(path, rel)).write(
+                            "", iter([data]), kept
+                        )
                     elif stat.S_ISREG(st.st_mode):
                         files[self.join(path, rel)] = Path(full).read_bytes()
                     else:
@@ -267,7 +284,23 @@ class StoreBackend(Backend):
                 target = local / name[len(path.rstrip("/")) + 1 :]
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
+                self._keep(name, target)
             yield local
+
+    def _keep(self, name: str, local: Path) -> None:
+        """Give the local copy of the object ``name`` the mode and mtime its
+        metadata kept (:mod:`rcp_provider.fsspec.objectmeta`), where it kept them."""
+        if not self.metadata:
+            return
+        if self.protocol == "s3":
+            metadata = self.fs.metadata(name)
+        else:
+            metadata = self.fs.info(name).get("metadata") or {}
+        kept = objectmeta.decode(metadata)
+        if kept.mode is not None:
+            local.chmod(kept.mode)
+        if kept.mtime_ns is not None:
+            os.utime(local, ns=(kept.mtime_ns, kept.mtime_ns))
 
     def _find(self, path: str) -> dict[str, dict[str, Any]]:
         self.fs.invalidate_cache()

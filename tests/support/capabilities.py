@@ -36,9 +36,9 @@ STORAGE_OF: dict[str, tuple[Storage, Backend]] = {
     "host": (Storage.HOST, DECLARED[Storage.HOST]),
     "serve": (Storage.SERVICE, DECLARED[Storage.SERVICE]),
     "memory": (Storage.STORE, store_backend("memory://", directories=True)),
-    "s3": (Storage.STORE, store_backend("s3://", directories=False, times=True)),
-    "gcs": (Storage.STORE, store_backend("gs://", directories=False, times=True)),
-    "azure": (Storage.STORE, store_backend("az://", directories=False, times=True)),
+    "s3": (Storage.STORE, store_backend("s3://", False, times=True, metadata=True)),
+    "gcs": (Storage.STORE, store_backend("gs://", False, times=True, metadata=True)),
+    "azure": (Storage.STORE, store_backend("az://", False, times=True, metadata=True)),
 }
 """Each built-in backend of the suite as the engine sees it."""
 

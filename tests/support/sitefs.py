@@ -74,6 +74,9 @@ class SitePort:
     def stat(self, rel: str, *, follow: bool = True) -> Entry | None:
         return self.files.stat(rel, follow=follow)
 
+    def complete(self, rel: str, entry: Entry) -> Entry:
+        return entry
+
     def list(self, rel: str, *, follow: bool) -> Listing:
         return self.files.list(rel, follow=follow)
 
@@ -91,13 +94,13 @@ class SitePort:
     def read(self, rel: str) -> AbstractContextManager[BinaryIO]:
         return self.files.read(rel)
 
-    def write(self, rel: str, chunks: Iterator[bytes]) -> None:
-        self.files.write(rel, chunks)
+    def write(self, rel: str, chunks: Iterator[bytes], kept: Entry) -> None:
+        self.files.write(rel, chunks, kept)
 
     def digest(self, rel: str, offset: int, length: int) -> bytes | None:
         return None  # no hashing of its own: a comparison reads the data
 
-    def copy_in(self, source: Port, src_rel: str, rel: str) -> bool:
+    def copy_in(self, source: Port, src_rel: str, rel: str, kept: Entry) -> bool:
         return False  # no faster path: the data streams
 
     def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:

@@ -83,14 +83,21 @@ DECLARED: dict[Storage, Backend] = {
 appears when its upload ends)."""
 
 
-def store_backend(name: str, directories: bool, times: bool = False) -> Backend:
+def store_backend(
+    name: str, directories: bool, times: bool = False, metadata: bool = False
+) -> Backend:
     """A URL store's declaration: an object store has prefixes (``directories``
     false), a filesystem such as ``memory://`` has directories; ``times``: its
-    listings say when each entry last changed (:attr:`Capability.LISTED_TIMES`)."""
+    listings say when each entry last changed (:attr:`Capability.LISTED_TIMES`);
+    ``metadata``: its objects keep a file's mode and mtime (to the nanosecond) in
+    the user metadata written with them."""
     extra = {Capability.DIRECTORIES} if directories else set()
     if times:
         extra.add(Capability.LISTED_TIMES)
-    return Backend(name, DECLARED[Storage.STORE].capabilities | extra)
+    if metadata:
+        extra |= {Capability.MODES, Capability.MTIMES}
+    precision = 1 if metadata else None
+    return Backend(name, DECLARED[Storage.STORE].capabilities | extra, precision)
 
 
 Given = Callable[[CopySettings], bool]

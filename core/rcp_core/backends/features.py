@@ -119,11 +119,24 @@ def _always(engine: Engine, backend: Backend) -> Cell:
     return Cell(Y)
 
 
+_IN_METADATA = "a file's, in its object's metadata (a directory's not yet)"
+"""Where an object store keeps a mode or mtime: a prefix has no metadata."""
+
+
+def _mode(engine: Engine, backend: Backend) -> Cell:
+    if not backend.has(Capability.MODES):
+        return Cell(N, "none: `-p mode` refused")
+    return Cell(Y, "" if backend.has(Capability.DIRECTORIES) else _IN_METADATA)
+
+
 def _mtime(engine: Engine, backend: Backend) -> Cell:
     if not backend.has(Capability.MTIMES):
         return Cell(N, "none settable: `-p times` refused")
     precision = backend.time_precision_ns or 1
-    return Cell(Y, "to the nanosecond" if precision == 1 else f"to {precision} ns")
+    note = "to the nanosecond" if precision == 1 else f"to {precision} ns"
+    if not backend.has(Capability.DIRECTORIES):
+        note = f"{note}: {_IN_METADATA}"
+    return Cell(Y, note)
 
 
 def _by_time(note: str) -> Callable[[Engine, Backend], Cell]:
@@ -161,7 +174,7 @@ RULES: dict[Feature, Callable[[Engine, Backend], Cell]] = {
         if backend.has(Capability.MODES)
         else Cell(Y, "sizes and contents (no modes, no mtimes)")
     ),
-    Feature.MODE: _has(Capability.MODES, "", Cell(N, "none: `-p mode` refused")),
+    Feature.MODE: _mode,
     Feature.MTIME: _mtime,
     Feature.SYMLINKS: _has(
         Capability.SYMLINKS,
@@ -197,13 +210,13 @@ COLUMNS: dict[str, tuple[Storage, Backend]] = {
     "`host:`": (Storage.HOST, DECLARED[Storage.HOST]),
     "`rcpd serve`": (Storage.SERVICE, DECLARED[Storage.SERVICE]),
     "`memory://`": (Storage.STORE, store_backend("memory://", directories=True)),
-    "object stores (`s3://`, ...)": (
+    "S3, GCS, Azure (`s3://`, `gs://`, `az://`)": (
         Storage.STORE,
-        store_backend("s3://", directories=False),
+        store_backend("s3://", directories=False, times=True, metadata=True),
     ),
 }
 """The README's columns: each kind of storage, a URL store as a filesystem with
-directories and as an object store."""
+directories and as an object store (the three whose objects keep rcp's metadata)."""
 
 
 def table(

@@ -116,14 +116,16 @@ class Entry:
         """As a stat result, for the local copy's rules
         (:func:`rcp_core.engine.existing.decide`) and a comparison's
         (:mod:`rcp_core.tools.verify.differences`): its type (``mode``'s where it
-        gives one), size, permission bits (``0o644`` without a mode), ``mtime_ns``
-        (0 without one), owner and device number (0 without them)."""
+        gives one), size, permission bits (``0o644`` without a mode), modification
+        time (:attr:`changed_ns`: an object without a kept mtime is as old as its
+        upload, which is what a copy of it was given; 0 without either), owner and
+        device number (0 without them)."""
         kind = _IFMT[self.kind]
         perms = 0o644
         if self.mode is not None:
             kind = stat.S_IFMT(self.mode) or kind
             perms = stat.S_IMODE(self.mode)
-        mtime_ns = self.mtime_ns or 0
+        mtime_ns = self.changed_ns or 0
         seconds = mtime_ns // 10**9
         owner = (self.uid or 0, self.gid or 0)
         return os.stat_result(
@@ -205,6 +207,12 @@ class Port(Protocol):
         then it is a :attr:`EntryKind.SYMLINK` entry), ``None`` if nothing is."""
         ...
 
+    def complete(self, rel: str, entry: Entry) -> Entry:
+        """The file ``rel`` as its listing gave it (``entry``), with what only a
+        request of its own tells (an S3 object's user metadata, which no listing
+        carries); ``entry`` itself where the listing told all there is."""
+        ...
+
     def list(self, rel: str, *, follow: bool) -> Listing:
         """The directory ``rel``'s entries. With ``follow`` (a source), a symlink is
         its target's file when it leads to one, else skipped and counted; without
@@ -235,9 +243,13 @@ class Port(Protocol):
         """The file ``rel``, open for reading."""
         ...
 
-    def write(self, rel: str, chunks: Iterator[bytes]) -> None:
+    def write(self, rel: str, chunks: Iterator[bytes], kept: Entry) -> None:
         """Write ``chunks`` to the file ``rel``, published whole when they end
-        (replacing what was there); nothing under the name if they raise."""
+        (replacing what was there); nothing under the name if they raise.
+        ``kept``: the source file's attributes this copy keeps (what
+        ``--preserve`` asks); a storage that keeps them with the data (an object's
+        metadata) writes them here, one that sets them after it
+        (:meth:`set_meta`) ignores it."""
         ...
 
     def digest(self, rel: str, offset: int, length: int) -> bytes | None:
@@ -248,10 +260,11 @@ class Port(Protocol):
         the file through :meth:`read`."""
         ...
 
-    def copy_in(self, source: Port, src_rel: str, rel: str) -> bool:
+    def copy_in(self, source: Port, src_rel: str, rel: str, kept: Entry) -> bool:
         """Copy ``source``'s file ``src_rel`` to ``rel`` by a path faster than
         streaming it through this process (the storage's server-side copy, its
-        upload of a local file), if the pair has one; whether it did."""
+        upload of a local file), if the pair has one; whether it did. ``kept`` as
+        for :meth:`write`."""
         ...
 
     def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:

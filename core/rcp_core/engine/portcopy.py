@@ -18,9 +18,12 @@ engine's rules:
   (:func:`rcp_core.engine.existing.decide`): ``IGNORE_EXISTING`` keeps every
   existing file, ``OVERWRITE`` replaces those that differ and ``UPDATE`` those older
   than the source; "differ" is by ``overwrite_compare``: the size, and the mtime
-  where both sides keep settable ones (:attr:`Capability.MTIMES`: an object store's
-  time is its upload's, never the source's, so a pair with a store compares by
-  size, and ``UPDATE`` replaces what differs in size);
+  where both sides keep settable ones (:attr:`Capability.MTIMES`: S3, GCS and
+  Azure in an object's metadata; ``memory://`` keeps none, so a pair with it
+  compares by size, and ``UPDATE`` replaces what differs in size); an entry whose
+  listing lacked its mtime (an S3 object's) is completed first
+  (:meth:`~rcp_core.backends.port.Port.complete`), the source's always, the
+  destination's where the policy reads it;
 - **filters and mirroring** as the local copy's: ``includes``, ``excludes``, a
   ``filter_file`` and ``gitignore`` choose the entries; ``delete`` removes what the
   source does not have, ``delete_excluded`` also what the filters exclude (the
@@ -39,7 +42,8 @@ engine's rules:
   local copy's words (:meth:`rcp_core.settings.DryRun.line`);
 - **throttle**: ``ops_throttle`` entries per second at most;
 - **metadata**: the source's mode and mtime, where the destination keeps them
-  (``preserve``), directories after their files;
+  (``preserve``): with the data where a storage keeps them there (``kept``, an
+  object's metadata), else set after it, directories after their files;
 - **the end**: the run runtime's (:meth:`~rcp_core.run.runtime.Runtime.conclude`):
   the site plugins' ``rcp_run_finished`` sees the summary or the failure, as for a
   local copy;
@@ -282,6 +286,7 @@ class PortCopy(Runtime):
     def _copy_file(
         self, rel: str, entry: Entry, there: Entry | None, tally: Tally
     ) -> None:
+        entry, there = self._completed(rel, entry, there)
         action, reason = (
             (Action.REPLACE, NEW) if there is None else self.decision(entry, there)
         )
@@ -297,14 +302,51 @@ class PortCopy(Runtime):
             tally["copied.files"] += 1
             tally["copied.bytes"] += entry.size
             return
-        if self.target.copy_in(self.source, rel, rel):
+        kept = self.kept(entry)
+        if self.target.copy_in(self.source, rel, rel, kept):
             tally.moved(entry.size)
         else:
             with self.source.read(rel) as reader:
-                self.target.write(rel, self._chunks(reader, tally))
+                self.target.write(rel, self._chunks(reader, tally), kept)
         self.set_meta(rel, entry)
         tally["copied.files"] += 1
         tally["copied.bytes"] += entry.size
+
+    def _completed(
+        self, rel: str, entry: Entry, there: Entry | None
+    ) -> tuple[Entry, Entry | None]:
+        """The source file and what is at its destination, each with the mtime its
+        listing did not carry (:meth:`Port.complete`: an S3 object's metadata) where
+        times count (:attr:`timed`): always for the source (the time a copy keeps),
+        for the destination where the policy reads its time (``--update`` always,
+        ``-o`` where the sizes are the same)."""
+        if not self.timed:
+            return entry, there
+        if entry.mtime_ns is None:
+            entry = self.source.complete(rel, entry)
+        policy = self.settings.existing
+        if (
+            there is not None
+            and there.kind is EntryKind.FILE
+            and there.mtime_ns is None
+            and (
+                policy is ExistingPolicy.UPDATE
+                or (policy is ExistingPolicy.OVERWRITE and there.size == entry.size)
+            )
+        ):
+            there = self.target.complete(rel, there)
+        return entry, there
+
+    def kept(self, entry: Entry) -> Entry:
+        """What of the source file ``entry`` its copy keeps, as ``preserve`` asks:
+        its permission bits and its time (:attr:`Entry.changed_ns`)."""
+        preserve = self.settings.preserve
+        return Entry(
+            entry.kind,
+            entry.size,
+            entry.mode if preserve.mode else None,
+            entry.changed_ns if preserve.times else None,
+        )
 
     def decision(self, entry: Entry, there: Entry) -> tuple[Action, str]:
         """What the policy does with the existing ``there``: the local copy's rules

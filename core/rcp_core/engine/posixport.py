@@ -119,6 +119,9 @@ class PosixPort:
         except (FileNotFoundError, NotADirectoryError):
             return None  # nothing there, or a file where a directory would be
 
+    def complete(self, rel: str, entry: Entry) -> Entry:
+        return entry  # an lstat tells all
+
     def list(self, rel: str, *, follow: bool) -> Listing:
         entries: dict[str, Entry] = {}
         skipped = 0
@@ -168,7 +171,7 @@ class PosixPort:
     def read(self, rel: str) -> AbstractContextManager[BinaryIO]:
         return open(self.describe(rel), "rb")
 
-    def write(self, rel: str, chunks: Iterator[bytes]) -> None:
+    def write(self, rel: str, chunks: Iterator[bytes], kept: Entry) -> None:
         path = self.describe(rel)
         directory, name = os.path.split(path)
         temporary = os.path.join(directory, temp_name(name))
@@ -185,7 +188,7 @@ class PosixPort:
     def digest(self, rel: str, offset: int, length: int) -> bytes | None:
         return None  # the data is here: read it
 
-    def copy_in(self, source: Port, src_rel: str, rel: str) -> bool:
+    def copy_in(self, source: Port, src_rel: str, rel: str, kept: Entry) -> bool:
         return False  # a local pair is the fast path's; a store's data streams here
 
     def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:

@@ -1,0 +1,153 @@
+"""The POSIX metadata ``rcp`` keeps in an object store's user metadata.
+
+An object has no mode nor settable modification time of its own, so a copy to S3,
+GCS or Azure Blob writes them as user metadata on the upload itself (no second
+request), under the keys rclone writes, in the forms it writes, so either tool reads
+what the other wrote:
+
+========= ======================================= ==========================================
+key       written as                              read as
+========= ======================================= ==========================================
+``mtime`` S3: decimal seconds, 9 fraction digits  either form, to the nanosecond (integer
+          (``1700000000.123456789``); GCS and     arithmetic, never a float); GCS's
+          Azure: RFC 3339 UTC with nanoseconds    ``goog-reserved-file-mtime`` (gsutil,
+          (``2023-11-14T22:13:20.123456789Z``)    whole seconds) where ``mtime`` is absent
+``mode``  octal with the type bits (``100644``)   the same; the permission bits are kept
+========= ======================================= ==========================================
+
+S3 gives user metadata back with each key as ``x-amz-meta-KEY`` (lowercase), GCS in
+the object resource's ``metadata``, Azure in the blob's ``metadata`` (its names must
+be C# identifiers: these are). A value that does not parse is ignored (the object is
+then as if it had none): metadata comes from outside and is never trusted further.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rcp_core.backends.port import Entry
+
+MTIME, MODE = "mtime", "mode"
+GSUTIL_MTIME = "goog-reserved-file-mtime"
+"""gsutil's key (``gsutil -P``): whole seconds since the epoch."""
+
+UPLOAD_KEYWORDS: dict[str, tuple[str, bool]] = {
+    **dict.fromkeys(("s3", "s3a"), ("Metadata", True)),
+    **dict.fromkeys(("gs", "gcs", "az", "abfs", "abfss"), ("metadata", False)),
+}
+"""fsspec protocols whose objects keep this metadata: the keyword its client's
+``open`` and ``put_file`` take it by, and whether the mtime is written as decimal
+seconds."""
+
+_DECIMAL = re.compile(r"(-?\d{1,12})(?:\.(\d{1,9}))?")
+_RFC3339 = re.compile(
+    r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)", re.ASCII
+)
+_OCTAL = re.compile(r"[0-7]{1,7}")
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """What an object's metadata says of the file it was made from: its permission
+    bits (:func:`encode` writes the type bits too; :func:`decode` keeps only these)
+    and modification time, each ``None`` where it says nothing."""
+
+    mode: int | None = None
+    mtime_ns: int | None = None
+
+
+def encode(kept: Kept, *, decimal: bool) -> dict[str, str]:
+    """``kept`` as user metadata: the mtime as decimal seconds (``decimal``: S3's
+    form) or RFC 3339 (GCS's and Azure's); nothing for what is ``None``."""
+    metadata: dict[str, str] = {}
+    if kept.mtime_ns is not None:
+        metadata[MTIME] = (
+            _decimal(kept.mtime_ns) if decimal else _rfc3339(kept.mtime_ns)
+        )
+    if kept.mode is not None:
+        metadata[MODE] = format(kept.mode, "o")
+    return metadata
+
+
+def decode(metadata: Mapping[str, object]) -> Kept:
+    """What user metadata (any store's, keys in any case) says; a value that does
+    not parse says nothing."""
+    lowered = {str(k).lower(): v for k, v in metadata.items() if isinstance(v, str)}
+    mtime_ns = _parse_time(lowered.get(MTIME))
+    if mtime_ns is None:
+        mtime_ns = _parse_whole_seconds(lowered.get(GSUTIL_MTIME))
+    return Kept(_parse_mode(lowered.get(MODE)), mtime_ns)
+
+
+def upload_options(protocol: str, kept: Kept) -> dict[str, Any]:
+    """The keyword argument that uploads ``kept`` as an object's metadata with a
+    client of ``protocol`` (:data:`UPLOAD_KEYWORDS`); none on another store."""
+    found = UPLOAD_KEYWORDS.get(protocol)
+    if found is None:
+        return {}
+    keyword, decimal = found
+    metadata = encode(kept, decimal=decimal)
+    return {keyword: metadata} if metadata else {}
+
+
+def applied(entry: Entry, kept: Kept) -> Entry:
+    """The object ``entry`` (a file) with the mode and mtime its metadata kept,
+    where it kept them."""
+    mode = entry.mode if kept.mode is None else stat.S_IFREG | kept.mode
+    mtime_ns = entry.mtime_ns if kept.mtime_ns is None else kept.mtime_ns
+    return dataclasses.replace(entry, mode=mode, mtime_ns=mtime_ns)
+
+
+def _decimal(ns: int) -> str:
+    """Sign and magnitude (``-1.500000000``), as it is read back."""
+    seconds, fraction = divmod(abs(ns), 10**9)
+    return f"{'-' if ns < 0 else ''}{seconds}.{fraction:09d}"
+
+
+def _rfc3339(ns: int) -> str:
+    seconds, fraction = divmod(ns, 10**9)
+    when = _EPOCH + datetime.timedelta(seconds=seconds)
+    return f"{when:%Y-%m-%dT%H:%M:%S}.{fraction:09d}Z"
+
+
+def _parse_time(value: str | None) -> int | None:
+    if value is None:
+        return None
+    value = value.strip()
+    decimal = _DECIMAL.fullmatch(value)
+    if decimal is not None:
+        whole, fraction = decimal.groups()
+        ns = int((fraction or "").ljust(9, "0"))
+        return int(whole) * 10**9 + (-ns if whole.startswith("-") else ns)
+    dated = _RFC3339.fullmatch(value)
+    if dated is None:
+        return None
+    base, fraction, zone = dated.groups()
+    try:
+        when = datetime.datetime.fromisoformat(
+            base + ("+00:00" if zone == "Z" else zone)
+        )
+    except ValueError:
+        return None
+    seconds = (when - _EPOCH) // datetime.timedelta(seconds=1)
+    return seconds * 10**9 + int((fraction or "").ljust(9, "0"))
+
+
+def _parse_whole_seconds(value: str | None) -> int | None:
+    if value is None or not value.strip().isdigit():
+        return None
+    return int(value.strip()) * 10**9
+
+
+def _parse_mode(value: str | None) -> int | None:
+    """Its permission bits (the type bits are the object's kind's, not a value's)."""
+    if value is None or _OCTAL.fullmatch(value.strip()) is None:
+        return None
+    return stat.S_IMODE(int(value.strip(), 8))
