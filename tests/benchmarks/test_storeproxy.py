@@ -1,0 +1,82 @@
+"""The counting, delaying proxy in front of the store emulators
+(benchmarks/storeproxy.py): requests pass unchanged, each waits the delay, and each
+is counted by what it does, whichever store's API it speaks."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from benchmarks import storeproxy
+from benchmarks.objectstores import SERVERS, Store
+from benchmarks.storeproxy import Kind, kind_of
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "query", "headers", "kind"),
+    [
+        ("GET", "/b", {"list-type": "2", "prefix": "p/"}, {}, Kind.LIST),
+        ("HEAD", "/b/k", {}, {}, Kind.HEAD),
+        ("GET", "/b/k", {}, {}, Kind.GET),
+        ("PUT", "/b/k", {}, {}, Kind.PUT),
+        ("POST", "/b/k", {"uploads": ""}, {}, Kind.START),
+        ("PUT", "/b/k", {"partNumber": "2", "uploadId": "u"}, {}, Kind.PART),
+        ("POST", "/b/k", {"uploadId": "u"}, {}, Kind.COMMIT),
+        ("PUT", "/b/k", {}, {"x-amz-copy-source": "/b/j"}, Kind.COPY),
+        ("DELETE", "/b/k", {}, {}, Kind.DELETE),
+        ("GET", "/storage/v1/b/b/o", {"prefix": "p/"}, {}, Kind.LIST),
+        ("GET", "/storage/v1/b/b/o/p%2Fk", {}, {}, Kind.HEAD),
+        ("GET", "/storage/v1/b/b/o/p%2Fk", {"alt": "media"}, {}, Kind.GET),
+        ("GET", "/download/storage/v1/b/b/o/k", {"alt": "media"}, {}, Kind.GET),
+        ("POST", "/upload/storage/v1/b/b/o", {"uploadType": "multipart"}, {}, Kind.PUT),
+        (
+            "POST",
+            "/upload/storage/v1/b/b/o",
+            {"uploadType": "resumable"},
+            {},
+            Kind.START,
+        ),
+        (
+            "PUT",
+            "/upload/storage/v1/b/b/o",
+            {"uploadType": "resumable", "upload_id": "u"},
+            {},
+            Kind.PART,
+        ),
+        ("POST", "/storage/v1/b/b/o/k/rewriteTo/b/c/o/j", {}, {}, Kind.COPY),
+        ("GET", "/acct/c", {"restype": "container", "comp": "list"}, {}, Kind.LIST),
+        ("PUT", "/acct/c/k", {"comp": "block", "blockid": "x"}, {}, Kind.PART),
+        ("PUT", "/acct/c/k", {"comp": "blocklist"}, {}, Kind.COMMIT),
+        ("PUT", "/acct/c/k", {}, {"x-ms-copy-source": "http://x/acct/c/j"}, Kind.COPY),
+        ("PUT", "/acct/c", {"restype": "container"}, {}, Kind.OTHER),
+    ],
+)
+def test_each_request_is_counted_as_what_it_does(
+    method: str, path: str, query: dict[str, str], headers: dict[str, str], kind: Kind
+) -> None:
+    assert kind_of(method, path, query, headers) is kind
+
+
+@pytest.mark.parametrize("name", sorted(SERVERS))
+def test_requests_pass_unchanged_and_wait_the_delay(
+    name: str, request: pytest.FixtureRequest
+) -> None:
+    store: Store = request.getfixturevalue(name)
+    with storeproxy.proxied(store, delay=0.05) as proxy:
+        fs, bucket = proxy.store.fs(), proxy.store.bucket()
+        proxy.reset()
+        data = {f"{bucket}/p/k{i}": bytes([i]) * 1000 for i in range(4)}
+        began = time.monotonic()
+        for key, value in data.items():
+            fs.pipe_file(key, value)
+        took = time.monotonic() - began
+        written = proxy.reset()
+        assert written.of(Kind.PUT) == 4, written
+        assert written.sent >= 4000, written
+        assert took >= 4 * 0.05
+        assert fs.cat_file(f"{bucket}/p/k3") == data[f"{bucket}/p/k3"]
+        assert store.fs().cat_file(f"{bucket}/p/k2") == data[f"{bucket}/p/k2"]
+        read = proxy.reset()
+        assert read.of(Kind.GET) == 1, read
+        assert read.received >= 1000, read
