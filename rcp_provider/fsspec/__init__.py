@@ -21,6 +21,8 @@
                        goes
 ``objectmeta``         the POSIX metadata kept in an object's user metadata on S3, GCS
                        and Azure (rclone's keys)
+``markers``            directory markers (``DIR/``) on S3, GCS and Azure, made, read
+                       and removed through each client's own call
 ``serviceport``        a tree on an ``rcpd serve`` service as a backend port: listings
                        and digests asked of the service, where the data is
 =====================  ==============================================================

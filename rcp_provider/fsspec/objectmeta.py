@@ -37,9 +37,14 @@ MTIME, MODE = "mtime", "mode"
 GSUTIL_MTIME = "goog-reserved-file-mtime"
 """gsutil's key (``gsutil -P``): whole seconds since the epoch."""
 
+S3 = frozenset({"s3", "s3a"})
+"""S3's fsspec protocols: its listings carry no user metadata."""
+GCS = frozenset({"gs", "gcs"})
+AZURE = frozenset({"az", "abfs", "abfss"})
+"""Azure Blob's: adlfs's ``put_file`` sets metadata of its own."""
 UPLOAD_KEYWORDS: dict[str, tuple[str, bool]] = {
-    **dict.fromkeys(("s3", "s3a"), ("Metadata", True)),
-    **dict.fromkeys(("gs", "gcs", "az", "abfs", "abfss"), ("metadata", False)),
+    **dict.fromkeys(S3, ("Metadata", True)),
+    **dict.fromkeys(GCS | AZURE, ("metadata", False)),
 }
 """fsspec protocols whose objects keep this metadata: the keyword its client's
 ``open`` and ``put_file`` take it by, and whether the mtime is written as decimal
@@ -98,9 +103,10 @@ def upload_options(protocol: str, kept: Kept) -> dict[str, Any]:
 
 
 def applied(entry: Entry, kept: Kept) -> Entry:
-    """The object ``entry`` (a file) with the mode and mtime its metadata kept,
-    where it kept them."""
-    mode = entry.mode if kept.mode is None else stat.S_IFREG | kept.mode
+    """The object ``entry`` (a file, or a directory by its marker) with the mode
+    and mtime its metadata kept, where it kept them."""
+    kind = stat.S_IFDIR if entry.is_dir else stat.S_IFREG
+    mode = entry.mode if kept.mode is None else kind | kept.mode
     mtime_ns = entry.mtime_ns if kept.mtime_ns is None else kept.mtime_ns
     return dataclasses.replace(entry, mode=mode, mtime_ns=mtime_ns)
 

@@ -26,8 +26,9 @@ and never joins a listed name that is not safe
 a stat is of what the store holds now, never of a cached listing. An entry has what
 the store's info gives (a mode, an mtime in float seconds, an owner, a symlink's
 ``destination``), and on S3, GCS and Azure the mode and mtime an object's metadata
-kept (:mod:`rcp_provider.fsspec.objectmeta`, written with the upload; an S3
-listing has none, so :meth:`Place.complete` asks for them)."""
+kept (:mod:`~rcp_provider.fsspec.objectmeta`, written with the upload; an S3
+listing has none: :meth:`Place.complete` asks), a directory's in its marker
+(:mod:`~rcp_provider.fsspec.markers`, written by :meth:`Place.set_meta`)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ from rcp_core.engine.removeentry import count_removed
 from rcp_core.errors import UnsafeNameError, UsageError
 from rcp_core.names import check_component
 from rcp_core.run.summary import Tally
-from rcp_provider.fsspec import objectmeta
+from rcp_provider.fsspec import markers, objectmeta
 from rcp_provider.fsspec.storeremoval import removal
 
 OBJECT_STORES = frozenset(
@@ -64,10 +65,6 @@ TIMED = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "rcp"})
 """fsspec protocols whose listings say when each file last changed (what
 :func:`mtime_of` reads: an object's upload time, a service's ``mtime``); elsewhere
 (``memory://``, ...) a rule on ages is refused, never guessed."""
-S3 = frozenset({"s3", "s3a"})
-"""S3's protocols: its listings carry no user metadata (:meth:`Place.complete`)."""
-AZURE = frozenset({"az", "abfs", "abfss"})
-"""Azure Blob's protocols: adlfs's ``put_file`` sets metadata of its own."""
 
 
 def filesystem_of(url: str, **storage_options: Any) -> tuple[Any, str]:
@@ -248,17 +245,19 @@ class Place:
             self._remove_marker(rel)
 
     def _remove_marker(self, rel: str) -> None:
-        """Remove the directory marker of the emptied prefix ``rel`` (the empty key
-        ``rel/`` a console's "create folder" makes), which would keep the prefix
-        listed after its last key: exactly that key, never a listing's. fsspec
-        names no key ending in ``/``, so only S3's own call reaches one (one request,
-        a success where there is none); other object stores keep theirs."""
-        call_s3 = getattr(self.fs, "call_s3", None)
-        if call_s3 is None:
-            return
-        bucket, key, _ = self.fs.split_path(self.join(rel))
-        if key:
-            call_s3("delete_object", Bucket=bucket, Key=key.rstrip("/") + "/")
+        """Remove the directory marker of the emptied prefix ``rel``
+        (:mod:`rcp_provider.fsspec.markers`: ours, or the empty key ``rel/`` a
+        console's "create folder" makes), which would keep the prefix listed after
+        its last key: exactly that key, never a listing's (one request, a success
+        where there is none)."""
+        protocol = protocol_of(self.fs)
+        if protocol in markers.KEPT_ON and self._marked(rel):
+            markers.remove(self.fs, protocol, self.join(rel))
+
+    def _marked(self, rel: str) -> bool:
+        """Whether the directory ``rel`` can have a marker here: an object store's
+        prefix below its bucket (the bucket itself is no key)."""
+        return bool(self.fs.split_path(self.join(rel))[1].strip("/"))
 
     def remove(
         self, rel: str, entry: Entry, tally: Tally, protect: Protect | None
@@ -305,7 +304,7 @@ class Place:
         source object's metadata."""
         local = source.local_path
         if local is not None:
-            if protocol_of(self.fs) in AZURE:
+            if protocol_of(self.fs) in objectmeta.AZURE:
                 return False
             path = os.path.join(local, src_rel) if src_rel else local
             self.fs.put_file(path, self.join(rel), **self._metadata(kept))
@@ -316,7 +315,14 @@ class Place:
         return False
 
     def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:
-        pass  # an object's are written with it (write, copy_in); a prefix has none
+        """A directory's marker (:func:`rcp_provider.fsspec.markers.keep`); an
+        object's were written with it."""
+        protocol = protocol_of(self.fs)
+        if entry.is_dir and protocol in markers.KEPT_ON and self._marked(rel):
+            kept = objectmeta.Kept(
+                entry.mode if mode else None, entry.changed_ns if times else None
+            )
+            markers.keep(self.fs, protocol, self.join(rel), kept)
 
     def _metadata(self, kept: Entry) -> dict[str, Any]:
         kept_here = objectmeta.Kept(kept.mode, kept.mtime_ns)
@@ -324,8 +330,13 @@ class Place:
 
     def complete(self, rel: str, entry: Entry) -> Entry:
         """An S3 object with its user metadata (one HEAD: no S3 listing carries
-        it); elsewhere the listing's entry already has it."""
-        if entry.kind is not EntryKind.FILE or protocol_of(self.fs) not in S3:
+        it), a directory with its marker's (one request: a prefix's listing has
+        none); elsewhere the listing's entry already has all there is."""
+        protocol = protocol_of(self.fs)
+        if entry.is_dir and protocol in markers.KEPT_ON and self._marked(rel):
+            found = markers.read(self.fs, protocol, self.join(rel))
+            return objectmeta.applied(entry, objectmeta.decode(found or {}))
+        if entry.kind is not EntryKind.FILE or protocol not in objectmeta.S3:
             return entry
         bucket, key, _ = self.fs.split_path(self.join(rel))
         head = self.fs.call_s3("head_object", Bucket=bucket, Key=key)

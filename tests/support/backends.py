@@ -45,8 +45,8 @@ from typing import Any
 
 from rcp_core.backends.capabilities import Capability
 from rcp_core.backends.port import Entry, EntryKind
-from rcp_provider.fsspec import objectmeta
-from rcp_provider.fsspec.storetree import Place, store_backend_of
+from rcp_provider.fsspec import markers, objectmeta
+from rcp_provider.fsspec.storetree import Place, protocol_of, store_backend_of
 from support.treespec import Spec, make_tree
 
 Snapshot = dict[str, tuple[object, ...]]
@@ -270,13 +270,14 @@ class StoreBackend(Backend):
                 yield local
                 return
             local.mkdir()
-            files = []
+            files, dirs = [], {path.rstrip("/"): local}
             for name, entry in sorted(self._find(path).items()):
                 rel = name[len(path.rstrip("/")) + 1 :].rstrip("/")
                 if not rel:
                     continue
-                if entry["type"] == "directory":
+                if entry["type"] == "directory" or name.endswith("/"):
                     (local / rel).mkdir(parents=True, exist_ok=True)
+                    dirs[name.rstrip("/")] = local / rel
                 else:
                     files.append(name)
             contents: dict[str, bytes] = self.fs.cat(files) if files else {}
@@ -284,18 +285,28 @@ class StoreBackend(Backend):
                 target = local / name[len(path.rstrip("/")) + 1 :]
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
-                self._keep(name, target)
+                self._keep(self._object_metadata(name), target)
+            for name in sorted(dirs, key=lambda d: -d.count("/")):  # after their files
+                if self.metadata:
+                    found = markers.read(self.fs, self.fs_protocol, name)
+                    self._keep(found or {}, dirs[name])
             yield local
 
-    def _keep(self, name: str, local: Path) -> None:
-        """Give the local copy of the object ``name`` the mode and mtime its
-        metadata kept (:mod:`rcp_provider.fsspec.objectmeta`), where it kept them."""
+    @property
+    def fs_protocol(self) -> str:
+        return protocol_of(self.fs)
+
+    def _object_metadata(self, name: str) -> dict[str, str]:
         if not self.metadata:
-            return
+            return {}
         if self.protocol == "s3":
-            metadata = self.fs.metadata(name)
-        else:
-            metadata = self.fs.info(name).get("metadata") or {}
+            return dict(self.fs.metadata(name))
+        return dict(self.fs.info(name).get("metadata") or {})
+
+    def _keep(self, metadata: dict[str, str], local: Path) -> None:
+        """Give the local copy of an object or a directory the mode and mtime its
+        metadata kept (:mod:`rcp_provider.fsspec.objectmeta`: an object's own, a
+        directory's marker's), where it kept them."""
         kept = objectmeta.decode(metadata)
         if kept.mode is not None:
             local.chmod(kept.mode)

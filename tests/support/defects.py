@@ -71,10 +71,6 @@ _EMPTY_SEGMENT = (
 OBJECT_STORES = frozenset({"s3", "gcs", "azure"})
 
 
-def _to_an_object_store(source: str, destination: str) -> bool:
-    return destination in OBJECT_STORES
-
-
 def _between_a_service_and_an_object_store(source: str, destination: str) -> bool:
     return {source, destination} & OBJECT_STORES != set() and "serve" in {
         source,
@@ -82,11 +78,6 @@ def _between_a_service_and_an_object_store(source: str, destination: str) -> boo
     }
 
 
-_DIRECTORY_META = (
-    "an object store keeps each file's mode and mtime in its object's metadata, "
-    "but a directory is a key prefix with no metadata: directory markers that carry "
-    "them (issue 26) are to come"
-)
 _SERVICE_TIMES = (
     "beside a URL store, an `rcpd serve` service is a store port whose backend "
     "declares no settable mtimes (ServicePlace.backend: its set_meta is a store's "
@@ -94,12 +85,6 @@ _SERVICE_TIMES = (
 )
 
 DEFECTS: tuple[Defect, ...] = (
-    Defect("test_modes_are_kept", _DIRECTORY_META, _to_an_object_store),
-    Defect(
-        "test_mtimes_are_kept_to_the_backends_precision",
-        _DIRECTORY_META,
-        _to_an_object_store,
-    ),
     *(
         Defect(
             "test_an_existing_file_is_kept_or_replaced_as_the_policy_says",

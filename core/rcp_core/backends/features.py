@@ -119,8 +119,9 @@ def _always(engine: Engine, backend: Backend) -> Cell:
     return Cell(Y)
 
 
-_IN_METADATA = "a file's, in its object's metadata (a directory's not yet)"
-"""Where an object store keeps a mode or mtime: a prefix has no metadata."""
+_IN_METADATA = "in the object's metadata (a directory's in its marker `DIR/`)"
+"""Where an object store keeps a mode or mtime: a prefix has no metadata of its
+own."""
 
 
 def _mode(engine: Engine, backend: Backend) -> Cell:

@@ -384,6 +384,9 @@ class PortCopy(Runtime):
 
     def set_meta(self, rel: str, entry: Entry) -> None:
         """The source's mode and mtime on ``rel``, as ``preserve`` asks and where
-        the destination keeps them."""
+        the destination keeps them (a source directory's completed first where its
+        listing had neither: an object store's marker)."""
+        if entry.is_dir and entry.mtime_ns is None and entry.mode is None:
+            entry = self.source.complete(rel, entry)
         preserve = self.settings.preserve
         self.target.set_meta(rel, entry, preserve.mode, preserve.times)

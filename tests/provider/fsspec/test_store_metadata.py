@@ -1,7 +1,8 @@
 """POSIX metadata through S3, GCS and Azure (each a real API on loopback): ``rcp``
-writes a file's mode and mtime into its object's metadata with the upload, reads
-them back, keeps them on the way down, and compares by them, so an unchanged rerun
-copies nothing and a same-size edit is copied."""
+writes a file's mode and mtime into its object's metadata with the upload, and a
+directory's into its marker ``DIR/``, reads them back, keeps them on the way down,
+and compares by them, so an unchanged rerun copies nothing and a same-size edit is
+copied; an empty directory survives."""
 
 from __future__ import annotations
 
@@ -16,12 +17,15 @@ import pytest
 from benchmarks.objectstores import SERVERS, Store
 from support.rcprun import RCP
 from support.treecmp import compare_trees
-from support.treespec import File, make_tree
+from support.treespec import Dir, File, make_tree
 
 T1 = 1_600_000_000_123_456_789
 T2 = 1_500_000_000_000_000_001
 TREE = {
+    ".": Dir(mode=0o750, mtime_ns=T2 + 7),
     "private": File(b"only mine\n", mode=0o600, mtime_ns=T1),
+    "empty": Dir(mode=0o700, mtime_ns=T1 + 5),
+    "tools": Dir(mode=0o2755, mtime_ns=T2 + 3),
     "tools/run": File(b"#!/bin/sh\n", mode=0o751, mtime_ns=T2),
     "tools/deep/data.bin": File(bytes(range(256)) * 9, mode=0o644, mtime_ns=T1 + 1),
 }
@@ -50,14 +54,9 @@ def store(request: pytest.FixtureRequest) -> Store:
     return found
 
 
-def _files_compared(src: Path, dst: Path) -> list[str]:
-    """Differences between the two trees' files (a directory's own mode and time
-    are not kept yet: an object store has no directory to keep them on)."""
-    return [
-        line
-        for line in compare_trees(src, dst, mode=True, times=True)
-        if not (dst / line.split(":")[0].strip("'")).is_dir()
-    ]
+def _compared(src: Path, dst: Path) -> list[str]:
+    """Differences between the two trees: kinds, contents, modes and mtimes."""
+    return compare_trees(src, dst, mode=True, times=True)
 
 
 def test_a_tree_comes_back_from_the_store_with_its_modes_and_times(
@@ -67,7 +66,7 @@ def test_a_tree_comes_back_from_the_store_with_its_modes_and_times(
     where = store.url(f"{store.bucket()}/tree")
     _rcp(store, tmp_path, str(src), where)
     _rcp(store, tmp_path, where, str(tmp_path / "back"))
-    assert _files_compared(src, tmp_path / "back") == []
+    assert _compared(src, tmp_path / "back") == []
 
 
 def test_the_metadata_is_rclones_keys_on_the_object_itself(
@@ -107,10 +106,10 @@ def test_an_unchanged_rerun_copies_nothing_and_a_same_size_edit_is_copied(
 
     back = tmp_path / "back"
     _rcp(store, tmp_path, where, str(back))
-    assert _files_compared(src, back) == []
+    assert _compared(src, back) == []
     down = _rcp(store, tmp_path, "-o", where, str(back))
     assert (down["copied"]["files"], down["unchanged"]["files"]) == (0, 3)
     os.utime(back / "private", ns=(T2, T2))  # the copy changed here: it is replaced
     fixed = _rcp(store, tmp_path, "-o", where, str(back))
     assert (fixed["copied"]["files"], fixed["unchanged"]["files"]) == (1, 2)
-    assert _files_compared(src, back) == []
+    assert _compared(src, back) == []

@@ -61,10 +61,12 @@ def test_an_upload_puts_each_file_once_as_the_stores_own_client_does(
     theirs = proxy.reset()
     assert theirs.of(Kind.PUT) == FILES, theirs
     if proxy.upstream.name == "azure":
-        # adlfs's open("wb") stages a block and commits it: two requests a file.
+        # adlfs's open("wb") stages a block and commits it: two requests a file;
+        # the directory's marker is one PUT.
         assert (ours.of(Kind.PART), ours.of(Kind.COMMIT)) == (FILES, FILES), ours
+        assert ours.of(Kind.PUT) == 1, ours
     else:
-        assert ours.of(Kind.PUT) == FILES, ours
+        assert ours.of(Kind.PUT) == FILES + 1, ours  # and the directory's marker
     assert ours.of(Kind.GET, Kind.COPY, Kind.DELETE) == 0, ours
     assert ours.sent >= sum(f.stat().st_size for f in src.iterdir())
 
@@ -80,8 +82,9 @@ def test_an_unchanged_rerun_moves_no_data(proxy: Proxy, tmp_path: Path) -> None:
     again = _rcp(proxy, "-o", where, str(down))
     assert again.of(*DATA) == 0, again
     if proxy.upstream.name == "s3":
-        # An S3 listing carries no user metadata: one HEAD per same-size object.
-        assert (up.of(Kind.HEAD), again.of(Kind.HEAD)) == (FILES + 1, FILES + 1)
+        # An S3 listing carries no user metadata: one HEAD per same-size object,
+        # and the directory's marker's (and the destination's own).
+        assert (up.of(Kind.HEAD), again.of(Kind.HEAD)) == (FILES + 2, FILES + 2)
 
 
 @pytest.mark.parametrize(
@@ -91,8 +94,9 @@ def test_an_unchanged_rerun_moves_no_data(proxy: Proxy, tmp_path: Path) -> None:
             "s3",
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="S3: 21 HEAD for 20 unchanged objects (their mtime is in user "
-                "metadata, which no S3 listing carries); a listing-only rule is to come",
+                reason="S3: 22 HEAD for 20 unchanged objects in one directory (their "
+                "mtime is in user metadata, which no S3 listing carries); a "
+                "listing-only rule is to come",
             ),
         ),
         "gcs",
@@ -102,7 +106,8 @@ def test_an_unchanged_rerun_moves_no_data(proxy: Proxy, tmp_path: Path) -> None:
 def test_an_unchanged_rerun_asks_only_for_listings(
     name: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    """The issue's target: listing pages and a few requests a run, none an object's."""
+    """The issue's target: listing pages and a few requests a run, none an object's
+    (a directory's marker is read: one request a directory)."""
     store: Store = request.getfixturevalue(name)
     with storeproxy.proxied(store, delay=0.0) as proxy:
         src, bucket = _tree(tmp_path), proxy.store.bucket()
@@ -110,4 +115,4 @@ def test_an_unchanged_rerun_asks_only_for_listings(
         _rcp(proxy, str(src), where)
         rerun = _rcp(proxy, "-o", str(src), where)
         assert rerun.of(Kind.LIST) >= 1, rerun
-        assert rerun.total <= 4, rerun
+        assert rerun.total <= 4 + 1, rerun

@@ -107,8 +107,15 @@ def test_a_local_tree_goes_to_s3_by_shards(s3: Store, tmp_path: Path) -> None:
     for shard in plan.shards:
         copy_shard(plan, shard.index, dst)
     assert finalize(plan, dst) == len(plan.parents)
-    got = {k.removeprefix(f"{bucket}/copy/"): fs.cat(k) for k in fs.find(bucket)}
+    keys = [k.removeprefix(f"{bucket}/copy") for k in fs.find(bucket)]
+    got = {k[1:]: fs.cat(f"{bucket}/copy{k}") for k in keys if not k.endswith("/")}
     assert got == {rel: contents(rel) for rel in SIZES}
+    directories = {"/"} | {
+        f"/{'/'.join(rel.split('/')[:depth])}/"
+        for rel in SIZES
+        for depth in range(1, rel.count("/") + 1)
+    }
+    assert {k for k in keys if k.endswith("/")} == directories  # each one's marker
 
 
 def test_an_s3_source_with_an_unsafe_key_plans_it_as_one_unit(

@@ -1,0 +1,133 @@
+"""Directory markers on S3, GCS and Azure: the empty object ``DIR/`` that stands for a
+directory.
+
+An object store has key prefixes, not directories: an empty directory has no key,
+and a directory's mode and mtime have no object to be kept on. A copy to one of
+these stores writes a marker for each directory it copies, the zero-byte object
+``DIR/`` (what rclone's ``--*-directory-markers`` and the stores' consoles write),
+carrying the directory's metadata (:mod:`rcp_provider.fsspec.objectmeta`). fsspec
+names no key ending in ``/`` on every store, so each marker is made, read and
+removed through its client's own call, one request each.
+
+Invariants: a marker's key is exactly the directory's key with one ``/`` after it;
+reading a missing marker is ``None``, removing one is a success.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Mapping
+from typing import Any
+
+import fsspec.asyn
+
+from rcp_provider.fsspec.objectmeta import (
+    GCS,
+    S3,
+    UPLOAD_KEYWORDS,
+    Kept,
+    decode,
+    encode,
+)
+
+KEPT_ON = frozenset(UPLOAD_KEYWORDS)
+"""The fsspec protocols whose directories get markers."""
+
+
+def _key(fs: Any, path: str) -> tuple[str, str]:
+    """The bucket (container) and the marker's key of the directory ``path``."""
+    bucket, key, _ = fs.split_path(path)
+    return bucket, key.rstrip("/") + "/"
+
+
+def put(fs: Any, protocol: str, path: str, metadata: Mapping[str, str]) -> None:
+    """Write the marker of the directory ``path`` with ``metadata`` (replacing
+    one there)."""
+    bucket, key = _key(fs, path)
+    if protocol in S3:
+        fs.call_s3(
+            "put_object", Bucket=bucket, Key=key, Body=b"", Metadata=dict(metadata)
+        )
+    elif protocol in GCS:
+        fs.pipe_file(f"{bucket}/{key}", b"", metadata=dict(metadata))
+    else:
+        fsspec.asyn.sync(fs.loop, _azure_put, fs, bucket, key, dict(metadata))
+
+
+def keep(fs: Any, protocol: str, path: str, kept: Kept) -> None:
+    """Give the directory ``path`` a marker with ``kept`` (its permission bits and
+    mtime, each where given), unless its marker says the same already (an
+    unchanged rerun reads it and writes nothing)."""
+    mode = None if kept.mode is None else stat.S_IFDIR | stat.S_IMODE(kept.mode)
+    wanted = encode(Kept(mode, kept.mtime_ns), decimal=protocol in S3)
+    there = read(fs, protocol, path)
+    if there is None or decode(there) != decode(wanted):
+        put(fs, protocol, path, wanted)
+
+
+def read(fs: Any, protocol: str, path: str) -> dict[str, str] | None:
+    """The metadata of the marker of the directory ``path``; ``None`` when there is
+    no marker."""
+    bucket, key = _key(fs, path)
+    try:
+        if protocol in S3:
+            head = fs.call_s3("head_object", Bucket=bucket, Key=key)
+            return dict(head.get("Metadata") or {})
+        if protocol in GCS:
+            found = fsspec.asyn.sync(
+                fs.loop, fs._call, "GET", "b/{}/o/{}", bucket, key, json_out=True
+            )
+            return dict(found.get("metadata") or {})
+        azure: dict[str, str] = fsspec.asyn.sync(fs.loop, _azure_read, fs, bucket, key)
+        return azure
+    except FileNotFoundError:
+        return None
+
+
+def remove(fs: Any, protocol: str, path: str) -> None:
+    """Remove the marker of the directory ``path``, if there is one."""
+    bucket, key = _key(fs, path)
+    if protocol in S3:
+        fs.call_s3("delete_object", Bucket=bucket, Key=key)
+        return
+    try:
+        if protocol in GCS:
+            fsspec.asyn.sync(fs.loop, fs._call, "DELETE", "b/{}/o/{}", bucket, key)
+        else:
+            fsspec.asyn.sync(fs.loop, _azure_remove, fs, bucket, key)
+    except FileNotFoundError:
+        return
+
+
+AZURE_DIRECTORY = {"is_directory": "true"}
+"""adlfs's own mark of a directory blob: without it adlfs takes ``DIR/`` for a file
+named ``DIR`` and lists nothing below it."""
+
+
+async def _azure_put(
+    fs: Any, container: str, key: str, metadata: dict[str, str]
+) -> None:
+    async with fs.service_client.get_blob_client(container=container, blob=key) as bc:
+        marked = {**metadata, **AZURE_DIRECTORY}
+        await bc.upload_blob(b"", overwrite=True, metadata=marked)
+
+
+async def _azure_read(fs: Any, container: str, key: str) -> dict[str, str]:
+    from azure.core.exceptions import ResourceNotFoundError
+
+    async with fs.service_client.get_blob_client(container=container, blob=key) as bc:
+        try:
+            properties = await bc.get_blob_properties()
+        except ResourceNotFoundError as exc:
+            raise FileNotFoundError(key) from exc
+    return dict(properties.metadata or {})
+
+
+async def _azure_remove(fs: Any, container: str, key: str) -> None:
+    from azure.core.exceptions import ResourceNotFoundError
+
+    async with fs.service_client.get_blob_client(container=container, blob=key) as bc:
+        try:
+            await bc.delete_blob()
+        except ResourceNotFoundError as exc:
+            raise FileNotFoundError(key) from exc
