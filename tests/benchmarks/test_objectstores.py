@@ -4,13 +4,12 @@ environment it gives."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from benchmarks import objectstores
-from support.rcprun import RCP
+from support.rcprun import program
 
 
 @pytest.mark.parametrize("name", sorted(objectstores.SERVERS))
@@ -24,15 +23,8 @@ def test_each_store_keeps_what_its_client_writes_and_rcp_reaches_it(
     assert fs.cat_file(f"{bucket}/up/d/b") == b"beta"
 
     down = tmp_path / "down"
-    run = subprocess.run(
-        [RCP, store.url(f"{bucket}/up"), str(down)],
-        env=store.environ(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr
+    run = program([store.url(f"{bucket}/up"), str(down)], store.environ())
+    assert run.code == 0, run
     assert (down / "a").read_bytes() == b"alpha"
     assert (down / "d" / "b").read_bytes() == b"beta"
 

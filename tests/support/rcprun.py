@@ -118,6 +118,30 @@ def rcp(args: Sequence[str], launch: Launch = NOTHING) -> Run:
     return Run(code, out.getvalue(), err.getvalue(), data)
 
 
+def program(
+    args: Sequence[str], environ: Mapping[str, str], timeout: float = 120
+) -> Run:
+    """The ``rcp`` program run to its end with ``args`` in the environment
+    ``environ`` (a store's, say); the summary is asked for with ``--summary-json``.
+
+    :raises subprocess.TimeoutExpired: it ran longer than ``timeout`` seconds.
+    """
+    with tempfile.TemporaryDirectory() as there:
+        summary = os.path.join(there, "summary.json")
+        done = subprocess.run(
+            [RCP, "--summary-json", summary, *args],
+            env=dict(environ),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        data = (
+            json.loads(Path(summary).read_text()) if os.path.exists(summary) else None
+        )
+    return Run(done.returncode, done.stdout, done.stderr, data)
+
+
 def start(args: Sequence[str], launch: Launch = NOTHING) -> subprocess.Popen[str]:
     """The ``rcp`` program with ``args``, started (stdout and stderr piped)."""
     return subprocess.Popen(

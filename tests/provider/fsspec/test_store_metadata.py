@@ -6,16 +6,14 @@ copied; an empty directory survives."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from benchmarks.objectstores import SERVERS, Store
-from support.rcprun import RCP
+from support.rcprun import program
 from support.treecmp import compare_trees
 from support.treespec import Dir, File, make_tree
 
@@ -34,18 +32,10 @@ STORES = sorted(SERVERS)
 
 def _rcp(store: Store, tmp_path: Path, *args: str) -> dict[str, Any]:
     """Run ``rcp`` on this store; its summary."""
-    summary = tmp_path / "summary.json"
-    run = subprocess.run(
-        [RCP, "--summary-json", str(summary), *args],
-        env=store.environ(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr
-    found: dict[str, Any] = json.loads(summary.read_text())
-    return found
+    run = program(args, store.environ())
+    assert run.code == 0, run
+    assert run.summary is not None, run
+    return run.summary
 
 
 @pytest.fixture(params=STORES)

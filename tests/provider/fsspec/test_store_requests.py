@@ -6,7 +6,6 @@ meet yet is a strict xfail whose reason gives the measured numbers."""
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 from benchmarks import storeproxy
 from benchmarks.objectstores import SERVERS, Store
 from benchmarks.storeproxy import Counts, Kind, Proxy
-from support.rcprun import RCP
+from support.rcprun import program
 
 FILES = 20
 DATA = (Kind.PUT, Kind.PART, Kind.START, Kind.COMMIT, Kind.GET, Kind.COPY)
@@ -40,15 +39,8 @@ def _tree(tmp_path: Path) -> Path:
 def _rcp(proxy: Proxy, *args: str) -> Counts:
     """Run ``rcp`` through the proxy; the requests it made."""
     proxy.reset()
-    run = subprocess.run(
-        [RCP, *args],
-        env=proxy.store.environ(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr
+    run = program(args, proxy.store.environ())
+    assert run.code == 0, run
     return proxy.reset()
 
 
