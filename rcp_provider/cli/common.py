@@ -138,8 +138,15 @@ def in_worker(work: Callable[[threading.Event], T], name: str) -> T:
     """``work(cancel)`` in a worker thread, so that Ctrl-C reaches this (the main)
     thread: it sets ``cancel``, waits until the work has stopped (every entry in
     flight finished or left as it was), and raises ``KeyboardInterrupt``. What the
-    work raised is raised here."""
-    cancel = threading.Event()
+    work raised is raised here.
+
+    The wait is on an event the work sets as it ends, never ``Thread.join``:
+    CPython 3.11's join, when Ctrl-C interrupts it, may mark the still running
+    thread as ended (the tstate lock it finds held is the living thread's, which it
+    then releases), after which every join returns at once and the process exited
+    under the copy, its workers killed mid-file, their temporaries left behind.
+    """
+    cancel, ended = threading.Event(), threading.Event()
     outcome: list[T | BaseException] = []
 
     def run() -> None:
@@ -147,15 +154,17 @@ def in_worker(work: Callable[[threading.Event], T], name: str) -> T:
             outcome.append(work(cancel))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
             outcome.append(exc)
+        finally:
+            ended.set()
 
     worker = threading.Thread(target=run, name=name)
     worker.start()
     try:
-        while worker.is_alive():
-            worker.join(0.2)
+        while not ended.wait(0.2):
+            pass
     except KeyboardInterrupt:
         cancel.set()
-        worker.join()
+        ended.wait()
         raise
     result = outcome[0]
     if isinstance(result, BaseException):

@@ -33,9 +33,11 @@ SLACK = 2 * MIB
 IN_FLIGHT = 48 * MIB
 """A split file's pieces a kill may catch between its source and its destination:
 per connection (4), the 4 MiB piece being sent and up to 8 MiB in socket buffers."""
-HEADERS = 1.04
+HEADERS = 1.08
 """Link bytes per byte of a long transfer: the Ethernet, IP and TCP headers of each
-1448-byte segment (about 3.6%)."""
+1448-byte segment (about 3.6%), and under load retransmissions and smaller segments:
+measured 3.3% to 5.9% over 4 connections. Resending even the smallest prefix a rerun
+keeps (32 MiB) would still exceed it."""
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +160,8 @@ def test_a_split_copy_killed_midway_keeps_nearly_all_it_wrote(
     assert resumed["files"] == 1
     assert left - IN_FLIGHT - MIN_BLOCK <= resumed["bytes"] <= left
     sent = hosts.source.traffic() - before
-    assert sent < (len(data) - resumed["bytes"]) * HEADERS + SLACK
+    missing = len(data) - resumed["bytes"]
+    assert sent < missing * HEADERS + SLACK, f"{sent / missing:.4f} link bytes a byte"
 
 
 def test_a_corrupted_prefix_is_kept_only_up_to_its_first_bad_block(
