@@ -17,6 +17,8 @@
                        plugin (``rcp_backend_for``)
 ``storage_options``    the ``rcp`` filesystem's storage options, coerced from strings
 ``storetree``          a tree on an fsspec filesystem: the fsspec backend port
+``storeinfo``          a store's info (a listing's or ``info``'s) as a port's entry:
+                       kind, size, times, kept metadata, recorded MD5
 ``storeremoval``       what removing a store directory removes, decided before anything
                        goes
 ``objectmeta``         the POSIX metadata kept in an object's user metadata on S3, GCS

@@ -14,7 +14,6 @@
   refuses by), one-level listings (names checked per component by
   :mod:`rcp_core.names`, a key ending in ``/`` its directory; a source's symlinks
   followed to files or skipped), atomic writes, removal;
-- :func:`entry_of`, :func:`mtime_of`: an fsspec info as a port's entry.
 
 Port invariants kept here for a store: a file is written with ``autocommit=False``
 and committed only once every chunk is written (discarded otherwise); a local
@@ -28,16 +27,15 @@ the store's info gives (a mode, an mtime in float seconds, an owner, a symlink's
 ``destination``), and on S3, GCS and Azure the mode and mtime an object's metadata
 kept (:mod:`~rcp_provider.fsspec.objectmeta`, written with the upload; an S3
 listing has none: :meth:`Place.complete` asks), a directory's in its marker
-(:mod:`~rcp_provider.fsspec.markers`, written by :meth:`Place.set_meta`)."""
+(:mod:`~rcp_provider.fsspec.markers`, written by :meth:`Place.set_meta`); an info is
+read as an entry by :mod:`~rcp_provider.fsspec.storeinfo`."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime
 import os
 import posixpath
-import stat
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -54,6 +52,7 @@ from rcp_core.errors import UnsafeNameError, UsageError
 from rcp_core.names import check_component
 from rcp_core.run.summary import Tally
 from rcp_provider.fsspec import markers, objectmeta
+from rcp_provider.fsspec.storeinfo import TIMED, entry_of
 from rcp_provider.fsspec.storeremoval import removal
 
 OBJECT_STORES = frozenset(
@@ -61,10 +60,6 @@ OBJECT_STORES = frozenset(
 )
 """fsspec protocols of object stores: their directories are key prefixes, which
 need not exist before an object is written below them."""
-TIMED = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "rcp"})
-"""fsspec protocols whose listings say when each file last changed (what
-:func:`mtime_of` reads: an object's upload time, a service's ``mtime``); elsewhere
-(``memory://``, ...) a rule on ages is refused, never guessed."""
 
 
 def filesystem_of(url: str, **storage_options: Any) -> tuple[Any, str]:
@@ -107,7 +102,7 @@ def port_of_url(url: str, **storage_options: Any) -> Port:
 def store_backend_of(fs: Any) -> Backend:
     """What the generic engine can keep on the store ``fs``: an object store has
     prefixes, not directories (:data:`OBJECT_STORES`); some listings give times
-    (:data:`TIMED`)."""
+    (:data:`~rcp_provider.fsspec.storeinfo.TIMED`)."""
     name = protocol_of(fs)
     return store_backend(
         f"{name}://",
@@ -341,60 +336,3 @@ class Place:
         bucket, key, _ = self.fs.split_path(self.join(rel))
         head = self.fs.call_s3("head_object", Bucket=bucket, Key=key)
         return objectmeta.applied(entry, objectmeta.decode(head.get("Metadata") or {}))
-
-
-def _int(value: Any) -> int | None:
-    """An info's integer field, if it is one."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def entry_of(info: dict[str, Any]) -> Entry:
-    """An fsspec info as a port's entry: its kind (a ``mode``'s where the
-    filesystem gives one), size, mode, mtime (fsspec's float seconds, to the
-    nanosecond), the store's modification time (:func:`mtime_of`), and the owner and
-    a symlink's target where the info has them."""
-    mode = _int(info.get("mode"))
-    kind = EntryKind.DIRECTORY if info.get("type") == "directory" else EntryKind.FILE
-    if info.get("type") == "other":
-        kind = EntryKind.OTHER
-    if mode is not None and stat.S_IFMT(mode):
-        kind = _KINDS.get(stat.S_IFMT(mode), EntryKind.OTHER)
-    mtime = info.get("mtime")
-    mtime_ns = None
-    if isinstance(mtime, (int, float)) and not isinstance(mtime, bool):
-        mtime_ns = round(mtime * 1e9)
-    modified = mtime_of(info)
-    modified_ns = round(modified * 1e9) if modified is not None else None
-    target = info.get("destination") if info.get("islink") else None
-    entry = Entry(
-        kind,
-        int(info.get("size") or 0),
-        mode,
-        mtime_ns,
-        modified_ns,
-        _int(info.get("uid")),
-        _int(info.get("gid")),
-        target if isinstance(target, str) else None,
-    )
-    metadata = info.get("metadata")
-    if kind is EntryKind.FILE and isinstance(metadata, dict):
-        entry = objectmeta.applied(entry, objectmeta.decode(metadata))
-    return entry
-
-
-_KINDS = {
-    stat.S_IFDIR: EntryKind.DIRECTORY,
-    stat.S_IFREG: EntryKind.FILE,
-    stat.S_IFLNK: EntryKind.SYMLINK,
-}
-
-
-def mtime_of(info: dict[str, Any]) -> float | None:
-    """An entry's modification time in seconds, if its filesystem gives one."""
-    for key in ("mtime", "LastModified", "last_modified", "updated"):
-        value = info.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, datetime.datetime):
-            return value.timestamp()
-    return None

@@ -8,6 +8,8 @@
 ``operands``      operand syntax: ``[user@]host[:port]:/path`` and URLs
 ``port``          the backend port: the storage operations the generic engine needs,
                   one directory at a time (``Port``, ``Entry``, ``Listing``)
+``checksums``     the MD5s object stores record of their objects, and whether a
+                  file's bytes match one
 ``features``      the feature table (the README's), derived from the declarations
 ================  ======================================================================
 """

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol
 
 from rcp_core.backends.capabilities import Backend
+from rcp_core.backends.checksums import StoreChecksum
 from rcp_core.errors import UnsafeNameError
 from rcp_core.run.summary import Tally
 
@@ -88,6 +89,9 @@ class Entry:
         (this host's ``lstat``, a service's listing from protocol 1.12): a directory
         on another device than its tree's is a mount point (``rrm`` keeps it). Never
         compared, nor part of :meth:`stat`: it says where an entry is, not what.
+    :param checksum: the MD5 its store recorded of a file's bytes, where its listing
+        gives one (:mod:`rcp_core.backends.checksums`): what tells an object
+        unchanged without a request of its own. Never part of an entry's equality.
     """
 
     kind: EntryKind
@@ -100,6 +104,7 @@ class Entry:
     target: str | None = None
     rdev: int | None = None
     dev: int | None = field(default=None, compare=False)
+    checksum: StoreChecksum | None = field(default=None, compare=False)
 
     @property
     def is_dir(self) -> bool:

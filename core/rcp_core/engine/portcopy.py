@@ -20,10 +20,12 @@ engine's rules:
   than the source; "differ" is by ``overwrite_compare``: the size, and the mtime
   where both sides keep settable ones (:attr:`Capability.MTIMES`: S3, GCS and
   Azure in an object's metadata; ``memory://`` keeps none, so a pair with it
-  compares by size, and ``UPDATE`` replaces what differs in size); an entry whose
-  listing lacked its mtime (an S3 object's) is completed first
-  (:meth:`~rcp_core.backends.port.Port.complete`), the source's always, the
-  destination's where the policy reads it;
+  compares by size, and ``UPDATE`` replaces what differs in size); where a side's
+  listing lacked its mtime (an S3 object's), a same-size pair is unchanged when the
+  checksum its store recorded proves the bytes the same
+  (:mod:`rcp_core.engine.portexisting`: no request), else that side is completed
+  (:meth:`~rcp_core.backends.port.Port.complete`: one request) where the policy
+  reads its time, and a source file before it is copied (the time its copy keeps);
 - **filters and mirroring** as the local copy's: ``includes``, ``excludes``, a
   ``filter_file`` and ``gitignore`` choose the entries; ``delete`` removes what the
   source does not have, ``delete_excluded`` also what the filters exclude (the
@@ -76,16 +78,17 @@ from typing import Any, BinaryIO, TypeVar
 
 import pluggy
 
-from rcp_core.backends.capabilities import Capability, refuse
+from rcp_core.backends.capabilities import refuse
 from rcp_core.backends.port import Entry, EntryKind, Port
 from rcp_core.backends.routing import Engine
-from rcp_core.engine.existing import NEW, Action, decide
+from rcp_core.engine.existing import NEW, Action
+from rcp_core.engine.portexisting import ExistingFiles
 from rcp_core.engine.portwalk import Made, PortWalk
 from rcp_core.paths import port_target
 from rcp_core.run.progress import Progress
 from rcp_core.run.runtime import Runtime
 from rcp_core.run.summary import Resources, Summary, Tally
-from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy
+from rcp_core.settings import CopySettings
 from rcp_core.site.plugins import plugin_manager
 
 log = logging.getLogger("rcp_core")
@@ -219,10 +222,8 @@ class PortCopy(Runtime):
         )
         self.source, self.target, self.settings = source, target, settings
         self.workers = settings.max_workers or DEFAULT_WORKERS
-        self.timed = all(
-            port.backend.has(Capability.MTIMES) for port in (source, target)
-        )
-        """Whether mtimes tell files apart: both sides keep settable ones."""
+        self.existing = ExistingFiles(source, target, settings, lambda: self.stopping)
+        """What the policy does with what the destination holds."""
 
     def entry(self, tally: Tally, op: str, rel: str, step: Callable[[], T]) -> T | None:
         """``step``'s result (transient errors retried), after a throttle token;
@@ -252,7 +253,7 @@ class PortCopy(Runtime):
             return Made.FOUND
         reason = NEW
         if there is not None:
-            action, reason = self.decision(entry, there)
+            action, reason = self.existing.decision(entry, there)
             if action is Action.KEEP:
                 tally["skipped.dirs"] += 1
                 self.dry("keep", "dir", rel, reason)
@@ -286,10 +287,7 @@ class PortCopy(Runtime):
     def _copy_file(
         self, rel: str, entry: Entry, there: Entry | None, tally: Tally
     ) -> None:
-        entry, there = self._completed(rel, entry, there)
-        action, reason = (
-            (Action.REPLACE, NEW) if there is None else self.decision(entry, there)
-        )
+        entry, action, reason = self.existing.decided(rel, entry, there)
         if action is Action.UNCHANGED:
             tally["unchanged.files"] += 1
             self.dry("unchanged", "file", rel, reason)
@@ -302,6 +300,8 @@ class PortCopy(Runtime):
             tally["copied.files"] += 1
             tally["copied.bytes"] += entry.size
             return
+        if self.existing.timed and entry.mtime_ns is None:
+            entry = self.source.complete(rel, entry)  # the time its copy keeps
         kept = self.kept(entry)
         if self.target.copy_in(self.source, rel, rel, kept):
             tally.moved(entry.size)
@@ -311,31 +311,6 @@ class PortCopy(Runtime):
         self.set_meta(rel, entry)
         tally["copied.files"] += 1
         tally["copied.bytes"] += entry.size
-
-    def _completed(
-        self, rel: str, entry: Entry, there: Entry | None
-    ) -> tuple[Entry, Entry | None]:
-        """The source file and what is at its destination, each with the mtime its
-        listing did not carry (:meth:`Port.complete`: an S3 object's metadata) where
-        times count (:attr:`timed`): always for the source (the time a copy keeps),
-        for the destination where the policy reads its time (``--update`` always,
-        ``-o`` where the sizes are the same)."""
-        if not self.timed:
-            return entry, there
-        if entry.mtime_ns is None:
-            entry = self.source.complete(rel, entry)
-        policy = self.settings.existing
-        if (
-            there is not None
-            and there.kind is EntryKind.FILE
-            and there.mtime_ns is None
-            and (
-                policy is ExistingPolicy.UPDATE
-                or (policy is ExistingPolicy.OVERWRITE and there.size == entry.size)
-            )
-        ):
-            there = self.target.complete(rel, there)
-        return entry, there
 
     def kept(self, entry: Entry) -> Entry:
         """What of the source file ``entry`` its copy keeps, as ``preserve`` asks:
@@ -347,18 +322,6 @@ class PortCopy(Runtime):
             entry.mode if preserve.mode else None,
             entry.changed_ns if preserve.times else None,
         )
-
-    def decision(self, entry: Entry, there: Entry) -> tuple[Action, str]:
-        """What the policy does with the existing ``there``: the local copy's rules
-        (:func:`rcp_core.engine.existing.decide`) on both sides' entries. Where a side
-        has no settable mtime (:attr:`timed` false) times tell nothing: ``mtime`` is
-        not compared and ``update`` replaces what differs, as ``overwrite`` does."""
-        policy, compare = self.settings.existing, self.settings.overwrite_compare
-        if not self.timed:
-            compare = compare - {CompareAttr.MTIME}
-            if policy is ExistingPolicy.UPDATE:
-                policy = ExistingPolicy.OVERWRITE
-        return decide(policy, compare, entry.stat(), there.stat())
 
     def dry(self, action: str, kind: str, rel: str, reason: str) -> bool:
         """Say one dry-run line (:meth:`DryRun.line`, the one phrasing); whether
