@@ -117,14 +117,16 @@ def _write_kind(method: str, path: str, query: dict[str, str]) -> Kind:
 
 @dataclasses.dataclass
 class Counts:
-    """What went through the proxy: requests by :class:`Kind`, and the body bytes
-    sent to the store and received from it."""
+    """What went through the proxy: requests by :class:`Kind`, the body bytes sent
+    to the store and received from it, and the method and path of each request that
+    changed something (what a count that is off by one names)."""
 
     requests: collections.Counter[Kind] = dataclasses.field(
         default_factory=collections.Counter
     )
     sent: int = 0
     received: int = 0
+    changes: list[str] = dataclasses.field(default_factory=list)
 
     def of(self, *kinds: Kind) -> int:
         """How many requests of these kinds."""
@@ -186,6 +188,8 @@ class Proxy:
             )
         with self._lock:
             self.counts.requests[kind] += 1
+            if request.method not in ("GET", "HEAD"):
+                self.counts.changes.append(f"{request.method} {request.path_qs}")
             self.counts.sent += len(body)
             self.counts.received += len(data)
         return reply

@@ -19,6 +19,7 @@
 ``storetree``          a tree on an fsspec filesystem: the fsspec backend port
 ``storeinfo``          a store's info (a listing's or ``info``'s) as a port's entry:
                        kind, size, times, kept metadata, recorded MD5
+``s3stream``           an S3 object read in one GET, its user metadata with it
 ``storeremoval``       what removing a store directory removes, decided before anything
                        goes
 ``objectmeta``         the POSIX metadata kept in an object's user metadata on S3, GCS

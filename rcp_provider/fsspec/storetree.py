@@ -26,7 +26,8 @@ a stat is of what the store holds now, never of a cached listing. An entry has w
 the store's info gives (a mode, an mtime in float seconds, an owner, a symlink's
 ``destination``), and on S3, GCS and Azure the mode and mtime an object's metadata
 kept (:mod:`~rcp_provider.fsspec.objectmeta`, written with the upload; an S3
-listing has none: :meth:`Place.complete` asks), a directory's in its marker
+listing has none: :meth:`Place.complete` asks, or the GET that reads it tells,
+:meth:`Place.read_completed`), a directory's in its marker
 (:mod:`~rcp_provider.fsspec.markers`, written by :meth:`Place.set_meta`); an info is
 read as an entry by :mod:`~rcp_provider.fsspec.storeinfo`."""
 
@@ -39,7 +40,7 @@ import posixpath
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -51,7 +52,7 @@ from rcp_core.engine.removeentry import count_removed
 from rcp_core.errors import UnsafeNameError, UsageError
 from rcp_core.names import check_component
 from rcp_core.run.summary import Tally
-from rcp_provider.fsspec import markers, objectmeta
+from rcp_provider.fsspec import markers, objectmeta, s3stream
 from rcp_provider.fsspec.storeinfo import TIMED, entry_of
 from rcp_provider.fsspec.storeremoval import removal
 
@@ -275,6 +276,21 @@ class Place:
     def read(self, rel: str) -> AbstractContextManager[BinaryIO]:
         opened: AbstractContextManager[BinaryIO] = self.fs.open(self.join(rel), "rb")
         return opened
+
+    @contextlib.contextmanager
+    def read_completed(
+        self, rel: str, entry: Entry
+    ) -> Iterator[tuple[BinaryIO, Entry]]:
+        """An S3 object in one ``GetObject``, completed by its response's metadata
+        (:mod:`~rcp_provider.fsspec.s3stream`); elsewhere :meth:`read`, and
+        :meth:`complete` (which asks nothing of a file there)."""
+        if protocol_of(self.fs) not in objectmeta.S3:
+            with self.read(rel) as reader:
+                yield reader, self.complete(rel, entry)
+            return
+        with s3stream.get_object(self.fs, self.join(rel)) as (stream, metadata):
+            completed = objectmeta.applied(entry, objectmeta.decode(metadata))
+            yield cast("BinaryIO", stream), completed
 
     def write(self, rel: str, chunks: Iterator[bytes], kept: Entry) -> None:
         """Uploaded with ``kept`` as its metadata where the store keeps it."""

@@ -37,7 +37,7 @@ import stat
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Protocol, runtime_checkable
 
 from rcp_core.backends.capabilities import Backend
 from rcp_core.backends.checksums import StoreChecksum
@@ -166,6 +166,20 @@ class Listing:
     entries: dict[str, Entry]
     unsafe: dict[str, UnsafeNameError]
     skipped_links: int = 0
+
+
+@runtime_checkable
+class ReadsCompleted(Protocol):
+    """A port whose read of a file tells, in the same request, what
+    :meth:`Port.complete` would ask for (an S3 ``GetObject``'s response carries the
+    object's user metadata): one request per file where there would be two."""
+
+    def read_completed(
+        self, rel: str, entry: Entry
+    ) -> AbstractContextManager[tuple[BinaryIO, Entry]]:
+        """The file ``rel`` open for reading, and ``entry`` (its listing's)
+        completed as :meth:`Port.complete` completes it."""
+        ...
 
 
 class Port(Protocol):

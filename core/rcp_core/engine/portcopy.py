@@ -79,7 +79,7 @@ from typing import Any, BinaryIO, TypeVar
 import pluggy
 
 from rcp_core.backends.capabilities import refuse
-from rcp_core.backends.port import Entry, EntryKind, Port
+from rcp_core.backends.port import Entry, EntryKind, Port, ReadsCompleted
 from rcp_core.backends.routing import Engine
 from rcp_core.engine.existing import NEW, Action
 from rcp_core.engine.portexisting import ExistingFiles
@@ -300,17 +300,34 @@ class PortCopy(Runtime):
             tally["copied.files"] += 1
             tally["copied.bytes"] += entry.size
             return
-        if self.existing.timed and entry.mtime_ns is None:
-            entry = self.source.complete(rel, entry)  # the time its copy keeps
-        kept = self.kept(entry)
-        if self.target.copy_in(self.source, rel, rel, kept):
-            tally.moved(entry.size)
+        incomplete = self.existing.timed and entry.mtime_ns is None
+        completing = self._completing_reader() if incomplete else None
+        if completing is not None:
+            with completing.read_completed(rel, entry) as (reader, entry):
+                chunks = self._chunks(reader, tally)
+                self.target.write(rel, chunks, self.kept(entry))
         else:
-            with self.source.read(rel) as reader:
-                self.target.write(rel, self._chunks(reader, tally), kept)
+            if incomplete:
+                entry = self.source.complete(rel, entry)  # the time its copy keeps
+            kept = self.kept(entry)
+            if self.target.copy_in(self.source, rel, rel, kept):
+                tally.moved(entry.size)
+            else:
+                with self.source.read(rel) as reader:
+                    self.target.write(rel, self._chunks(reader, tally), kept)
         self.set_meta(rel, entry)
         tally["copied.files"] += 1
         tally["copied.bytes"] += entry.size
+
+    def _completing_reader(self) -> ReadsCompleted | None:
+        """The source, where a file's read tells the time its copy keeps
+        (:class:`~rcp_core.backends.port.ReadsCompleted`: one request, not two) and
+        the copy reads it anyway: the destination is this host's files, which
+        copy nothing in by a way of their own and set the time after the data."""
+        source = self.source
+        if self.target.local_path is None or not isinstance(source, ReadsCompleted):
+            return None
+        return source
 
     def kept(self, entry: Entry) -> Entry:
         """What of the source file ``entry`` its copy keeps, as ``preserve`` asks:

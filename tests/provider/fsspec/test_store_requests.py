@@ -67,6 +67,26 @@ def test_an_upload_puts_each_file_once_as_the_stores_own_client_does(
     assert ours.sent >= sum(f.stat().st_size for f in src.iterdir())
 
 
+def test_a_download_gets_each_object_once_as_the_stores_own_client_does(
+    proxy: Proxy, tmp_path: Path
+) -> None:
+    """One GET an object, its metadata (the mtime the copy keeps) in the response:
+    no HEAD an object beside it, even on S3, whose listings carry no metadata. The
+    HEADs are the destination root's and the directory marker's."""
+    src, bucket = _tree(tmp_path), proxy.store.bucket()
+    where = proxy.store.url(f"{bucket}/t")
+    _rcp(proxy, str(src), where)
+    ours = _rcp(proxy, where, str(tmp_path / "down"))
+    proxy.store.fs().get(f"{bucket}/t", str(tmp_path / "client"), recursive=True)
+    theirs = proxy.reset()
+    assert ours.of(Kind.GET) == theirs.of(Kind.GET) == FILES, (ours, theirs)
+    assert ours.of(Kind.HEAD) <= 2, ours
+    for i in (0, FILES - 1):
+        name = f"f{i:02d}"
+        kept = (tmp_path / "down" / name).stat().st_mtime_ns
+        assert kept == (src / name).stat().st_mtime_ns, name
+
+
 def test_an_unchanged_rerun_moves_no_data(proxy: Proxy, tmp_path: Path) -> None:
     src, bucket = _tree(tmp_path), proxy.store.bucket()
     where = proxy.store.url(f"{bucket}/t")
