@@ -14,6 +14,7 @@ port (:class:`rcp_core.backends.port.Port`) is
   the tools that start a session over SSH (``rcmp``, ``rrm``) reach it through
   :func:`rcp_provider.cli.remote.port`.
 
+:func:`copy_store` copies a route of the generic engine through its operands' ports;
 :func:`tree` is what a tool that takes either a path or a port is given (shard plans,
 shards); :func:`remove` routes ``rrm``'s operands to the removal that reaches them:
 this host's paths through descriptors, URLs (and ``host:/path``, when the caller
@@ -25,11 +26,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from rcp_core.backends.operands import parse_operand, split_url
-from rcp_core.backends.routing import Operand, Storage, operand
+from rcp_core.backends.routing import Operand, Route, Storage, operand
 from rcp_core.errors import UnsafeNameError, UsageError
 from rcp_core.names import check_relative
 from rcp_core.site.plugins import plugin_manager
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from rcp_core.backends.port import Port
     from rcp_core.run.monitor import Observer
     from rcp_core.run.summary import Summary
+    from rcp_core.settings import CopySettings
     from rcp_core.tools.remove.removal import RemoveSettings
 
 
@@ -74,6 +76,41 @@ def port(given: Operand, hook: pluggy.HookRelay | None = None) -> Port:
     return found
 
 
+def copy_store(
+    route: Route,
+    settings: CopySettings,
+    *,
+    on_progress: Observer | None = None,
+    cancel: threading.Event | None = None,
+    plugins: Iterable[object] = (),
+) -> Summary:
+    """Copy a route of the generic engine (a URL store on a side: ``route`` passed
+    :func:`~rcp_core.backends.routing.refuse_route`) from its one source to its
+    destination, each operand's port answered by ``plugins`` first (a run's own
+    backends: an Airflow connection's stores), then the installed backends; the
+    summary (:func:`rcp_core.engine.portcopy.copy_tree`: a destination ending in
+    ``/`` receives the source under its name).
+
+    :raises UsageError: no backend serves an operand, the settings the pair cannot
+        honour, or the operand rules; nothing was written.
+    :raises CopyFailedError: some entries were not copied, or ``cancel`` stopped it.
+    """
+    from rcp_core.engine.portcopy import copy_tree
+
+    plugins = list(plugins)
+    hook = plugin_manager(plugins, backends=True).hook
+    (source,) = route.sources
+    return copy_tree(
+        port(source, hook),
+        port(route.destination, hook),
+        settings,
+        into=route.destination.text.endswith("/"),
+        on_progress=on_progress,
+        cancel=cancel,
+        plugins=plugins,
+    )
+
+
 def tree(text: str) -> str | Port:
     """A tree a tool is given: a local path as the path (the tool's fast path), any
     other operand as its port.
@@ -93,6 +130,7 @@ def remove(
     on_progress: Observer | None = None,
     cancel: threading.Event | None = None,
     host_port: Callable[[Operand], Port] | None = None,
+    plugins: Iterable[object] = (),
 ) -> Summary:
     """Remove ``paths`` as ``rrm`` does: local paths through descriptors
     (:func:`rcp_core.tools.remove.rmtree.remove`), URLs and ``host:/path`` through
@@ -103,6 +141,8 @@ def remove(
 
     :param host_port: the port of a ``host:/path`` operand (``rrm``'s: a session
         over SSH); without it one is refused.
+    :param plugins: the run's own backends, asked first for a URL's port (an
+        Airflow connection's stores).
     :raises UsageError: local paths beside other operands, a ``host:/path`` without
         ``host_port``, an unsafe path, a URL no backend serves, or what the removal
         refuses; nothing removed.
@@ -132,13 +172,13 @@ def remove(
             raise UsageError(f"{given.text}: {exc.reason}") from exc
     from rcp_core.tools.remove.portremove import remove_ports
 
-    plugins = plugin_manager(backends=True)
+    manager = plugin_manager(plugins, backends=True)
     ports = [
         host_port(given)
         if given.storage is Storage.HOST and host_port is not None
-        else port(given, plugins.hook)
+        else port(given, manager.hook)
         for given in operands
     ]
     return remove_ports(
-        ports, settings, plugins=plugins, on_progress=on_progress, cancel=cancel
+        ports, settings, plugins=manager, on_progress=on_progress, cancel=cancel
     )

@@ -15,32 +15,47 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
+from rcp_core.errors import UsageError
 from rcp_core.settings import CompareAttr
 from rcp_operators.failures import airflow_errors
+from rcp_provider.hooks.objectstorage import Operand, stores_of
 from rcp_provider.hooks.rcp import RcpHook
 
 
 class RcpCompareOperator(BaseOperator):
     """Compare the tree ``src`` with ``dst`` (its copy).
 
-    :param src: the reference tree, on the worker's storage.
-    :param dst: the tree compared with it.
+    :param src: the reference tree: a path of the worker's storage, a URL (any store
+        fsspec reaches) or an ``ObjectStoragePath``.
+    :param dst: the tree compared with it, the same.
     :param conn_id: an ``rcp`` connection without a host (``None``: none needed).
+    :param src_conn_id: the Airflow connection of the store ``src``'s URL names
+        (``aws``, ``google_cloud_platform``, ``wasb``, ...: its credentials, as
+        :class:`~rcp_operators.copy.RcpCopyOperator` takes them); ``None``: none.
+    :param dst_conn_id: the same for ``dst``.
     :param checksum: also compare the contents of regular files (BLAKE3, parallel).
     :param attrs: attributes compared where they apply (``size,mtime,mode``; add
         ``uid,gid``).
     :param fail_on_difference: a difference fails the task (else it only returns).
     """
 
-    template_fields: Sequence[str] = ("src", "dst", "conn_id")
+    template_fields: Sequence[str] = (
+        "src",
+        "dst",
+        "conn_id",
+        "src_conn_id",
+        "dst_conn_id",
+    )
     ui_color = "#e4f9d7"
 
     def __init__(
         self,
         *,
-        src: str,
-        dst: str,
+        src: Operand,
+        dst: Operand,
         conn_id: str | None = None,
+        src_conn_id: str | None = None,
+        dst_conn_id: str | None = None,
         checksum: bool = True,
         attrs: str = "size,mtime,mode",
         fail_on_difference: bool = True,
@@ -50,6 +65,8 @@ class RcpCompareOperator(BaseOperator):
         self.src = src
         self.dst = dst
         self.conn_id = conn_id
+        self.src_conn_id = src_conn_id
+        self.dst_conn_id = dst_conn_id
         self.checksum = checksum
         self.attrs = attrs
         self.fail_on_difference = fail_on_difference
@@ -57,12 +74,19 @@ class RcpCompareOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         with airflow_errors(f"compare {self.src} with {self.dst}"):
+            ([src], [dst]), stores = stores_of(
+                [
+                    ([self.src], _store_conn_id(self.src_conn_id)),
+                    ([self.dst], _store_conn_id(self.dst_conn_id)),
+                ]
+            )
             result = RcpHook(self.conn_id).compare(
-                self.src,
-                self.dst,
+                src,
+                dst,
                 checksum=self.checksum,
                 attrs=CompareAttr.parse(self.attrs),
                 cancel=self._cancel,
+                stores=stores,
             )
         self.log.info(
             "rcmp: %s entries, %s files hashed: %s",
@@ -80,3 +104,20 @@ class RcpCompareOperator(BaseOperator):
 
     def on_kill(self) -> None:
         self._cancel.set()
+
+
+def _store_conn_id(conn_id: str | None) -> str | None:
+    """``conn_id``, which must be a store's connection (a comparison runs on the
+    worker: an ``rcp`` connection names no store).
+
+    :raises UsageError: it is an ``rcp`` connection.
+    """
+    if conn_id is None:
+        return None
+    store = RcpHook(conn_id).store_conn_id
+    if store is None:
+        raise UsageError(
+            f"connection {conn_id!r} is an rcp connection: a side's connection is "
+            "its store's (aws, google_cloud_platform, wasb, ...)"
+        )
+    return store

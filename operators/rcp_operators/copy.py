@@ -15,7 +15,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator, Context, conf
+from airflow.sdk import BaseOperator, Context, ObjectStoragePath, conf
 
 from rcp_core import CopySettings, Preserve
 from rcp_core.errors import UsageError
@@ -23,6 +23,7 @@ from rcp_core.remote.outcome import job_summary
 from rcp_core.schema import Front, offered, settings_from
 from rcp_operators.failures import airflow_errors, failed_event
 from rcp_operators.progress import INTERVAL, ProgressLog
+from rcp_provider.hooks.objectstorage import ConnectedStores, Operand, stores_of
 from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.options import verify_mode
 from rcp_provider.triggers.rcp import POLL_INTERVAL, RcpJobTrigger
@@ -40,14 +41,20 @@ class RcpCopyOperator(BaseOperator):
     ``retries`` and ``retry_delay`` are Airflow's (the task's own), so the copy
     retries a transiently failing operation as ``rcp`` does by default.
 
-    :param src: a path, or several (then ``dst`` must end in ``/``: they go into it).
-        Omitted with ``manifest``: a shard's units come from the plan.
-    :param dst: the copy's path; ending in ``/`` it is a directory the sources go into.
-    :param src_conn_id: an ``rcp`` connection where ``src`` lives (``None``: the
-        worker's storage); :class:`~rcp_provider.hooks.rcp.RcpHook` explains the kinds.
+    :param src: a path or a URL (``s3://bucket/key``, any store fsspec reaches), or an
+        ``ObjectStoragePath``, or several (then ``dst`` must end in ``/``: they go
+        into it). Omitted with ``manifest``: a shard's units come from the plan.
+    :param dst: the copy's path or URL, or an ``ObjectStoragePath``; ending in ``/``
+        it is a directory the sources go into.
+    :param src_conn_id: the connection of ``src``'s side (``None``: the worker's
+        storage): an ``rcp`` connection where it lives, or the Airflow connection of
+        the store its URL names (``aws``, ``google_cloud_platform``, ``wasb``, ...:
+        the credentials, as common-io's ``FileTransferOperator`` takes them; an
+        ``ObjectStoragePath`` carries its own);
+        :class:`~rcp_provider.hooks.rcp.RcpHook` explains the kinds.
     :param dst_conn_id: the same for ``dst``. Both on one service: the copy is a job of
         that service (the bytes never pass through the worker); on two places: the
-        data flows between them directly.
+        data flows between them directly; with a URL on either side: on the worker.
 
     :param existing: ``error`` (default: an existing ``dst`` is refused),
         ``overwrite``, ``update`` or ``ignore-existing``. A retried task continues where
@@ -101,8 +108,8 @@ class RcpCopyOperator(BaseOperator):
     def __init__(
         self,
         *,
-        dst: str,
-        src: str | Sequence[str] | None = None,
+        dst: str | ObjectStoragePath,
+        src: Operand | Sequence[Operand] | None = None,
         src_conn_id: str | None = None,
         dst_conn_id: str | None = None,
         existing: str = "error",
@@ -173,21 +180,29 @@ class RcpCopyOperator(BaseOperator):
                 return self._shard(source, target, settings, verify)
             if self.shard is not None:
                 raise UsageError("shard needs the manifest it is a shard of")
-            sources = self._sources()
+            (sources, [dst]), stores = stores_of(
+                [
+                    (self._sources(), source.store_conn_id),
+                    ([self.dst], target.store_conn_id),
+                ]
+            )
             key = job_key(context)
             if self.deferrable:
-                return self._defer(source, target, sources, settings, key, verify)
-            scopes = self._scopes(sources, settings, verify, source, target)
+                return self._defer(source, target, sources, dst, settings, key, verify)
+            scopes = self._scopes(
+                sources, dst, settings, verify, source, target, stores
+            )
             summary = source.copy(
                 sources,
-                self.dst,
+                dst,
                 settings,
                 to=target,
                 key=key,
                 on_progress=ProgressLog(self.log, interval=self.progress_interval),
                 cancel=self._cancel,
+                stores=stores,
             )
-            return self._finish(summary, verify, sources, source, scopes)
+            return self._finish(summary, verify, sources, dst, source, scopes, stores)
 
     def settings_options(self) -> dict[str, Any]:
         """The copy's options as given (the table's operator options, by name)."""
@@ -201,10 +216,12 @@ class RcpCopyOperator(BaseOperator):
     def _scopes(
         self,
         sources: list[str],
+        dst: str,
         settings: CopySettings,
         verify: str,
         source: RcpHook,
         target: RcpHook,
+        stores: ConnectedStores,
     ) -> dict[str, Scope] | None:
         """What the copy is asked to copy, for its verification (read before the
         copy: what ``--ignore-existing`` will keep); ``None`` without one.
@@ -216,7 +233,7 @@ class RcpCopyOperator(BaseOperator):
             return None
         if source.endpoint is not None or target.endpoint is not None:
             raise UsageError("verify needs both trees on the worker's storage")
-        return source.scopes(sources, self.dst, settings)
+        return source.scopes(sources, dst, settings, stores=stores)
 
     def execute_complete(
         self, context: Context, event: dict[str, Any]
@@ -228,7 +245,13 @@ class RcpCopyOperator(BaseOperator):
         with airflow_errors(f"copy {self._what()}"):
             source = RcpHook(self.src_conn_id)
             return self._finish(
-                job_summary(event["view"]), "none", self._sources(), source, None
+                job_summary(event["view"]),
+                "none",
+                [str(s) for s in self._sources()],
+                str(self.dst),
+                source,
+                None,
+                ConnectedStores(),
             )
 
     def on_kill(self) -> None:
@@ -236,10 +259,12 @@ class RcpCopyOperator(BaseOperator):
         service's job is cancelled."""
         self._cancel.set()
 
-    def _sources(self) -> list[str]:
+    def _sources(self) -> list[Operand]:
         if self.src is None:
             raise UsageError("src is required (unless a manifest and shard are given)")
-        return [self.src] if isinstance(self.src, str) else list(self.src)
+        if isinstance(self.src, str) or not isinstance(self.src, Sequence):
+            return [self.src]  # one path, URL or ObjectStoragePath
+        return list(self.src)
 
     def _what(self) -> str:
         if self.manifest is not None:
@@ -251,6 +276,7 @@ class RcpCopyOperator(BaseOperator):
         source: RcpHook,
         target: RcpHook,
         sources: list[str],
+        dst: str,
         settings: CopySettings,
         key: str | None,
         verify: str,
@@ -264,7 +290,7 @@ class RcpCopyOperator(BaseOperator):
         if verify != "none":
             raise UsageError("verify needs both trees on the worker's storage")
         assert self.src_conn_id is not None
-        job = source.submit(sources, self.dst, settings, key=key or _random_key())
+        job = source.submit(sources, dst, settings, key=key or _random_key())
         self.log.info(
             "rcp: job %s on %s is %s", job["job"], self.src_conn_id, job["state"]
         )
@@ -282,6 +308,16 @@ class RcpCopyOperator(BaseOperator):
             raise UsageError("verify a sharded copy in RcpFinalizeOperator")
         if source.endpoint is not None or target.endpoint is not None:
             raise UsageError("sharded copies run on the workers' own storage")
+        if (
+            source.store_conn_id is not None
+            or target.store_conn_id is not None
+            or not isinstance(self.dst, str)
+        ):
+            raise UsageError(
+                "a sharded copy reaches a store as its plan names it (fsspec's "
+                "configuration), not through a store connection or an "
+                "ObjectStoragePath"
+            )
         assert self.manifest is not None
         summary = source.copy_shard(
             self.manifest,
@@ -299,8 +335,10 @@ class RcpCopyOperator(BaseOperator):
         summary: dict[str, Any],
         verify: str,
         sources: list[str],
+        dst: str,
         source: RcpHook,
         scopes: dict[str, Scope] | None,
+        stores: ConnectedStores,
     ) -> dict[str, Any]:
         """Log the summary line, verify if asked (``scopes``: what the copy was
         asked to copy, :meth:`_scopes`); the XCom value."""
@@ -309,11 +347,12 @@ class RcpCopyOperator(BaseOperator):
             return summary
         result = source.verify(
             sources,
-            self.dst,
+            dst,
             checksum=verify == "checksum",
             preserve=Preserve.parse(self.preserve),
             scopes=scopes,
             cancel=self._cancel,
+            stores=stores,
         )
         self.log.info("rcp: verified (%s): the copy is the same", verify)
         return {**summary, "verify": result}

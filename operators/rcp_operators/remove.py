@@ -16,6 +16,7 @@ from airflow.sdk import BaseOperator, Context
 from rcp_core.tools.remove.removal import RemoveSettings
 from rcp_operators.failures import airflow_errors
 from rcp_operators.progress import INTERVAL, ProgressLog
+from rcp_provider.hooks.objectstorage import Operand, stores_of
 from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.options import globs, parse_time, whole_number
 
@@ -25,8 +26,11 @@ class RcpRemoveOperator(BaseOperator):
 
     :param paths: a path or several, on the worker's storage, or URLs as ``rrm``
         takes them (``s3://bucket/prefix``, ``rcp://host:port/path``: removed
-        through their ports, :func:`rcp_provider.ports.remove`).
-    :param conn_id: an ``rcp`` connection without a host (``None``: none needed).
+        through their ports, :func:`rcp_provider.ports.remove`), or
+        ``ObjectStoragePath`` objects (each through its own connection).
+    :param conn_id: an ``rcp`` connection without a host (``None``: none needed), or
+        the Airflow connection of the store the URLs name (``aws``,
+        ``google_cloud_platform``, ``wasb``, ...: their credentials).
     :param includes: globs of entries to remove (the rest stays, with its directories).
     :param excludes: globs of entries to keep; excludes win.
     :param modified_before: only entries modified before this time (ISO 8601) or
@@ -53,7 +57,7 @@ class RcpRemoveOperator(BaseOperator):
     def __init__(
         self,
         *,
-        paths: str | Sequence[str],
+        paths: Operand | Sequence[Operand],
         conn_id: str | None = None,
         includes: Sequence[str] = (),
         excludes: Sequence[str] = (),
@@ -81,8 +85,12 @@ class RcpRemoveOperator(BaseOperator):
         self._cancel = threading.Event()
 
     def execute(self, context: Context) -> dict[str, Any]:
-        paths = [self.paths] if isinstance(self.paths, str) else list(self.paths)
-        with airflow_errors(f"remove {', '.join(paths)}"):
+        given = self.paths
+        if isinstance(given, str) or not isinstance(given, Sequence):
+            given = [given]  # one path, URL or ObjectStoragePath
+        with airflow_errors(f"remove {', '.join(str(path) for path in given)}"):
+            hook = RcpHook(self.conn_id)
+            ([*paths],), stores = stores_of([(given, hook.store_conn_id)])
             settings = RemoveSettings(
                 includes=globs("includes", self.includes),
                 excludes=globs("excludes", self.excludes),
@@ -95,11 +103,12 @@ class RcpRemoveOperator(BaseOperator):
                 if self.max_workers is None
                 else whole_number("max_workers", self.max_workers, minimum=1),
             )
-            summary = RcpHook(self.conn_id).remove(
+            summary = hook.remove(
                 paths,
                 settings,
                 on_progress=ProgressLog(self.log, interval=self.progress_interval),
                 cancel=self._cancel,
+                stores=stores,
             )
         removed = summary["removed"]
         self.log.info(

@@ -42,21 +42,9 @@ def run(
         backend cannot open, or the operand rules.
     :raises CopyFailedError: some entries were not copied.
     """
-    from rcp_core.engine.portcopy import copy_tree
-    from rcp_core.site.plugins import plugin_manager
-    from rcp_provider.ports import port
+    from rcp_provider.ports import copy_store
 
-    hook = plugin_manager(backends=True).hook
-    (source,) = route.sources
-    source_port, destination_port = port(source, hook), port(route.destination, hook)
     return in_worker(
-        lambda cancel: copy_tree(
-            source_port,
-            destination_port,
-            settings,
-            into=route.destination.text.endswith("/"),
-            on_progress=renderer,
-            cancel=cancel,
-        ),
+        lambda cancel: copy_store(route, settings, on_progress=renderer, cancel=cancel),
         "rcp-store",
     )

@@ -35,7 +35,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from rcp_core import CopySettings
-from rcp_core.backends.routing import Engine, Route
+from rcp_core.backends.routing import Engine, Route, operand
 from rcp_core.tools.verify.compare import (
     Scope,
     compare,
@@ -53,6 +53,8 @@ from rcp_provider.cli.rcmp import Lines
 
 if TYPE_CHECKING:
     import os
+
+    from rcp_core.backends.port import Port
 
 KEPT = 100
 """Differences the summary's ``verified`` block lists (its counts cover all)."""
@@ -94,7 +96,7 @@ class Verification:
         :raises RemoteError: a host's session could not be started or failed.
         """
         checksum = self.args.verify == "checksum"
-        if self.local:
+        if self.local or self.store:
             verdict = in_worker(
                 lambda cancel: verify_copy(
                     self.sources,
@@ -106,6 +108,7 @@ class Verification:
                     cancel=cancel,
                     retries=self.settings.retries,
                     retry_delay=self.settings.retry_delay,
+                    ports=self._store_port if self.store else None,
                 ),
                 "rcp-verify",
             )
@@ -115,22 +118,29 @@ class Verification:
             )
         return verified(self.args.verify, verdict)
 
+    @staticmethod
+    def _store_port(text: str) -> Port:
+        """An operand of a copy to or from a URL as its port (a ``host:/path`` is
+        no operand of such a copy: no session)."""
+        from rcp_provider.ports import port
+
+        return port(operand(text))
+
     def _ports(self, checksum: bool, cancel: threading.Event) -> dict[str, Any]:
+        """A copy to, from or between hosts: each tree listed and hashed on its
+        host, by a session of its own."""
         trees = []
         for src, dst in copy_trees(self.sources, self.destination):
             with contextlib.ExitStack() as sessions:
                 a = remote.port(src, self.args, sessions)
                 b = remote.port(dst, self.args, sessions)
-                # The generic engine keeps an attribute only where both ports do.
-                kept_by = (a.backend, b.backend) if self.store else ()
                 result = compare(
                     a,
                     b,
                     checksum=checksum,
-                    attrs=kept_attrs(self.settings.preserve, *kept_by),
+                    attrs=kept_attrs(self.settings.preserve),
                     max_workers=self.settings.max_workers,
                     scope=self.scopes[dst],
-                    follow=self.store,
                     cancel=cancel,
                     retries=self.settings.retries,
                     retry_delay=self.settings.retry_delay,

@@ -5,6 +5,8 @@
                    starts work
 ``endpoint``       an ``rcpd serve`` service's address and trust, read from a
                    connection
+``objectstorage``  URLs and ``ObjectStoragePath`` operands on the filesystems Airflow
+                   attaches for its store connections (``aws``, ``wasb``, ...)
 ``workerstorage``  ``RcpHook``'s work on the worker's own storage: shard plans,
                    shards, removal, comparison, verification
 =================  ==================================================================

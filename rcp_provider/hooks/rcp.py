@@ -2,11 +2,16 @@
 
 A hook stands for one *place* where trees live:
 
-- no connection (``rcp_conn_id=None``), or a connection without a host: the storage
-  the worker itself sees. Copies run in the worker's process through the engine.
-- a connection with a host: an ``rcpd serve`` service there
+- no connection (``rcp_conn_id=None``), or an ``rcp`` connection without a host: the
+  storage the worker itself sees (its paths, and URLs of any store fsspec or a site's
+  backend reaches). Copies run in the worker's process through the engine.
+- an ``rcp`` connection with a host: an ``rcpd serve`` service there
   (:mod:`rcp_provider.hooks.endpoint` reads its fields). Paths are the service
   host's, confined to its roots.
+- a connection of another type (``aws``, ``google_cloud_platform``, ``wasb``, ...):
+  a store reached with Airflow's own credentials (:attr:`RcpHook.store_conn_id`);
+  its URLs are copied on the worker, each on the filesystem Airflow attaches for the
+  connection (:mod:`rcp_provider.hooks.objectstorage`).
 
 :meth:`RcpHook.copy` copies from this place to another (or within it): locally with
 the engine, as one job of the service when both sides are on the same service (the
@@ -39,12 +44,16 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from rcp_core import CopySettings, UsageError
 from rcp_core import copy as engine_copy
+from rcp_core.backends import routing
+from rcp_core.backends.routing import Engine, refuse_route
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.outcome import between_summary, job_summary
 from rcp_core.run.progress import Progress
 from rcp_core.run.summary import Resources, merge
 from rcp_provider.hooks.endpoint import Endpoint, endpoint_of, typed_extras
+from rcp_provider.hooks.objectstorage import ConnectedStores
 from rcp_provider.hooks.workerstorage import Report, WorkerStorage, relay
+from rcp_provider.ports import copy_store
 
 ACTIVE = frozenset({"queued", "running"})
 POLL = 2.0
@@ -69,8 +78,9 @@ class RcpHook(WorkerStorage, BaseHook):
 
     @cached_property
     def endpoint(self) -> Endpoint | None:
-        """The service this connection points at; ``None`` for the worker itself."""
-        if self.rcp_conn_id is None:
+        """The service this connection points at; ``None`` for the worker itself (a
+        store connection's work runs there too)."""
+        if self.rcp_conn_id is None or self.store_conn_id is not None:
             return None
         conn = self._connection
         return endpoint_of(
@@ -78,9 +88,18 @@ class RcpHook(WorkerStorage, BaseHook):
         )
 
     @cached_property
+    def store_conn_id(self) -> str | None:
+        """This connection's id where it is a store's (any type but ``rcp``): the
+        credentials its side's URLs are reached with; ``None`` for an ``rcp``
+        connection or none."""
+        if self.rcp_conn_id is None or self._connection.conn_type == self.conn_type:
+            return None
+        return self.rcp_conn_id
+
+    @cached_property
     def max_workers(self) -> int | None:
         """The connection's ``max_workers`` extra: the default for local copies."""
-        if self.rcp_conn_id is None:
+        if self.rcp_conn_id is None or self.store_conn_id is not None:
             return None
         workers: int | None = self._extras["max_workers"]
         return workers
@@ -125,9 +144,14 @@ class RcpHook(WorkerStorage, BaseHook):
         key: str | None = None,
         on_progress: Report | None = None,
         cancel: threading.Event | None = None,
+        stores: ConnectedStores | None = None,
     ) -> dict[str, Any]:
         """Copy ``sources`` (here) to ``destination`` (at ``to``, by default here)
-        by ``rcp``'s operand rules; the run's JSON summary.
+        by ``rcp``'s operand rules; the run's JSON summary. On the worker, a URL
+        operand is copied through the generic engine
+        (:func:`rcp_provider.ports.copy_store`), reached through its store
+        connection where ``stores`` has one for it
+        (:func:`rcp_provider.hooks.objectstorage.stores_of`).
 
         Every way of copying ends by the engine's rule
         (:mod:`rcp_core.remote.outcome`): the summary when nothing failed, else
@@ -143,9 +167,24 @@ class RcpHook(WorkerStorage, BaseHook):
         """
         to = to or self
         here, there = self.endpoint, to.endpoint
+        if stores and (here is not None or there is not None):
+            raise UsageError(
+                "a store connection's URLs are copied on the worker: the other side "
+                "must be the worker's storage or a store connection, not a service"
+            )
         if here is None and there is None:
             if settings.max_workers is None and self.max_workers is not None:
                 settings = replace(settings, max_workers=self.max_workers)
+            route = routing.route([*sources, destination])
+            if route.engine is Engine.STORE:
+                refuse_route(route)
+                return copy_store(
+                    route,
+                    settings,
+                    on_progress=relay(on_progress),
+                    cancel=cancel,
+                    plugins=[stores] if stores else (),
+                ).as_dict()
             summary = engine_copy(
                 list(sources),
                 destination,

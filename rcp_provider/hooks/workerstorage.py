@@ -13,14 +13,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rcp_core import CompareAttr, CopySettings, Preserve, UsageError
+from rcp_core.backends.routing import operand
 from rcp_core.run.progress import Progress
-from rcp_provider.ports import remove, tree
+from rcp_provider.ports import port, remove, tree
 
 if TYPE_CHECKING:
     from rcp_core.backends.port import Port
     from rcp_core.tools.remove.removal import RemoveSettings
     from rcp_core.tools.verify.compare import Scope
     from rcp_provider.hooks.endpoint import Endpoint
+    from rcp_provider.hooks.objectstorage import ConnectedStores
 
 Report = Callable[[dict[str, Any]], None]
 """Receives a running copy's ``entries``, ``bytes``, ``errors`` and ``elapsed``."""
@@ -106,15 +108,21 @@ class WorkerStorage:
         *,
         on_progress: Report | None = None,
         cancel: threading.Event | None = None,
+        stores: ConnectedStores | None = None,
     ) -> dict[str, Any]:
-        """Remove ``paths`` (trees: the worker's paths, or URLs) in parallel, as
-        ``rrm`` does (:func:`rcp_provider.ports.remove`); the JSON summary.
+        """Remove ``paths`` (trees: the worker's paths, or URLs, reached through
+        their store connection where ``stores`` has one) in parallel, as ``rrm``
+        does (:func:`rcp_provider.ports.remove`); the JSON summary.
 
         :raises CopyFailedError: something selected could not be removed.
         """
         self._on_worker("removal")
         return remove(
-            paths, settings, on_progress=relay(on_progress), cancel=cancel
+            paths,
+            settings,
+            on_progress=relay(on_progress),
+            cancel=cancel,
+            plugins=[stores] if stores else (),
         ).as_dict()
 
     def compare(
@@ -125,15 +133,18 @@ class WorkerStorage:
         checksum: bool,
         attrs: frozenset[CompareAttr],
         cancel: threading.Event | None = None,
+        stores: ConnectedStores | None = None,
     ) -> dict[str, Any]:
-        """Compare the tree ``src`` with ``dst`` on the worker's storage; the JSON
-        result (:func:`rcp_core.tools.verify.compare.compare`), differences or not."""
+        """Compare the tree ``src`` with ``dst`` on the worker's storage (a URL
+        through its port, reached through its store connection where ``stores`` has
+        one; as ``rcmp`` compares, symlinks as symlinks); the JSON result
+        (:func:`rcp_core.tools.verify.compare.compare`), differences or not."""
         from rcp_core.tools.verify.compare import compare
 
         self._on_worker("comparison")
-        return compare(
-            src, dst, checksum=checksum, attrs=attrs, cancel=cancel
-        ).as_dict()
+        ports = _ports_of([src], dst, stores)
+        a, b = (src, dst) if ports is None else (ports(src), ports(dst))
+        return compare(a, b, checksum=checksum, attrs=attrs, cancel=cancel).as_dict()
 
     def verify(
         self,
@@ -144,15 +155,17 @@ class WorkerStorage:
         preserve: Preserve,
         scopes: Mapping[str, Scope] | None = None,
         cancel: threading.Event | None = None,
+        stores: ConnectedStores | None = None,
     ) -> dict[str, Any]:
         """Compare each source with its copy (by ``rcp``'s operand rules: into
         ``destination`` when it ends in ``/``); ``same`` and each tree's result. Sizes
         and link targets always count; times, mode and owner only where the copy
-        ``preserve``-d them.
+        ``preserve``-d them (and, between a URL and another tree, where both sides
+        keep them). A URL is compared through its port, reached through its store
+        connection where ``stores`` has one.
 
-        :param scopes: what the copy was asked to copy, from
-            :func:`rcp_core.tools.verify.compare.prepare_scopes` before it (default:
-            everything).
+        :param scopes: what the copy was asked to copy, from :meth:`scopes` before
+            it (default: everything).
         :raises VerificationError: a copy differs (the result is its ``result``).
         """
         from rcp_core.tools.verify.compare import verify_copy
@@ -165,10 +178,16 @@ class WorkerStorage:
             preserve=preserve,
             scopes=scopes,
             cancel=cancel,
+            ports=_ports_of(sources, destination, stores),
         )
 
     def scopes(
-        self, sources: Sequence[str], destination: str, settings: CopySettings
+        self,
+        sources: Sequence[str],
+        destination: str,
+        settings: CopySettings,
+        *,
+        stores: ConnectedStores | None = None,
     ) -> dict[str, Scope]:
         """What a copy of ``sources`` to ``destination`` with ``settings`` is asked to
         copy, for :meth:`verify` (:func:`rcp_core.tools.verify.compare.prepare_scopes`);
@@ -176,7 +195,12 @@ class WorkerStorage:
         from rcp_core.tools.verify.compare import prepare_scopes
 
         self._on_worker("verification")
-        return prepare_scopes(sources, destination, settings)
+        return prepare_scopes(
+            sources,
+            destination,
+            settings,
+            ports=_ports_of(sources, destination, stores),
+        )
 
     def _on_worker(self, what: str) -> None:
         if self.endpoint is not None:
@@ -184,6 +208,22 @@ class WorkerStorage:
                 f"{what} runs on the worker's own storage; connection "
                 f"{self.rcp_conn_id!r} is a service"
             )
+
+
+def _ports_of(
+    sources: Sequence[str], destination: str, stores: ConnectedStores | None
+) -> Callable[[str], Port] | None:
+    """How a verification of a copy to or from a URL reaches each tree: its port
+    (:func:`rcp_provider.ports.port`, a store connection's through ``stores``);
+    ``None`` for a copy between the worker's paths (compared through directory
+    descriptors)."""
+    from rcp_core.backends.routing import Engine, route
+    from rcp_core.site.plugins import plugin_manager
+
+    if route([*sources, destination]).engine is not Engine.STORE:
+        return None
+    hook = plugin_manager([stores] if stores else (), backends=True).hook
+    return lambda text: port(operand(text), hook)
 
 
 def _source(root: str) -> Port | None:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from support.airflow import DAGS, TEST_DAGS
+from benchmarks.objectstores import S3_KEY, S3_REGION, S3_SECRET, Store
+from support.airflow import DAGS, TEST_DAGS, connection_env
 from support.services import Served
 from support.treecmp import TreeCompare
 from support.treespec import Dir, File, Spec, Symlink, make_tree
@@ -69,6 +70,7 @@ def test_every_example_dag_imports_without_errors() -> None:
         "example_rcp_sharded",
         "example_rcp_nightly_sync",
         "example_rcp_snapshot",
+        "example_rcp_object_store",
     }
 
 
@@ -162,3 +164,36 @@ def test_the_snapshot_example_copies_proves_links_and_prunes(tmp_path: Path) -> 
     assert big[0] == big[1]  # shared, not copied
     assert _xcom(run, "snapshot")["methods"]["link"] == 61
     assert _xcom(run, "prune")["removed"]["files"] == 0  # yesterday's: never made
+
+
+def test_the_object_store_example_goes_up_to_s3_and_back_through_a_connection(
+    s3: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tree_compare: TreeCompare,
+) -> None:
+    """Airflow's own ``aws`` connection to a real S3 API (moto_server); a rerun
+    moves nothing."""
+    name, value = connection_env(
+        "aws_moto",
+        conn_type="aws",
+        login=S3_KEY,
+        password=S3_SECRET,
+        extra={"endpoint_url": s3.endpoint, "region_name": S3_REGION},
+    )
+    monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    files = {k: v for k, v in TREE.items() if not isinstance(v, Symlink)}
+    src = make_tree(tmp_path / "src", files)  # a store keeps no symlinks (yet)
+    conf = {
+        "src": str(src),
+        "url": f"s3://{s3.bucket()}/projects",
+        "back": str(tmp_path / "back"),
+        "conn_id": "aws_moto",
+    }
+    run = _run("example_rcp_object_store", conf)
+    assert tree_compare(src, tmp_path / "back") == []
+    assert _xcom(run, "upload")["verify"]["same"] is True
+    rerun = _run("example_rcp_object_store", conf)
+    for task_id in ("upload", "download"):
+        assert _xcom(rerun, task_id)["copied"]["files"] == 0, task_id

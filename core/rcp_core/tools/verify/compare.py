@@ -132,13 +132,20 @@ def copy_trees(sources: Sequence[str], destination: str) -> list[tuple[str, str]
 
 
 def prepare_scopes(
-    sources: Sequence[str], destination: str, settings: CopySettings
+    sources: Sequence[str],
+    destination: str,
+    settings: CopySettings,
+    *,
+    ports: Callable[[str], Port] | None = None,
 ) -> dict[str, Scope]:
-    """Before a copy of ``sources`` to ``destination`` on this host: each destination
-    tree's :class:`Scope`, by its path (:func:`verify_copy`'s ``scopes``)."""
+    """Before a copy of ``sources`` to ``destination``: each destination tree's
+    :class:`Scope`, by its path (:func:`verify_copy`'s ``scopes``); a tree read
+    through its port as ``ports`` gives it (a copy to or from a URL), else as this
+    host's path."""
+    port_of = ports or _port_of
     return {
         dst: Scope.of(
-            settings, snapshot(_port_of(dst)) if Scope.keeps(settings) else None
+            settings, snapshot(port_of(dst)) if Scope.keeps(settings) else None
         )
         for _, dst in copy_trees(sources, destination)
     }
@@ -294,6 +301,7 @@ def verify_copy(
     plugins: Plugins = None,
     retries: int = RETRIES,
     retry_delay: float = RETRY_DELAY,
+    ports: Callable[[str], Port] | None = None,
 ) -> dict[str, Any]:
     """Compare each source with its copy (:func:`copy_trees`): the verdict
     (:func:`verdict_of`). Sizes and link targets always count; times, mode and owner
@@ -303,15 +311,26 @@ def verify_copy(
         :func:`prepare_scopes` before the copy; a tree without one is compared whole.
     :param plugins: as :func:`compare` takes them; ``retries`` and
         ``retry_delay``: the copy's.
+    :param ports: each tree's port, for a copy to or from a URL (the generic
+        engine's), compared as it copied: the source listed with its symlinks
+        followed to files, an attribute only where both ports keep it; without it,
+        the trees are this host's paths.
     :raises VerificationError: a copy differs.
     """
     trees = []
     for src, dst in copy_trees(sources, destination):
+        a: str | Port = src
+        b: str | Port = dst
+        kept_by: tuple[Backend, ...] = ()
+        if ports is not None:
+            a, b = ports(src), ports(dst)
+            kept_by = (a.backend, b.backend)  # the generic copy kept what both keep
         result = compare(
-            src,
-            dst,
+            a,
+            b,
             checksum=checksum,
-            attrs=kept_attrs(preserve),
+            attrs=kept_attrs(preserve, *kept_by),
+            follow=ports is not None,
             scope=(scopes or {}).get(dst, EVERYTHING),
             max_workers=max_workers,
             cancel=cancel,

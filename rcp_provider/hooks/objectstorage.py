@@ -1,0 +1,152 @@
+"""Object storage reached through Airflow's connections: operands that are URLs or
+``ObjectStoragePath`` objects, on the filesystems Airflow attaches for them.
+
+A side of an operator is reached through an Airflow connection (``src_conn_id``,
+``dst_conn_id``, ``conn_id``). An ``rcp`` connection says where the work runs (the
+worker, an ``rcpd serve`` service: :class:`~rcp_provider.hooks.rcp.RcpHook`); a
+connection of any other type (``aws``, ``google_cloud_platform``, ``wasb``, ...) holds
+the credentials of the store its side's URLs name, as common-io's
+``FileTransferOperator`` takes them: the filesystem is the one Airflow attaches
+(``ObjectStoragePath(url, conn_id=...).fs``: the store's provider's ``get_fs``), and
+the work runs on the worker. An ``ObjectStoragePath`` operand carries its own
+connection.
+
+- :func:`stores_of`: each operand with its side's store connection, as the URL text
+  the operand rules read (``rcp``'s: a trailing ``/`` copies into) and the
+  :class:`ConnectedStores` plugin that reaches it;
+- :class:`ConnectedStores`: a backend plugin answering ``rcp_backend_for`` for exactly
+  those URLs, with a port on the attached filesystem
+  (:func:`rcp_provider.fsspec.storetree.port_of`), registered for one run: the copy,
+  its verification and a removal reach each through its connection, and any other URL
+  as before (fsspec's configuration, a site's backend).
+
+Invariants: a URL is the operand's own text (a connection's credentials are looked up
+by its id, never written into a URL or a log line); a store connection on a side
+whose operand is a local path, a ``host:/path`` or a service's ``rcp://`` URL is
+refused (:class:`~rcp_core.errors.UsageError`), and so is a scheme no installed
+provider gives Airflow a filesystem for, naming what to install.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rcp_core.backends.routing import Storage, operand
+from rcp_core.errors import UsageError
+from rcp_core.site.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from rcp_core.backends.port import Port
+
+Operand = Any
+"""A path or URL (``str``, ``os.PathLike``), or an ``ObjectStoragePath``."""
+PROVIDERS = {
+    "s3": "apache-airflow-providers-amazon[s3fs]",
+    "gs": "apache-airflow-providers-google",
+    "gcs": "apache-airflow-providers-google",
+    "az": "apache-airflow-providers-microsoft-azure",
+    "abfs": "apache-airflow-providers-microsoft-azure",
+    "abfss": "apache-airflow-providers-microsoft-azure",
+}
+"""The provider that gives Airflow a filesystem for a scheme, for the error that
+names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Attached:
+    """A URL reached through an Airflow connection (``None``: Airflow's default
+    filesystem for its scheme, an ``ObjectStoragePath`` made without one)."""
+
+    url: str
+    conn_id: str | None
+
+
+@dataclass(slots=True)
+class ConnectedStores:
+    """The backend plugin of one run's operands on connections (see the module)."""
+
+    attached: dict[str, _Attached] = field(default_factory=dict)
+
+    @hookimpl
+    def rcp_backend_for(self, url: str) -> Port | None:
+        """The port of ``url`` on its connection's filesystem, where ``url`` is one
+        of this run's operands (as the routing asks: without its trailing ``/``)."""
+        found = self.attached.get(url.rstrip("/"))
+        return None if found is None else _port(found)
+
+    def __bool__(self) -> bool:
+        return bool(self.attached)
+
+
+def stores_of(
+    sides: Sequence[tuple[Sequence[Operand], str | None]],
+) -> tuple[list[list[str]], ConnectedStores]:
+    """Each side's operands as the text the operand rules read, and the plugin that
+    reaches those on a connection: an ``ObjectStoragePath`` by its own (its URL
+    keeps no trailing ``/``), a URL by its side's store connection (``None``: no
+    store connection on that side).
+
+    :raises UsageError: a store connection on a side whose operand is no URL store.
+    """
+    stores = ConnectedStores()
+    texts: list[list[str]] = []
+    for operands, conn_id in sides:
+        side: list[str] = []
+        for given in operands:
+            text, attached = _text(given, conn_id)
+            if attached is not None:
+                stores.attached[attached.url] = attached
+            side.append(text)
+        texts.append(side)
+    return texts, stores
+
+
+def _text(given: Operand, conn_id: str | None) -> tuple[str, _Attached | None]:
+    if _is_object_storage_path(given):
+        url = f"{given.protocol}://{given.path}"
+        return url, _Attached(url, given.conn_id)
+    text = os.fspath(given)
+    if conn_id is None:
+        return text, None
+    if operand(text).storage is not Storage.STORE:
+        raise UsageError(
+            f"{text}: connection {conn_id!r} is a store's: its side must be a URL of "
+            "that store (s3://bucket/key, gs://..., az://...)"
+        )
+    return text, _Attached(text.rstrip("/"), conn_id)
+
+
+def _is_object_storage_path(given: Operand) -> bool:
+    """Whether ``given`` is Airflow's ``ObjectStoragePath`` (imported only when
+    Airflow is)."""
+    try:
+        from airflow.sdk import ObjectStoragePath
+    except ImportError:  # the engine and tools run without Airflow
+        return False
+    return isinstance(given, ObjectStoragePath)
+
+
+def _port(attached: _Attached) -> Port:
+    """The port of ``attached`` on the filesystem Airflow attaches for it.
+
+    :raises UsageError: no installed provider gives Airflow a filesystem for its
+        scheme.
+    """
+    from airflow.sdk import ObjectStoragePath
+
+    from rcp_provider.fsspec.storetree import port_of
+
+    path = ObjectStoragePath(attached.url, conn_id=attached.conn_id)
+    try:
+        fs = path.fs
+    except ValueError as exc:  # "No filesystem registered for scheme ..."
+        scheme = attached.url.partition("://")[0]
+        package = PROVIDERS.get(scheme, f"the Airflow provider of {scheme}://")
+        raise UsageError(
+            f"{attached.url}: Airflow has no filesystem for {scheme}:// "
+            f"(install {package})"
+        ) from exc
+    return port_of(fs, str(path.path))
