@@ -19,6 +19,8 @@
 ``storetree``          a tree on an fsspec filesystem: the fsspec backend port
 ``storeinfo``          a store's info (a listing's or ``info``'s) as a port's entry:
                        kind, size, times, kept metadata, recorded MD5
+``azureblobs``         Azure blob calls through adlfs's client: a local file in one
+                       Put Blob with its metadata, a marker's blob
 ``s3stream``           an S3 object read in one GET, its user metadata with it
 ``storeremoval``       what removing a store directory removes, decided before anything
                        goes

@@ -21,6 +21,7 @@ from typing import Any
 
 import fsspec.asyn
 
+from rcp_provider.fsspec import azureblobs
 from rcp_provider.fsspec.objectmeta import (
     GCS,
     S3,
@@ -51,7 +52,7 @@ def put(fs: Any, protocol: str, path: str, metadata: Mapping[str, str]) -> None:
     elif protocol in GCS:
         fs.pipe_file(f"{bucket}/{key}", b"", metadata=dict(metadata))
     else:
-        fsspec.asyn.sync(fs.loop, _azure_put, fs, bucket, key, dict(metadata))
+        azureblobs.put(fs, bucket, key, b"", {**metadata, **azureblobs.DIRECTORY})
 
 
 def keep(fs: Any, protocol: str, path: str, kept: Kept) -> None:
@@ -78,8 +79,7 @@ def read(fs: Any, protocol: str, path: str) -> dict[str, str] | None:
                 fs.loop, fs._call, "GET", "b/{}/o/{}", bucket, key, json_out=True
             )
             return dict(found.get("metadata") or {})
-        azure: dict[str, str] = fsspec.asyn.sync(fs.loop, _azure_read, fs, bucket, key)
-        return azure
+        return azureblobs.metadata(fs, bucket, key)
     except FileNotFoundError:
         return None
 
@@ -94,40 +94,6 @@ def remove(fs: Any, protocol: str, path: str) -> None:
         if protocol in GCS:
             fsspec.asyn.sync(fs.loop, fs._call, "DELETE", "b/{}/o/{}", bucket, key)
         else:
-            fsspec.asyn.sync(fs.loop, _azure_remove, fs, bucket, key)
+            azureblobs.remove(fs, bucket, key)
     except FileNotFoundError:
         return
-
-
-AZURE_DIRECTORY = {"is_directory": "true"}
-"""adlfs's own mark of a directory blob: without it adlfs takes ``DIR/`` for a file
-named ``DIR`` and lists nothing below it."""
-
-
-async def _azure_put(
-    fs: Any, container: str, key: str, metadata: dict[str, str]
-) -> None:
-    async with fs.service_client.get_blob_client(container=container, blob=key) as bc:
-        marked = {**metadata, **AZURE_DIRECTORY}
-        await bc.upload_blob(b"", overwrite=True, metadata=marked)
-
-
-async def _azure_read(fs: Any, container: str, key: str) -> dict[str, str]:
-    from azure.core.exceptions import ResourceNotFoundError
-
-    async with fs.service_client.get_blob_client(container=container, blob=key) as bc:
-        try:
-            properties = await bc.get_blob_properties()
-        except ResourceNotFoundError as exc:
-            raise FileNotFoundError(key) from exc
-    return dict(properties.metadata or {})
-
-
-async def _azure_remove(fs: Any, container: str, key: str) -> None:
-    from azure.core.exceptions import ResourceNotFoundError
-
-    async with fs.service_client.get_blob_client(container=container, blob=key) as bc:
-        try:
-            await bc.delete_blob()
-        except ResourceNotFoundError as exc:
-            raise FileNotFoundError(key) from exc

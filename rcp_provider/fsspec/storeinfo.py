@@ -102,8 +102,12 @@ def checksum_of(info: dict[str, Any]) -> StoreChecksum | None:
         except binascii.Error:
             return None
     else:
-        settings = info.get("content_settings")
-        recorded = settings.get("content_md5") if isinstance(settings, dict) else None
+        settings = info.get("content_settings")  # a dict listed, the SDK's own stat'd
+        recorded = (
+            settings.get("content_md5")
+            if isinstance(settings, dict)
+            else getattr(settings, "content_md5", None)
+        )
     if isinstance(recorded, (bytes, bytearray)) and len(recorded) == 16:
         return StoreChecksum(bytes(recorded))
     return None

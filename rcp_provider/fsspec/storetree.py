@@ -52,7 +52,7 @@ from rcp_core.engine.removeentry import count_removed
 from rcp_core.errors import UnsafeNameError, UsageError
 from rcp_core.names import check_component
 from rcp_core.run.summary import Tally
-from rcp_provider.fsspec import markers, objectmeta, s3stream
+from rcp_provider.fsspec import azureblobs, markers, objectmeta, s3stream
 from rcp_provider.fsspec.storeinfo import TIMED, entry_of
 from rcp_provider.fsspec.storeremoval import removal
 
@@ -309,16 +309,21 @@ class Place:
         return None  # a store hashes nothing for us: the comparison reads it
 
     def copy_in(self, source: Port, src_rel: str, rel: str, kept: Entry) -> bool:
-        """A local file by the client's ``put_file``, with ``kept`` as metadata
-        (adlfs's names metadata of its own: there the data streams through
-        :meth:`write`); within one filesystem its ``cp_file``, which copies the
-        source object's metadata."""
+        """A local file by the client's ``put_file``, with ``kept`` as metadata (on
+        Azure by the SDK's ``upload_blob``,
+        :func:`~rcp_provider.fsspec.azureblobs.upload`: one Put Blob for a small
+        file, where adlfs stages blocks and names the metadata itself); within one
+        filesystem its ``cp_file``, which copies the source object's metadata."""
         local = source.local_path
         if local is not None:
-            if protocol_of(self.fs) in objectmeta.AZURE:
-                return False
             path = os.path.join(local, src_rel) if src_rel else local
-            self.fs.put_file(path, self.join(rel), **self._metadata(kept))
+            options = self._metadata(kept)
+            if protocol_of(self.fs) in objectmeta.AZURE:
+                azureblobs.upload(
+                    self.fs, path, self.join(rel), options.get("metadata", {})
+                )
+            else:
+                self.fs.put_file(path, self.join(rel), **options)
             return True
         if isinstance(source, Place) and source.fs is self.fs:
             self.fs.cp_file(source.join(src_rel), self.join(rel))

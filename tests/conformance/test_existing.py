@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from rcp_core.backends.routing import Storage
 from support import capabilities
 from support.backends import StoreBackend
 from support.capabilities import Feature, Support
@@ -194,3 +195,61 @@ def test_ignore_existing_keeps_an_entry_of_the_other_kind(pair: Pair) -> None:
     assert run.code == 0, run
     assert pair.dst.read(pair.dst.join(dst, "f/y")) == KINDS_DESTINATION["f/y"]
     assert pair.dst.read(pair.dst.join(dst, "d")) == KINDS_DESTINATION["d"]
+
+
+def by_the_store_engine(source: str, destination: str) -> bool:
+    """Whether a URL store is on a side: the store engine copies the pair, which
+    compares contents (a service beside a store is a store port there)."""
+    storages = {capabilities.STORAGE_OF[name][0] for name in (source, destination)}
+    return Storage.STORE in storages
+
+
+def by_the_remote_roles(source: str, destination: str) -> bool:
+    return not by_the_store_engine(source, destination)
+
+
+@pytest.mark.parametrize(
+    "pair",
+    cases(Feature.CHECKSUM_COMPARE, Support.YES)
+    + cases(Feature.CHECKSUM_COMPARE, Support.REFUSED, where=by_the_store_engine),
+    indirect=True,
+)
+def test_checksum_replaces_a_same_size_same_time_edit_and_keeps_the_same_bytes(
+    pair: Pair,
+) -> None:
+    """``-o --overwrite-compare size,mtime,checksum``: what size and time alone
+    cannot tell (an edit of the same size whose time was kept) is replaced; the same
+    bytes are left as they are, not written again."""
+    src = pair.source({n: File(SOURCE[n], mtime_ns=T0) for n in ("same", "samesize")})
+    dst = pair.existing({n: DESTINATION[n] for n in ("same", "samesize")})
+    run = pair.rcp(
+        "-o",
+        "--overwrite-compare",
+        "size,mtime,checksum",
+        sources=[src],
+        destination=dst,
+    )
+    assert run.code == 0, run
+    assert pair.dst.read(pair.dst.join(dst, "samesize")) == SOURCE["samesize"]
+    assert pair.dst.read(pair.dst.join(dst, "same")) == SOURCE["same"]
+    assert run.counts("copied")["files"] == 1, run.summary
+
+
+@pytest.mark.parametrize(
+    "pair",
+    cases(Feature.CHECKSUM_COMPARE, Support.REFUSED, where=by_the_remote_roles),
+    indirect=True,
+)
+def test_checksum_is_refused_where_the_engine_cannot_compare_contents(
+    pair: Pair,
+) -> None:
+    """The remote roles decide by metadata alone: ``checksum`` is refused before
+    anything is written, never accepted and ignored."""
+    src = pair.source({"samesize": File(SOURCE["samesize"], mtime_ns=T0)})
+    dst = pair.existing({"samesize": DESTINATION["samesize"]})
+    run = pair.rcp(
+        "-o", "--overwrite-compare", "size,checksum", sources=[src], destination=dst
+    )
+    assert run.code == 2, run
+    assert "--overwrite-compare checksum" in run.err, run.err
+    assert pair.dst.read(pair.dst.join(dst, "samesize")) == DESTINATION["samesize"].data

@@ -23,6 +23,7 @@ README_COLUMNS: dict[str, tuple[str, ...]] = {
 them)."""
 README_ROWS: dict[str, tuple[Feature, ...]] = {
     "-o": (Feature.OVERWRITE,),
+    "--overwrite-compare": (Feature.CHECKSUM_COMPARE,),
     "-u": (Feature.UPDATE, Feature.IGNORE_EXISTING),
     "--delete": (Feature.DELETE,),
     "-p": (Feature.MODE, Feature.MTIME, Feature.XATTRS),

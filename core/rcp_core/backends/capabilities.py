@@ -102,7 +102,7 @@ def store_backend(
 
 Given = Callable[[CopySettings], bool]
 
-_STORE_COMPARES = frozenset({CompareAttr.SIZE, CompareAttr.MTIME})
+_STORE_COMPARES = frozenset({CompareAttr.SIZE, CompareAttr.MTIME, CompareAttr.CHECKSUM})
 
 NOT_HONOURED: dict[Engine, dict[str, Given]] = {
     Engine.LOCAL: {},
@@ -112,10 +112,13 @@ NOT_HONOURED: dict[Engine, dict[str, Given]] = {
             lambda s: s.max_workers is not None
         ),
         "--max-open-files": lambda s: s.max_open_files is not None,
+        "--overwrite-compare checksum": (
+            lambda s: CompareAttr.CHECKSUM in s.overwrite_compare
+        ),
     },
     Engine.STORE: {
         "--dereference": lambda s: s.dereference,
-        "--overwrite-compare beyond size,mtime": (
+        "--overwrite-compare beyond size,mtime,checksum": (
             lambda s: bool(s.overwrite_compare - _STORE_COMPARES)
         ),
         "--max-processes": lambda s: s.max_processes is not None,

@@ -58,6 +58,7 @@ class Feature(enum.Enum):
     DIRECTORIES = "a missing `DST/` or parent of DST is refused"
     SEVERAL_SOURCES = "several sources (`SRC... DST/`)"
     OVERWRITE = "`-o`: identical files left, others replaced"
+    CHECKSUM_COMPARE = "`--overwrite-compare checksum`: same size and time, other bytes"
     UPDATE = "`-u`: only files older than the source replaced"
     IGNORE_EXISTING = "`--ignore-existing`"
     REPLACE_KIND = "`-o`: a file replaces a directory and the reverse"
@@ -159,6 +160,7 @@ RULES: dict[Feature, Callable[[Engine, Backend], Cell]] = {
         Cell(R, "one source to or from a store") if engine in ONE_SOURCE else Cell(Y)
     ),
     Feature.OVERWRITE: _by_time("identical: by size (no settable mtime)"),
+    Feature.CHECKSUM_COMPARE: _flag("--overwrite-compare checksum"),
     Feature.UPDATE: _by_time("by size (no settable mtime)"),
     Feature.IGNORE_EXISTING: _always,
     Feature.REPLACE_KIND: lambda engine, backend: (

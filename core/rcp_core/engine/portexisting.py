@@ -15,6 +15,9 @@ Invariants:
   proves nothing (:mod:`rcp_core.backends.checksums`), so then, as where there is no
   checksum, each side the policy reads the time of is completed
   (:meth:`~rcp_core.backends.port.Port.complete`: one request);
+- **contents where asked** (``--overwrite-compare checksum``): a pair whose metadata
+  agree is unchanged only when its bytes are the same: proven by a recorded MD5
+  where one matches, else by reading both sides (:meth:`ExistingFiles._same_contents`);
 - **nothing is written here**: a decision only reads (a dry run decides alike).
 """
 
@@ -24,10 +27,14 @@ from collections.abc import Callable
 
 from rcp_core.backends import checksums
 from rcp_core.backends.capabilities import Capability
+from rcp_core.backends.checksums import StoreChecksum
 from rcp_core.backends.port import Entry, EntryKind, Port
-from rcp_core.engine.existing import NEW, Action, decide
+from rcp_core.engine.existing import COMPARE_CHUNK, NEW, Action, decide
 from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy
 
+CONTENTS_ASKED = "checksum"
+"""The reason :func:`~rcp_core.engine.existing.decide` gives where the metadata agree
+and ``checksum`` asks for the contents to be compared."""
 HASHED_NOT_ASKED = 16 << 20
 """The largest file of this host hashed to tell it unchanged from an object whose
 listing lacked its mtime, rather than one request for the object's metadata: MD5
@@ -80,7 +87,12 @@ class ExistingFiles:
                 entry = self.source.complete(rel, entry)
             if there.mtime_ns is None:
                 there = self.target.complete(rel, there)
-        return entry, *self.decision(entry, there)
+        action, reason = self.decision(entry, there)
+        if action is Action.UNCHANGED and reason == CONTENTS_ASKED:  # two files
+            if not self._same_contents(rel, entry, there):
+                return entry, Action.REPLACE, "content differs"
+            return entry, action, "identical contents"
+        return entry, action, reason
 
     def _same_bytes(self, rel: str, entry: Entry, there: Entry) -> bool:
         """Whether the same-size pair ``rel`` is proven to hold the same bytes
@@ -90,11 +102,9 @@ class ExistingFiles:
         other side's recorded checksum is the same, or its bytes, read here from
         this host's file of at most :data:`HASHED_NOT_ASKED` bytes, match it
         (:func:`rcp_core.backends.checksums.matches`). ``False`` where nothing is
-        proven: the caller asks the store."""
-        if there.mtime_ns is None:  # the destination's checksum, when both lack one
-            other_port, other, stored = self.source, entry, there
-        else:
-            other_port, other, stored = self.target, there, entry
+        proven: the caller asks the store (:func:`proven_same`)."""
+        # The side without its mtime (the destination, when both lack one).
+        other, stored = (entry, there) if there.mtime_ns is None else (there, entry)
         if (
             entry.size != there.size
             or stored.checksum is None
@@ -103,13 +113,37 @@ class ExistingFiles:
             or other.changed_ns >= stored.modified_ns
         ):
             return False
-        if other.checksum is not None:
-            return other.checksum == stored.checksum
-        if other_port.local_path is None or other.size > HASHED_NOT_ASKED:
-            return False
-        with other_port.read(rel) as reader:
-            same = checksums.matches(stored.checksum, reader, other.size, self.stopping)
-        return bool(same)
+        return proven_same(
+            self.source,
+            self.target,
+            rel,
+            entry.size,
+            (entry.checksum, there.checksum),
+            self.stopping,
+            hashed_at_most=HASHED_NOT_ASKED,
+        )
+
+    def _same_contents(self, rel: str, entry: Entry, there: Entry) -> bool:
+        """Whether the same-size pair ``rel`` holds the same bytes
+        (``--overwrite-compare checksum``): the same MD5 both stores recorded, or
+        one store's MD5 matching the other side's bytes read from this host; else
+        (or where those do not match: a mismatch proves nothing) both sides read
+        and compared, :data:`COMPARE_CHUNK` at a time.
+
+        :raises OSError: a side could not be read (the entry's error).
+        """
+        stopping = self.stopping
+        recorded = (entry.checksum, there.checksum)
+        if proven_same(self.source, self.target, rel, entry.size, recorded, stopping):
+            return True
+        with self.source.read(rel) as mine, self.target.read(rel) as theirs:
+            while not stopping():  # a stop ends it unproven: no copy starts then
+                a, b = mine.read(COMPARE_CHUNK), theirs.read(COMPARE_CHUNK)
+                if a != b:
+                    return False
+                if not a:
+                    return True
+        return False
 
     def decision(self, entry: Entry, there: Entry) -> tuple[Action, str]:
         """What the policy does with the existing ``there``: the local copy's rules
@@ -122,3 +156,34 @@ class ExistingFiles:
             if policy is ExistingPolicy.UPDATE:
                 policy = ExistingPolicy.OVERWRITE
         return decide(policy, compare, entry.stat(), there.stat())
+
+
+def proven_same(
+    source: Port,
+    target: Port,
+    rel: str,
+    size: int,
+    recorded: tuple[StoreChecksum | None, StoreChecksum | None],
+    stopping: Callable[[], bool],
+    *,
+    hashed_at_most: int | None = None,
+) -> bool:
+    """Whether the MD5 a store recorded proves the same-size pair ``rel`` of
+    ``source`` and ``target`` the same, reading no store: both sides' recorded MD5s
+    (``recorded``: the source's, the target's) are equal, or one side's matches the
+    other side's bytes, read from this host's file (of at most ``hashed_at_most``
+    bytes, where given). ``False`` where nothing is proven (a mismatch proves
+    nothing: :mod:`rcp_core.backends.checksums`).
+
+    :raises OSError: this host's file could not be read.
+    """
+    mine, theirs = recorded
+    if mine is not None and theirs is not None:
+        return mine == theirs
+    known, port = (mine, target) if mine is not None else (theirs, source)
+    if known is None or port.local_path is None:
+        return False
+    if hashed_at_most is not None and size > hashed_at_most:
+        return False
+    with port.read(rel) as reader:
+        return bool(checksums.matches(known, reader, size, stopping))

@@ -183,7 +183,11 @@ def test_a_local_url_is_copied_by_the_local_engine(src: Path, tmp_path: Path) ->
 
 STORE_REFUSALS: dict[str, tuple[str, ...]] = {
     "--dereference": ("-L",),
-    "--overwrite-compare beyond size,mtime": ("-o", "--overwrite-compare", "size,mode"),
+    "--overwrite-compare beyond size,mtime,checksum": (
+        "-o",
+        "--overwrite-compare",
+        "size,mode",
+    ),
     "--max-processes": ("--max-processes", "1"),
     "--max-open-files": ("--max-open-files", "20"),
     "--preserve mode,times": ("--preserve", "mode,times"),

@@ -379,8 +379,15 @@ EVERY_FIFTH = ("--progress-interval", "0.2")
 TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
     "overwrite": _all(Effect((), ("-o",), _a, DIFFERENT)),
     "overwrite_compare": {
-        **_all(
-            Effect(("-o",), ("-o", "--overwrite-compare", "size"), _a, SAME_SIZE_LATER)
+        "local": (
+            Effect(("-o",), ("-o", "--overwrite-compare", "size"), _a, SAME_SIZE_LATER),
+        ),
+        "host": (
+            Effect(("-o",), ("-o", "--overwrite-compare", "size"), _a, SAME_SIZE_LATER),
+            Refused(
+                ("-o", "--overwrite-compare", "size,checksum"),
+                "--overwrite-compare checksum",
+            ),
         ),
     },
     "update": _all(Effect(("-o",), ("-u",), _a, NEWER)),

@@ -7,6 +7,7 @@ copied; an empty directory survives."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,15 @@ def test_a_tree_comes_back_from_the_store_with_its_modes_and_times(
     _rcp(store, tmp_path, str(src), where)
     _rcp(store, tmp_path, where, str(tmp_path / "back"))
     assert _compared(src, tmp_path / "back") == []
+    # And as rsync sees it: by content, modes, owners and times (to the ns).
+    rsync = subprocess.run(
+        ["rsync", "-a", "-n", "-c", "-i", "--delete", f"{src}/", f"{tmp_path}/back/"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert rsync.stdout == "", rsync.stdout
 
 
 def test_the_metadata_is_rclones_keys_on_the_object_itself(

@@ -24,7 +24,10 @@ Invariants:
   (:attr:`~rcp_core.backends.capabilities.Backend.time_precision_ns`; a port that
   declares none gives them as fsspec does, in float seconds: :data:`FLOAT_MTIME_NS`);
   symlink targets where both listings give them;
-- **contents** (``checksum``), of regular files of equal size, per
+- **contents** (``checksum``), of regular files of equal size: the same where a
+  store's recorded MD5 (:attr:`~rcp_core.backends.port.Entry.checksum`) is the
+  other side's recorded one or matches the other side's bytes read from this host
+  (an upload verified without downloading it); else per
   :data:`~rcp_core.backends.port.DIGEST_RANGE` segment: each side's digest taken where
   its data is (:meth:`~rcp_core.backends.port.Port.digest`: a service hashes on its
   host, no data crosses the network), else read through
@@ -54,8 +57,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
+from rcp_core.backends.checksums import StoreChecksum
 from rcp_core.backends.port import DIGEST_RANGE, Entry, EntryKind, Listing, Port
 from rcp_core.engine.filters import GitIgnores, Verdict
+from rcp_core.engine.portexisting import proven_same
 from rcp_core.engine.tree import joined
 from rcp_core.errors import EntryError
 from rcp_core.run.pool import WorkPool
@@ -77,6 +82,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
+Recorded = tuple[StoreChecksum | None, StoreChecksum | None]
+"""The MD5s the stores of a pair of files recorded (source's, destination's)."""
 PORT_WORKERS = 8
 """Entries in flight when not told: a store answers each request after a round trip."""
 FLOAT_MTIME_NS = 1000
@@ -191,9 +198,16 @@ class PortWalk:
         finally:
             run.count(entries=examined)
 
-    def contents(self, tally: Tally, rel: str, size: int) -> None:
-        """Compare the contents of a pair of regular files of ``size`` bytes."""
+    def contents(self, tally: Tally, rel: str, size: int, recorded: Recorded) -> None:
+        """Compare the contents of a pair of regular files of ``size`` bytes
+        (``recorded``: the MD5s their stores recorded, where they did)."""
         if self.run.stopping:
+            return
+        same = self.run.tried(self._same_as_recorded, rel, size, recorded)
+        if same is None:
+            return  # its read failed: an error difference already
+        if same:
+            self.run.count(files=1, data=size)
             return
         found = self.run.tried(self._hashed, rel, size)
         if found is not None:
@@ -223,7 +237,7 @@ class PortWalk:
         elif step is Next.TARGETS and a.target is not None and b.target is not None:
             found += link_differences(a.target, b.target)
         elif step is Next.CONTENTS:
-            self.pool.push(self.contents, rel, a.size)
+            self.pool.push(self.contents, rel, a.size, (a.checksum, b.checksum))
         run.report_all(rel, found)
 
     # -- units ---------------------------------------------------------------------
@@ -256,6 +270,22 @@ class PortWalk:
                 return stream.read()
         except OSError as exc:
             raise EntryError("read source", rel, exc) from exc
+
+    def _same_as_recorded(self, rel: str, size: int, recorded: Recorded) -> bool:
+        """Whether a store's recorded MD5 proves the pair the same, without reading
+        the store: both sides recorded the same one, or one side's matches the other
+        side's bytes, read here from this host's file. ``False`` where nothing is
+        proven (a mismatch proves nothing either:
+        :mod:`rcp_core.backends.checksums`); the segments' digests decide then.
+
+        :raises EntryError: this host's file could not be read.
+        """
+        try:
+            return proven_same(
+                self.src, self.dst, rel, size, recorded, lambda: self.run.stopping
+            )
+        except OSError as exc:
+            raise EntryError("read this host's side", rel, exc) from exc
 
     def _hashed(self, rel: str, size: int) -> tuple[int, str | None] | None:
         """Bytes hashed of the pair of files ``rel`` (both sides), and where their
