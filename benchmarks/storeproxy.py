@@ -138,7 +138,11 @@ class Counts:
 
 
 class Proxy:
-    """The running proxy (:func:`proxied`): its store and its counts."""
+    """The running proxy (:func:`proxied`): its store and its counts. A request is
+    counted in the window (between two :meth:`reset` calls) in which it arrived,
+    the bytes of its answer when they come: a request its client gave up on (timed
+    out, then sent again) and the store answers late is the window's where it was
+    sent, never the next run's."""
 
     def __init__(self, upstream: Store, delay: float) -> None:
         self.upstream, self.delay = upstream, delay
@@ -165,6 +169,12 @@ class Proxy:
         }
         lowered = {k.lower(): v for k, v in headers.items()}
         kind = kind_of(request.method, request.path, dict(request.query), lowered)
+        with self._lock:  # counted where it arrived (see the class)
+            counts = self.counts
+            counts.requests[kind] += 1
+            counts.sent += len(body)
+            if request.method not in ("GET", "HEAD"):
+                counts.changes.append(f"{request.method} {request.path_qs}")
         await asyncio.sleep(self.delay)
         url = f"{self._origin}{request.raw_path}"  # as sent: encoded, as signed
         assert self.session is not None, "handled only while serving"
@@ -187,11 +197,7 @@ class Proxy:
                 },
             )
         with self._lock:
-            self.counts.requests[kind] += 1
-            if request.method not in ("GET", "HEAD"):
-                self.counts.changes.append(f"{request.method} {request.path_qs}")
-            self.counts.sent += len(body)
-            self.counts.received += len(data)
+            counts.received += len(data)
         return reply
 
 

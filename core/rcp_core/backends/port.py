@@ -283,7 +283,10 @@ class Port(Protocol):
         """Copy ``source``'s file ``src_rel`` to ``rel`` by a path faster than
         streaming it through this process (the storage's server-side copy, its
         upload of a local file), if the pair has one; whether it did. ``kept`` as
-        for :meth:`write`."""
+        for :meth:`write`, but without the mtime where the source's listing lacked
+        it and its read would tell it (:class:`ReadsCompleted`): a storage that
+        would write that time then returns ``False``, and the file is streamed,
+        its time taken from the read."""
         ...
 
     def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:

@@ -25,7 +25,9 @@ engine's rules:
   checksum its store recorded proves the bytes the same
   (:mod:`rcp_core.engine.portexisting`: no request), else that side is completed
   (:meth:`~rcp_core.backends.port.Port.complete`: one request) where the policy
-  reads its time, and a source file before it is copied (the time its copy keeps);
+  reads its time, and a source file before it is copied (the time its copy keeps),
+  unless its port's read tells it (:class:`~rcp_core.backends.port.ReadsCompleted`:
+  an S3 GET carries the metadata; a server-side copy keeps the object's own);
 - **filters and mirroring** as the local copy's: ``includes``, ``excludes``, a
   ``filter_file`` and ``gitignore`` choose the entries; ``delete`` removes what the
   source does not have, ``delete_excluded`` also what the filters exclude (the
@@ -300,34 +302,22 @@ class PortCopy(Runtime):
             tally["copied.files"] += 1
             tally["copied.bytes"] += entry.size
             return
+        source = self.source
         incomplete = self.existing.timed and entry.mtime_ns is None
-        completing = self._completing_reader() if incomplete else None
-        if completing is not None:
-            with completing.read_completed(rel, entry) as (reader, entry):
+        if incomplete and not isinstance(source, ReadsCompleted):
+            entry = source.complete(rel, entry)  # the time its copy keeps: a request
+        if self.target.copy_in(source, rel, rel, self.kept(entry)):
+            tally.moved(entry.size)
+        elif incomplete and isinstance(source, ReadsCompleted):
+            with source.read_completed(rel, entry) as (reader, entry):
                 chunks = self._chunks(reader, tally)
                 self.target.write(rel, chunks, self.kept(entry))
         else:
-            if incomplete:
-                entry = self.source.complete(rel, entry)  # the time its copy keeps
-            kept = self.kept(entry)
-            if self.target.copy_in(self.source, rel, rel, kept):
-                tally.moved(entry.size)
-            else:
-                with self.source.read(rel) as reader:
-                    self.target.write(rel, self._chunks(reader, tally), kept)
+            with source.read(rel) as reader:
+                self.target.write(rel, self._chunks(reader, tally), self.kept(entry))
         self.set_meta(rel, entry)
         tally["copied.files"] += 1
         tally["copied.bytes"] += entry.size
-
-    def _completing_reader(self) -> ReadsCompleted | None:
-        """The source, where a file's read tells the time its copy keeps
-        (:class:`~rcp_core.backends.port.ReadsCompleted`: one request, not two) and
-        the copy reads it anyway: the destination is this host's files, which
-        copy nothing in by a way of their own and set the time after the data."""
-        source = self.source
-        if self.target.local_path is None or not isinstance(source, ReadsCompleted):
-            return None
-        return source
 
     def kept(self, entry: Entry) -> Entry:
         """What of the source file ``entry`` its copy keeps, as ``preserve`` asks:
