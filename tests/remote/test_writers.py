@@ -56,9 +56,11 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lan]:
         yield three
 
 
-PACED = ("--bwlimit", "4M")
-"""The source's pace: the 12 MiB tree takes about 3 s, so the writers (a process
-each, and their TLS connections) join while most of it is still to come. The source
+PACED = ("--bwlimit", "2M")
+"""The source's pace: the 12 MiB tree takes about 6 s, so the writers (a process
+each, and their TLS connections) join while most of it is still to come, even when
+they start late on a loaded machine (at 4 MiB/s, about 3 s, a CI run once saw the
+copy end before the writers were killed). The source
 paces before it sends, so the rest waits in its queue, not in the sockets' buffers,
 and reaches the writers' connections too."""
 

@@ -37,11 +37,12 @@ def proxy(request: pytest.FixtureRequest) -> Iterator[Proxy]:
 
 GCS_LATE_WRITE = pytest.mark.xfail(
     strict=False,
-    reason="known flake on the GCS emulator only, inside long pytest sessions (3 of "
-    "6 such runs, 0 of 30 alone): an upload of the first run is seen after it ended "
-    "(one ~1.2 KB multipart upload counted in the rerun; once an object rewritten "
-    "behind the copy read back as the first run's). Not explained yet: the proxy now "
-    "counts a request where it arrives; see issue 26's note",
+    reason="known flake on the GCS emulator only (3 of 8 long pytest sessions, once "
+    "in a run of this module, never in ~25 runs of the test alone): a write of the "
+    "first run seen after it ended (one ~1.2 KB multipart upload counted in the "
+    "rerun; once an object rewritten behind the copy read back as the first run's). "
+    "Not explained yet: the proxy now counts a request where it arrives; see issue "
+    "26's note",
 )
 
 
