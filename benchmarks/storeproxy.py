@@ -9,8 +9,10 @@ by what they do (:class:`Kind`) and the bytes of object data each way, so a test
 a benchmark cell states what a tool asked of the store, not only how long it took.
 
 Invariants: a request reaches the emulator unchanged (method, path, query, headers
-but the hop-by-hop ones, body), so signatures made for the proxy's address stay
-valid where the emulator checks them (azurite's SharedKey does not sign the host);
+but the hop-by-hop ones, body), its ``Host`` the proxy's as the client sent it: a
+signature made for the proxy's address stays valid, and a URL the emulator builds
+from it (the GCS emulator's resumable-upload session) leads back through the proxy,
+so every request of an upload is delayed and counted;
 the proxy listens on 127.0.0.1 only, in a thread of its own, and stops with the
 block.
 """
@@ -35,7 +37,7 @@ from benchmarks.sshd import free_port
 DELAY = 0.020
 """Seconds each request waits before it is passed on (a real store's latency)."""
 HOP_BY_HOP = frozenset(
-    {"connection", "keep-alive", "transfer-encoding", "te", "upgrade", "host"}
+    {"connection", "keep-alive", "transfer-encoding", "te", "upgrade"}
 )
 """Headers that belong to one connection, not to the request."""
 LENGTH = frozenset({"content-length"})
@@ -232,7 +234,7 @@ def proxied(store: Store, delay: float = DELAY) -> Iterator[Proxy]:
         app = web.Application(client_max_size=1 << 40)
         proxy.session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0),
-            timeout=aiohttp.ClientTimeout(total=60),
+            timeout=aiohttp.ClientTimeout(sock_connect=10, sock_read=120),
             skip_auto_headers=("User-Agent", "Content-Type"),
         )
         app.router.add_route("*", "/{tail:.*}", proxy.handle)

@@ -80,3 +80,19 @@ def test_requests_pass_unchanged_and_wait_the_delay(
         read = proxy.reset()
         assert read.of(Kind.GET) == 1, read
         assert read.received >= 1000, read
+
+
+def test_a_gcs_resumable_upload_comes_back_through_the_proxy(gcs: Store) -> None:
+    """The emulator names a resumable session by the request's ``Host``: the proxy
+    keeps the client's, so the data request is delayed and counted too."""
+    with storeproxy.proxied(gcs, delay=0.0) as proxy:
+        fs, bucket = proxy.store.fs(), proxy.store.bucket()
+        proxy.reset()
+        writer = fs.open(f"{bucket}/x", "wb", autocommit=False)
+        writer.write(b"12345")
+        writer.close()
+        writer.commit()
+        counts = proxy.reset()
+    assert (counts.of(Kind.START), counts.of(Kind.PART)) == (1, 1), counts
+    assert counts.sent >= 5, counts
+    assert gcs.fs().cat_file(f"{bucket}/x") == b"12345"
