@@ -24,25 +24,53 @@ import fsspec.asyn
 
 class Stream:
     """The body of one ``GetObject`` response, read from this (synchronous) side of
-    s3fs's event loop."""
+    s3fs's event loop.
 
-    def __init__(self, fs: Any, body: Any) -> None:
-        self._fs, self._body = fs, body
+    Invariant: each :meth:`read` crosses into the loop once at most, however the
+    body's bytes arrive (aiohttp hands them over as the socket gives them, often in
+    tens of KiB): the bytes asked for are gathered there. Once the ``length`` bytes
+    the response declared have come, the body is read to its end in the same
+    crossing (the empty read that lets the client check the length and the
+    checksum), and a read after the end asks nothing.
+    """
+
+    def __init__(self, fs: Any, body: Any, length: int) -> None:
+        self._fs, self._body, self._left = fs, body, length
+        self._ended = False
 
     def read(self, size: int = -1) -> bytes:
         """Up to ``size`` bytes (all that is left with -1); ``b""`` at the end.
 
         :raises ConnectionResetError: the connection failed while the body came.
         """
+        if self._ended:
+            return b""
         try:
-            data: bytes = fsspec.asyn.sync(
-                self._fs.loop, self._body.read, size if size >= 0 else None
-            )
+            data: bytes = fsspec.asyn.sync(self._fs.loop, self._gather, size)
         except (TimeoutError, _client_errors()) as exc:
             raise ConnectionResetError(
                 errno.ECONNRESET, f"the object's body stopped coming: {exc}"
             ) from exc
         return data
+
+    async def _gather(self, size: int) -> bytes:
+        """``size`` bytes of the body (fewer at its end; all with -1), on the loop."""
+        if size < 0:
+            self._ended = True
+            rest: bytes = await self._body.read()
+            return rest
+        parts: list[bytes] = []
+        while size > 0 and not self._ended:
+            part: bytes = await self._body.read(size)
+            self._ended = not part
+            parts.append(part)
+            size -= len(part)
+            self._left -= len(part)
+        if self._left <= 0 and not self._ended:
+            self._ended = True
+            if await self._body.read():
+                raise OSError(errno.EIO, "the object's body is longer than declared")
+        return b"".join(parts)
 
     def close(self) -> None:
         self._body.close()
@@ -66,7 +94,7 @@ def get_object(fs: Any, path: str) -> Iterator[tuple[Stream, dict[str, str]]]:
     bucket, key, version = fs.split_path(path)
     extra = {"VersionId": version} if version else {}
     response = fs.call_s3("get_object", Bucket=bucket, Key=key, **extra)
-    stream = Stream(fs, response["Body"])
+    stream = Stream(fs, response["Body"], int(response["ContentLength"]))
     try:
         yield stream, dict(response.get("Metadata") or {})
     finally:
