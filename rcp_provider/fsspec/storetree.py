@@ -39,7 +39,7 @@ import os
 import posixpath
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO, cast
 
 import fsspec
@@ -122,10 +122,16 @@ def protocol_of(fs: Any) -> str:
 @dataclass(frozen=True, slots=True)
 class Place:
     """A path on an fsspec store (its protocol stripped): not this host's files
-    (:func:`port_of` makes those a :class:`~rcp_core.engine.posixport.PosixPort`)."""
+    (:func:`port_of` makes those a :class:`~rcp_core.engine.posixport.PosixPort`).
+
+    ``made``: the directories of an object store this place made and has not yet
+    given their marker (:meth:`make_dir` to :meth:`set_meta`): new, so no marker of
+    theirs is read first.
+    """
 
     fs: Any
     path: str
+    made: set[str] = field(default_factory=set, init=False, compare=False, repr=False)
 
     @property
     def backend(self) -> Backend:
@@ -227,6 +233,13 @@ class Place:
         return {**target, "name": link["name"]}
 
     def make_dir(self, rel: str, replacing: Entry | None) -> None:
+        """Where the store has directories, made; on an object store a directory is
+        a prefix, nothing to make (its marker comes with :meth:`set_meta`), but for
+        the root, whose bucket the client makes where it is missing."""
+        if protocol_of(self.fs) in markers.KEPT_ON:
+            self.made.add(rel)
+            if rel:
+                return
         self.fs.makedirs(self.join(rel), exist_ok=True)
 
     def remove_dir(self, rel: str) -> None:
@@ -338,7 +351,9 @@ class Place:
             kept = objectmeta.Kept(
                 entry.mode if mode else None, entry.changed_ns if times else None
             )
-            markers.keep(self.fs, protocol, self.join(rel), kept)
+            new = rel in self.made
+            self.made.discard(rel)
+            markers.keep(self.fs, protocol, self.join(rel), kept, new=new)
 
     def _metadata(self, kept: Entry) -> dict[str, Any]:
         kept_here = objectmeta.Kept(kept.mode, kept.mtime_ns)

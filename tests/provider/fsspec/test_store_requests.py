@@ -24,6 +24,7 @@ from rcp_provider.fsspec.storetree import Place
 from support.rcprun import program
 
 FILES = 20
+DIRS = 8
 DATA = (Kind.PUT, Kind.PART, Kind.START, Kind.COMMIT, Kind.GET, Kind.COPY)
 """Requests that move or make object data."""
 
@@ -67,6 +68,23 @@ def test_an_upload_puts_each_file_once_as_the_stores_own_client_does(
     assert ours.of(Kind.PART, Kind.COMMIT) == 0, ours
     assert ours.of(Kind.GET, Kind.COPY, Kind.DELETE) == 0, ours
     assert ours.sent >= sum(f.stat().st_size for f in src.iterdir())
+
+
+def test_an_upload_asks_nothing_of_the_directories_it_makes(
+    proxy: Proxy, tmp_path: Path
+) -> None:
+    """A directory new to the store is a prefix: nothing made, and its marker
+    written without reading one first. The requests beside the PUTs are the run's
+    own (the destination's root and bucket), however many directories."""
+    src = tmp_path / "src"
+    for i in range(DIRS):
+        (src / f"d{i}" / "e").mkdir(parents=True)
+        (src / f"d{i}" / "e" / "f").write_bytes(b"x" * 100)
+    bucket = proxy.store.bucket()
+    ours = _rcp(proxy, str(src), proxy.store.url(f"{bucket}/t"))
+    directories = 1 + 2 * DIRS
+    assert ours.of(Kind.PUT) == DIRS + directories, ours
+    assert ours.total - ours.of(Kind.PUT) <= 6, ours
 
 
 def test_a_download_gets_each_object_once_as_the_stores_own_client_does(
