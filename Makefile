@@ -13,7 +13,7 @@ SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux fuse3 libfuse3-3 libfu
 DEMO_DIR ?= /tmp/rcp-demo
 LATENCYFS := benchmarks/latencyfs/latencyfs
 
-.PHONY: demo test check pytest format system system-packages clean latencyfs emulators bench bench-system bench-rcp bench-base bench-compare bench-compare-system bytecode stress
+.PHONY: demo test check pytest format system system-packages clean latencyfs emulators bench bench-system bench-rcp bench-base bench-compare bench-compare-system bench-stores bytecode stress
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -109,13 +109,22 @@ bench-system:
 bench: bench-system $(VENV)/.installed latencyfs bench-rcp
 	$(BIN)/python -m benchmarks.harness --rcp $(BENCH_VENV)/bin/rcp $(BENCH_ARGS)
 
+# Issue 26's object-store benchmark (benchmarks/README.md): rcp beside s3fs, rclone and
+# Airflow's ObjectStoragePath on the emulators behind the counting proxy; the report
+# goes to benchmarks/results/stores.md. `STORES_ARGS=--quick` for the ~20 minute one.
+STORES_ARGS ?=
+bench-stores: bench-system $(VENV)/.installed emulators bench-rcp
+	$(BIN)/python -m benchmarks.stores --python $(BENCH_VENV)/bin/python \
+	  --out benchmarks/results/stores.md $(STORES_ARGS)
+
 # rcp as users install it (a wheel: compiled bytecode, no editable-install import hook,
-# which costs every start-up ~20 ms), rebuilt from the working tree on every bench run.
+# which costs every start-up ~20 ms, with its store clients), rebuilt from the working
+# tree on every bench run.
 BENCH_VENV := .venv-bench-rcp
 bench-rcp: $(VENV)/.installed
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install --quiet -c constraints.txt .
+	$(BENCH_VENV)/bin/python -m pip install --quiet -c constraints.txt ".[s3,gcs,azure]"
 	$(BENCH_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall .
 
 # Issue 24's speed check (benchmarks/README.md): the wheel of BASE (a git rev) in a venv

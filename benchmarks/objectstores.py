@@ -35,7 +35,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,8 @@ class Store:
         just wrote; no instance cache: each :meth:`fs` is new).
     :param config: what a process's ``FSSPEC_<PROTOCOL>`` gives its client.
     :param variables: the rest of a process's environment for this store.
+    :param pid: its emulator's process (its CPU time is what a benchmark shows
+        beside a tool's), once :func:`serve` started it.
     """
 
     name: str
@@ -87,6 +89,7 @@ class Store:
     options: dict[str, Any]
     config: dict[str, Any]
     variables: dict[str, str] = field(default_factory=dict)
+    pid: int | None = None
 
     def fs(self) -> Any:
         """A new filesystem on this store."""
@@ -236,7 +239,7 @@ def serve(name: str) -> Iterator[Store]:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"{name}: nothing answers at {store.endpoint}")
                 time.sleep(0.1)
-            yield store
+            yield replace(store, pid=server.pid)
         finally:
             server.terminate()
             try:

@@ -1,0 +1,116 @@
+"""The object-store benchmark (benchmarks/stores.py, storereport.py): each run is
+verified byte for byte against its source, its requests are counted through the
+proxy, and the report's targets come from verified runs only.
+
+The runs here use rcp and s3fs of this venv and Airflow's ObjectStoragePath, on tiny
+trees, without the proxy's delay; rclone (``make bench-system``) is the full
+benchmark's."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from benchmarks import storereport, stores
+from benchmarks.storeproxy import Kind
+from benchmarks.stores import CELLS, Cell, Report, Run, Scale, Tool
+
+TINY = Scale(
+    dirs=2, per_dir=3, small=1024, large_count=1, large=2 << 20, across_per_dir=2
+)
+
+
+def _cell(cell_id: str, *tools: Tool) -> Cell:
+    return replace(next(c for c in CELLS if c.id == cell_id), tools=tools)
+
+
+S3FS_PUT = next(t for t in CELLS[0].tools if t.id == "s3fs")
+COPIES_NOTHING = Tool("nothing", "true", lambda stage, src, dst: ["true"])
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
+    cells = (
+        _cell("up_small", stores.RCP, S3FS_PUT, COPIES_NOTHING),
+        _cell("down_large", stores.RCP),
+        _cell("rerun", stores.RCP_RERUN),
+        _cell("touched", stores.RCP_RERUN),
+        _cell("across", stores.RCP, stores.OSP),
+        _cell("within", stores.RCP),
+    )
+    return stores.bench(
+        python=sys.executable,
+        scale=TINY,
+        reps=1,
+        delay_s=0.0,
+        work=tmp_path_factory.mktemp("work"),
+        cells=cells,
+        say=lambda line: None,
+    )
+
+
+def _run(report: Report, cell: str, tool: str) -> Run:
+    return next(r for r in report.runs if r.cell == cell and r.tool == tool)
+
+
+def test_each_copy_is_verified_and_one_that_copied_nothing_fails(
+    report: Report,
+) -> None:
+    failed = {(r.cell, r.tool): r.problem for r in report.runs if not r.ok}
+    assert list(failed) == [("up_small", "nothing")], failed
+    assert failed["up_small", "nothing"].startswith("6 missing"), failed
+    assert report.trees["up_small"] == {
+        "files": 6,
+        "directories": 3,
+        "bytes": 6 * 1024,
+        "touched": 1,
+    }
+
+
+def test_the_requests_of_each_run_are_counted_through_the_proxy(
+    report: Report,
+) -> None:
+    up = _run(report, "up_small", "rcp")
+    assert up.requests[Kind.PUT.value] == 6 + 3, up  # files and directory markers
+    assert up.sent >= 6 * 1024
+    assert up.emulator_cpu_s > 0
+    assert up.proxy_cpu_s > 0
+    rerun = _run(report, "rerun", "rcp")
+    assert not any(rerun.requests.get(k.value) for k in storereport.DATA), rerun
+    within = _run(report, "within", "rcp")
+    assert within.requests[Kind.COPY.value] == 6, within
+    assert Kind.GET.value not in within.requests, within
+    across = _run(report, "across", "osp")
+    assert across.requests[Kind.GET.value] == 4, across  # every object read
+    down = _run(report, "down_large", "rcp")
+    assert down.received >= 2 << 20, down
+
+
+def test_the_targets_come_from_verified_runs_only(report: Report) -> None:
+    found = {t.what: t for t in storereport.targets(report)}
+    rerun = found["Unchanged rerun: no data request, HEAD <= directories + 2"]
+    assert rerun.met is True, rerun
+    assert found["Rerun after touching 1%: exactly those uploaded"].met is True
+    within = found["Within one bucket: no object data through the client"]
+    assert within.met is True, within
+    # No s3fs run in the download cell, no rclone anywhere: not measured, not met.
+    assert found["Download, large files: wall, rcp <= s3fs"].met is None
+    assert found["Upload, small files: wall, rcp < rclone"].met is None
+    text = storereport.render(report)
+    assert "| true | FAILED 1/1: 6 missing" in text, text
+
+
+def test_a_report_reads_back_as_written_and_renders_again(
+    report: Report, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stores.save(report, tmp_path / "stores.json")
+    assert stores.load(tmp_path / "stores.json") == report
+    out = tmp_path / "stores.md"
+    assert (
+        stores.main(["--report-only", str(tmp_path / "stores.json"), "--out", str(out)])
+        == 0
+    )
+    assert out.read_text() == storereport.render(report) == capsys.readouterr().out
