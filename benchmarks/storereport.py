@@ -256,12 +256,15 @@ def render(report: Report) -> str:
     lines = [
         "# Object stores: rcp beside s3fs, rclone and ObjectStoragePath",
         "",
-        f"Run {meta['started']}, {meta['reps']} runs a tool a cell, interleaved; "
+        f"Run {meta['started']}, {meta['reps']} run{'s' * (meta['reps'] != 1)} a "
+        "tool a cell, interleaved; "
         f"each request held {meta['delay_ms']:.0f} ms by the proxy (a real store's "
         "latency). S3 is moto's server, GCS gcp-storage-emulator "
         "(benchmarks/objectstores.py), both on this machine's 2 cores with the tools: "
         "the emulator's CPU bounds every time here, so its seconds are shown beside "
-        f"each. Trees: {scale.small_files:,} files of "
+        "each. The proxy passes a body on once it has it whole: a large object's "
+        "first byte reaches the client after its last left the store, for every "
+        f"tool alike. Trees: {scale.small_files:,} files of "
         f"{scale.small // 1024} KiB in {scale.dirs} directories; {scale.large_count} of "
         f"{scale.large // MiB} MiB; S3 to GCS {scale.dirs * scale.across_per_dir:,} files. "
         f"rclone: {meta['rclone']}. Made by `python -m benchmarks.stores` "
