@@ -13,7 +13,8 @@ Targets, rcp against the peers in the same run:
 - within one bucket: no object data through the client (server-side copies).
 
 Invariants: figures come only from ``ok`` runs (exit 0 and the copy verified byte
-for byte); a target with no ok run on either side is ``not measured``, never met; a
+for byte); a target with no ok run on either side is ``not measured``, never met
+(the harness's :class:`~benchmarks.harness.targets.TargetResult` and its words); a
 median of an even count is the mean of the middle two; a missing figure prints ``-``.
 """
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 from benchmarks.harness.markdown import md_table, num, span
 from benchmarks.harness.stats import Spread, spread
+from benchmarks.harness.targets import Status, TargetResult, absent_row
 from benchmarks.storeproxy import Kind
 from benchmarks.stores import CELLS, Cell, MiB, Report, Run, Scale
 
@@ -87,18 +89,14 @@ def figures(report: Report, cell: str, tool: str) -> Figures | None:
     )
 
 
-@dataclass(frozen=True)
-class Target:
-    """One target: what it asks, what was measured, and ``met``, ``NOT MET`` or
-    ``not measured`` (no verified run on a side)."""
-
-    what: str
-    measured: str = "-"
-    met: bool | None = None
-
-    @property
-    def status(self) -> str:
-        return "not measured" if self.met is None else "met" if self.met else "NOT MET"
+def _result(
+    scenario: str, target: str, measured: str = "-", ok: bool | None = None
+) -> TargetResult:
+    """A target's row as the harness's reports give it: ``not measured`` where a
+    side has no verified run (``ok`` is ``None``)."""
+    status: Status = "not measured" if ok is None else "met" if ok else "missed"
+    why = "no verified run on a side" if ok is None else ""
+    return TargetResult(target, scenario, measured, status, why)
 
 
 def _ran(report: Report, cell: str, tool: str) -> tuple[Figures, Spread] | None:
@@ -109,15 +107,15 @@ def _ran(report: Report, cell: str, tool: str) -> tuple[Figures, Spread] | None:
     return found, found.wall
 
 
-def _versus_peers(report: Report, cell: Cell) -> Iterator[Target]:
+def _versus_peers(report: Report, cell: Cell) -> Iterator[TargetResult]:
     """Requests a file and wall time, rcp against each peer (an upload's directory
     markers, one a directory, not counted against it)."""
     for peer in ("s3fs", "rclone"):
-        requests = f"{cell.title}: requests a file, rcp <= {peer}"
-        wall = f"{cell.title}: wall, rcp {'<=' if peer == 's3fs' else '<'} {peer}"
+        requests = f"requests a file, rcp <= {peer}"
+        wall = f"wall, rcp {'<=' if peer == 's3fs' else '<'} {peer}"
         ours, theirs = _ran(report, cell.id, "rcp"), _ran(report, cell.id, peer)
         if ours is None or theirs is None:
-            yield from (Target(requests), Target(wall))
+            yield from (_result(cell.title, requests), _result(cell.title, wall))
             continue
         tree = report.trees[cell.id]
         markers = tree["directories"] if cell.direction == "up" else 0
@@ -126,71 +124,81 @@ def _versus_peers(report: Report, cell: Cell) -> Iterator[Target]:
         shown = f"{mine:.3f} vs {peers:.3f}" + (
             f" (+{markers} markers)" * bool(markers)
         )
-        yield Target(requests, shown, mine <= peers)
+        yield _result(cell.title, requests, shown, mine <= peers)
         a, b = ours[1].median, theirs[1].median
-        yield Target(
+        yield _result(
+            cell.title,
             wall,
             f"{num(a)} s vs {num(b)} s ({a / b:.2f}x)",
             a <= b if peer == "s3fs" else a < b,
         )
 
 
-def _rerun(report: Report) -> Target:
-    what = "Unchanged rerun: no data request, HEAD <= directories + 2"
+def _rerun(report: Report) -> TargetResult:
+    scenario, target = "Unchanged rerun", "no data request, HEAD <= directories + 2"
     if (ran := _ran(report, "rerun", "rcp")) is None:
-        return Target(what)
+        return _result(scenario, target)
     tree, heads = report.trees["rerun"], ran[0].of(Kind.HEAD)
     data = ran[0].of(*DATA, Kind.COPY)  # a COPY rewrites an object (its metadata)
-    return Target(
-        what,
+    return _result(
+        scenario,
+        target,
         f"{data:.0f} data, {heads:.0f} HEAD ({tree['files']:,} files, "
         f"{tree['directories']} directories)",
         data == 0 and heads <= tree["directories"] + 2,
     )
 
 
-def _touched(report: Report) -> Target:
-    what = "Rerun after touching 1%: exactly those uploaded"
+def _touched(report: Report) -> TargetResult:
+    scenario, target = "Rerun after touching 1%", "exactly those uploaded"
     if (ran := _ran(report, "touched", "rcp")) is None:
-        return Target(what)
+        return _result(scenario, target)
     want, puts = report.trees["touched"]["touched"], ran[0].of(Kind.PUT, Kind.START)
-    return Target(what, f"{puts:.0f} uploads of {want} touched", puts == want)
-
-
-def _across(report: Report) -> Target:
-    what = f"S3 to GCS: >= {ACROSS_SPEEDUP:.0f}x as fast as ObjectStoragePath.copy"
-    ours, theirs = _ran(report, "across", "rcp"), _ran(report, "across", "osp")
-    if ours is None or theirs is None:
-        return Target(what)
-    a, b = ours[1].median, theirs[1].median
-    return Target(
-        what, f"{b / a:.1f}x ({num(a)} s vs {num(b)} s)", b / a >= ACROSS_SPEEDUP
+    return _result(
+        scenario, target, f"{puts:.0f} uploads of {want} touched", puts == want
     )
 
 
-def _within(report: Report) -> Target:
+def _across(report: Report) -> TargetResult:
+    scenario = "S3 to GCS"
+    target = f">= {ACROSS_SPEEDUP:.0f}x as fast as ObjectStoragePath.copy"
+    ours, theirs = _ran(report, "across", "rcp"), _ran(report, "across", "osp")
+    if ours is None or theirs is None:
+        return _result(scenario, target)
+    a, b = ours[1].median, theirs[1].median
+    return _result(
+        scenario,
+        target,
+        f"{b / a:.1f}x ({num(a)} s vs {num(b)} s)",
+        b / a >= ACROSS_SPEEDUP,
+    )
+
+
+def _within(report: Report) -> TargetResult:
     """No GET and no body sent: the objects are copied by the store (a directory
     marker is an empty PUT)."""
-    what = "Within one bucket: no object data through the client"
+    scenario, target = "Within one bucket", "no object data through the client"
     if (ran := _ran(report, "within", "rcp")) is None:
-        return Target(what)
+        return _result(scenario, target)
     found = ran[0]
-    return Target(
-        what,
+    return _result(
+        scenario,
+        target,
         f"{found.of(Kind.GET):.0f} GET, {found.sent:.0f} bytes sent, "
         f"{found.of(Kind.COPY):.0f} COPY",
         found.of(Kind.GET) == 0 and found.sent == 0,
     )
 
 
-LISTING = Target(
-    "Listing 1M objects: peak RSS within 1.5x of 100k's",
+LISTING = absent_row(
+    "peak RSS within 1.5x of 100k's",
+    "Listing 1M objects",
     "not run: moto lists in O(objects) a page (1,000 pages over 1M keys), and the "
     "paged listing is not built yet",
 )
 
 
-def targets(report: Report) -> list[Target]:
+def targets(report: Report) -> list[TargetResult]:
     """Each target of the module docstring, from ``report``'s ok runs."""
     return [
         *(
@@ -273,9 +281,12 @@ def render(report: Report) -> str:
         "## Targets",
         "",
         *md_table(
-            ("target", "measured", "status"),
-            ([t.what, t.measured, t.status] for t in targets(report)),
-            right_from=3,
+            ("target", "scenario", "measured", "status", "margin"),
+            (
+                (t.target, t.scenario, t.measured, f"**{t.status}**", t.margin)
+                for t in targets(report)
+            ),
+            right_from=5,
         ),
     ]
     for cell in CELLS:

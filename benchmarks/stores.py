@@ -47,7 +47,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import objectstores, storeproxy
+from benchmarks.harness import verify
 from benchmarks.harness.measure import measure
+from benchmarks.harness.verify import Census
 from benchmarks.objectstores import S3_KEY, S3_REGION, S3_SECRET, Store
 from benchmarks.storeproxy import Proxy
 
@@ -117,7 +119,7 @@ class Report:
 
 @dataclass
 class Stage:
-    """What a cell's runs share: the stores, the source tree and its digests."""
+    """What a cell's runs share: the stores, the source tree and its census."""
 
     s3: Proxy
     gcs: Proxy | None
@@ -126,8 +128,8 @@ class Stage:
     work: Path
     scale: Scale
     source: Path = Path()
-    digests: dict[str, str] = field(default_factory=dict)
-    """The source's files: relative path -> MD5 (hex)."""
+    census: Census = field(default_factory=lambda: Census(0, 0))
+    """The source's files with their SHA-256 (:func:`.harness.verify.census`)."""
     seeded: str = ""
     """The ``bucket/prefix`` holding the source tree on S3, where a cell reads one."""
 
@@ -295,17 +297,9 @@ def _cpu_of(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _md5_of_file(path: Path) -> str:
-    digest = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as f:
-        while block := f.read(8 * MiB):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _make_tree(stage: Stage, cell: Cell) -> dict[str, int]:
     """The cell's source tree, made by ``rcp-filegen`` (reused from the cell before
-    when the same), and its digests; what it holds (files, directories, bytes)."""
+    when the same), and its census; what it holds (files, directories, bytes)."""
     scale = stage.scale
     if cell.large:
         shape = ("1", str(scale.large_count), str(scale.large))
@@ -319,16 +313,12 @@ def _make_tree(stage: Stage, cell: Cell) -> dict[str, int]:
             filegen = str(Path(stage.rcp).with_name("rcp-filegen"))
             subprocess.run([filegen, "--seed", "26", str(root), *shape], check=True)
         stage.source = root
-        stage.digests = {
-            str(p.relative_to(root)): _md5_of_file(p)
-            for p in sorted(root.rglob("*"))
-            if p.is_file()
-        }
+        stage.census = verify.census(root, hashes=True)
         stage.seeded = ""
     return {
-        "files": len(stage.digests),
-        "directories": 1 + sum(1 for p in root.rglob("*") if p.is_dir()),
-        "bytes": sum(p.stat().st_size for p in root.rglob("*") if p.is_file()),
+        "files": stage.census.files,
+        "directories": 1 + stage.census.dirs,
+        "bytes": stage.census.bytes,
         "touched": len(_touched(stage)),
     }
 
@@ -342,50 +332,39 @@ def _seed(stage: Stage) -> str:
     return stage.seeded
 
 
-def _objects(store: Store, root: str) -> Iterator[tuple[str, bytes | None, int]]:
-    """Each object under ``root`` (markers left out): its path relative to ``root``,
-    its bytes when small (else ``None``), its size."""
+def _census_of_objects(store: Store, root: str) -> Census:
+    """The objects under ``root`` (markers left out) as a census of files: their
+    count, bytes and SHA-256 by path relative to ``root``, each object read back
+    (those up to :data:`HASHED_IN_BATCH` in fsspec's concurrent batches)."""
     fs = store.fs()
     listed = {
-        path: info["size"]
+        path: int(info["size"])
         for path, info in fs.find(root, detail=True).items()
         if not path.endswith("/") and info["type"] == "file"
     }
     small = [p for p, size in listed.items() if size <= HASHED_IN_BATCH]
     contents = fs.cat(small) if small else {}
-    for path, size in listed.items():
-        yield path[len(root) + 1 :], contents.get(path), size
-
-
-def _md5_of_object(store: Store, path: str) -> str:
-    digest = hashlib.md5(usedforsecurity=False)
-    with store.fs().open(path, "rb", block_size=8 * MiB) as f:
-        while block := f.read(8 * MiB):
-            digest.update(block)
-    return digest.hexdigest()
+    digests: dict[str, str] = {}
+    for path in listed:
+        digest = hashlib.sha256()
+        if path in contents:
+            digest.update(contents[path])
+        else:
+            with fs.open(path, "rb", block_size=8 * MiB) as f:
+                while block := f.read(8 * MiB):
+                    digest.update(block)
+        digests[path[len(root) + 1 :]] = digest.hexdigest()
+    return Census(len(listed), sum(listed.values()), digests=digests)
 
 
 def _problem(stage: Stage, where: str, store: Store | None) -> str:
-    """Why the copy at ``where`` is not the source's files exactly, or ``""``."""
-    found: dict[str, str] = {}
+    """Why the copy at ``where`` is not the source's files exactly, or ``""``
+    (:func:`~benchmarks.harness.verify.compare`)."""
     if store is None:
-        for path in Path(where).rglob("*"):
-            if path.is_file():
-                found[str(path.relative_to(where))] = _md5_of_file(path)
+        found = verify.census(Path(where), hashes=True)
     else:
-        for rel, data, _ in _objects(store, where):
-            found[rel] = (
-                hashlib.md5(data, usedforsecurity=False).hexdigest()
-                if data is not None
-                else _md5_of_object(store, f"{where}/{rel}")
-            )
-    missing = sorted(set(stage.digests) - set(found))
-    extra = sorted(set(found) - set(stage.digests))
-    differ = sorted(
-        r for r in found.keys() & stage.digests.keys() if found[r] != stage.digests[r]
-    )
-    wrong = {"missing": missing, "extra": extra, "different": differ}
-    return ", ".join(f"{len(v)} {k} {v[:2]}" for k, v in wrong.items() if v)
+        found = _census_of_objects(store, where)
+    return verify.compare(stage.census, found)
 
 
 @dataclass(frozen=True)
@@ -429,7 +408,7 @@ def _prepare(stage: Stage, cell: Cell, tool: Tool, rep: int) -> Operands:
 
 def _touched(stage: Stage) -> list[str]:
     """The files a ``touched`` run touches: every hundredth, at least one."""
-    names = sorted(stage.digests)
+    names = sorted(stage.census.digests or {})
     step = max(1, round(1 / TOUCHED_SHARE))
     return names[::step]
 

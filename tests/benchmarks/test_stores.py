@@ -61,7 +61,7 @@ def test_each_copy_is_verified_and_one_that_copied_nothing_fails(
 ) -> None:
     failed = {(r.cell, r.tool): r.problem for r in report.runs if not r.ok}
     assert list(failed) == [("up_small", "nothing")], failed
-    assert failed["up_small", "nothing"].startswith("6 missing"), failed
+    assert failed["up_small", "nothing"].startswith("0 files, expected 6"), failed
     assert report.trees["up_small"] == {
         "files": 6,
         "directories": 3,
@@ -90,17 +90,17 @@ def test_the_requests_of_each_run_are_counted_through_the_proxy(
 
 
 def test_the_targets_come_from_verified_runs_only(report: Report) -> None:
-    found = {t.what: t for t in storereport.targets(report)}
+    found = {f"{t.scenario}: {t.target}": t for t in storereport.targets(report)}
     rerun = found["Unchanged rerun: no data request, HEAD <= directories + 2"]
-    assert rerun.met is True, rerun
-    assert found["Rerun after touching 1%: exactly those uploaded"].met is True
+    assert rerun.status == "met", rerun
+    assert found["Rerun after touching 1%: exactly those uploaded"].status == "met"
     within = found["Within one bucket: no object data through the client"]
-    assert within.met is True, within
+    assert within.status == "met", within
     # No s3fs run in the download cell, no rclone anywhere: not measured, not met.
-    assert found["Download, large files: wall, rcp <= s3fs"].met is None
-    assert found["Upload, small files: wall, rcp < rclone"].met is None
+    assert found["Download, large files: wall, rcp <= s3fs"].status == "not measured"
+    assert found["Upload, small files: wall, rcp < rclone"].status == "not measured"
     text = storereport.render(report)
-    assert "| true | FAILED 1/1: 6 missing" in text, text
+    assert "| true | FAILED 1/1: 0 files, expected 6" in text, text
 
 
 def test_a_report_reads_back_as_written_and_renders_again(
