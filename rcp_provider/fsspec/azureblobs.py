@@ -32,6 +32,9 @@ DIRECTORY = {"is_directory": "true"}
 named ``DIR`` and lists nothing below it."""
 CONCURRENCY = 4
 """Blocks of one large file in flight (the SDK's 4 MiB each)."""
+BUFFERED = 64 << 20
+"""The bytes :func:`upload` holds at most: the SDK reads a file up to its
+single-put size (64 MiB) whole, a larger one :data:`CONCURRENCY` blocks at a time."""
 
 T = TypeVar("T")
 

@@ -51,8 +51,9 @@ from rcp_core.engine.posixport import PosixPort
 from rcp_core.engine.removeentry import count_removed
 from rcp_core.errors import UnsafeNameError, UsageError
 from rcp_core.names import check_component
+from rcp_core.run.budget import Budget, transfer_budget
 from rcp_core.run.summary import Tally
-from rcp_provider.fsspec import azureblobs, markers, objectmeta, s3stream
+from rcp_provider.fsspec import azureblobs, markers, objectmeta, s3stream, s3upload
 from rcp_provider.fsspec.storeinfo import TIMED, entry_of
 from rcp_provider.fsspec.storeremoval import removal
 
@@ -61,6 +62,9 @@ OBJECT_STORES = frozenset(
 )
 """fsspec protocols of object stores: their directories are key prefixes, which
 need not exist before an object is written below them."""
+UPLOAD_CHUNK = s3upload.PART
+"""The bytes a GCS upload sends a request (gcsfs's resumable upload, one chunk at a
+time; a file no larger is one request)."""
 
 
 def filesystem_of(url: str, **storage_options: Any) -> tuple[Any, str]:
@@ -124,7 +128,8 @@ class Place:
     """A path on an fsspec store (its protocol stripped): not this host's files
     (:func:`port_of` makes those a :class:`~rcp_core.engine.posixport.PosixPort`).
 
-    ``made``: the directories of an object store this place made and has not yet
+    ``budget``: the transfer budget its uploads' buffers are held in (the
+    process's). ``made``: the directories of an object store this place made and has not yet
     given their marker (:meth:`make_dir` to :meth:`set_meta`): new, so no marker of
     theirs is read first.
     """
@@ -132,6 +137,7 @@ class Place:
     fs: Any
     path: str
     made: set[str] = field(default_factory=set, init=False, compare=False, repr=False)
+    budget: Budget = field(default_factory=transfer_budget, compare=False, repr=False)
 
     @property
     def backend(self) -> Backend:
@@ -306,8 +312,16 @@ class Place:
             yield cast("BinaryIO", stream), completed
 
     def write(self, rel: str, chunks: Iterator[bytes], kept: Entry) -> None:
-        """Uploaded with ``kept`` as its metadata where the store keeps it."""
+        """Uploaded with ``kept`` as its metadata where the store keeps it; on S3
+        by :mod:`~rcp_provider.fsspec.s3upload` (parts in parallel, under the
+        process's transfer budget)."""
         options = self._metadata(kept)
+        if protocol_of(self.fs) in objectmeta.S3:
+            read = s3upload.Rejoined(chunks).read
+            s3upload.upload(
+                self.fs, self.join(rel), read, kept.size, options, self.budget
+            )
+            return
         writer = self.fs.open(self.join(rel), "wb", autocommit=False, **options)
         try:
             for chunk in chunks:
@@ -322,26 +336,43 @@ class Place:
         return None  # a store hashes nothing for us: the comparison reads it
 
     def copy_in(self, source: Port, src_rel: str, rel: str, kept: Entry) -> bool:
-        """A local file by the client's ``put_file``, with ``kept`` as metadata (on
-        Azure by the SDK's ``upload_blob``,
-        :func:`~rcp_provider.fsspec.azureblobs.upload`: one Put Blob for a small
-        file, where adlfs stages blocks and names the metadata itself); within one
-        filesystem its ``cp_file``, which copies the source object's metadata."""
+        """A local file uploaded with ``kept`` as metadata, its client's buffers
+        held in the process's transfer budget: on S3 by
+        :mod:`~rcp_provider.fsspec.s3upload` (parts in parallel); on GCS by
+        gcsfs's ``put_file`` in :data:`UPLOAD_CHUNK` pieces; on Azure by the SDK's
+        ``upload_blob`` (:func:`~rcp_provider.fsspec.azureblobs.upload`: one Put
+        Blob for a small file, where adlfs stages blocks and names the metadata
+        itself); elsewhere the client's ``put_file``. Within one filesystem its
+        ``cp_file``, which copies the source object's metadata."""
         local = source.local_path
         if local is not None:
-            path = os.path.join(local, src_rel) if src_rel else local
-            options = self._metadata(kept)
-            if protocol_of(self.fs) in objectmeta.AZURE:
-                azureblobs.upload(
-                    self.fs, path, self.join(rel), options.get("metadata", {})
-                )
-            else:
-                self.fs.put_file(path, self.join(rel), **options)
+            self._upload(os.path.join(local, src_rel) if src_rel else local, rel, kept)
             return True
         if isinstance(source, Place) and source.fs is self.fs:
             self.fs.cp_file(source.join(src_rel), self.join(rel))
             return True
         return False
+
+    def _upload(self, local: str, rel: str, kept: Entry) -> None:
+        """The local file ``local`` as ``rel`` (see :meth:`copy_in`)."""
+        options, path = self._metadata(kept), self.join(rel)
+        protocol = protocol_of(self.fs)
+        with open(local, "rb") as data:
+            size = os.fstat(data.fileno()).st_size
+            if protocol in objectmeta.S3:
+                s3upload.upload(self.fs, path, data.read, size, options, self.budget)
+                return
+        buffered = azureblobs.BUFFERED if protocol in objectmeta.AZURE else UPLOAD_CHUNK
+        held = self.budget.take(min(size, buffered))
+        try:
+            if protocol in objectmeta.AZURE:
+                azureblobs.upload(self.fs, local, path, options.get("metadata", {}))
+            elif protocol in objectmeta.GCS:
+                self.fs.put_file(local, path, chunksize=UPLOAD_CHUNK, **options)
+            else:
+                self.fs.put_file(local, path, **options)
+        finally:
+            self.budget.give(held)
 
     def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:
         """A directory's marker (:func:`rcp_provider.fsspec.markers.keep`); an
