@@ -22,6 +22,8 @@
 ``azureblobs``         Azure blob calls through adlfs's client: a local file in one
                        Put Blob with its metadata, a marker's blob
 ``s3stream``           an S3 object read in one GET, its user metadata with it
+``s3upload``           an S3 object uploaded by rcp: one PUT, or parts in parallel under
+                       the process's transfer budget, aborted on failure
 ``storeremoval``       what removing a store directory removes, decided before anything
                        goes
 ``objectmeta``         the POSIX metadata kept in an object's user metadata on S3, GCS

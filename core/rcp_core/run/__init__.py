@@ -18,5 +18,6 @@ imports the copy engine or the site layer (the site layer imports this). Modules
 ``throttle``  the token bucket of ``--ops-throttle``
 ``summary``   per-worker tallies merged into the run's immutable summary
 ``progress``  progress snapshots and their renderers (text, bar)
+``budget``    the bytes the process holds in transfer buffers at once (a store's parts)
 ============  ==========================================================================
 """
