@@ -259,7 +259,8 @@ class Port(Protocol):
         ...
 
     def read(self, rel: str) -> AbstractContextManager[BinaryIO]:
-        """The file ``rel``, open for reading."""
+        """The file ``rel``, open for reading from its start (a store's may be a
+        stream that cannot seek)."""
         ...
 
     def write(self, rel: str, chunks: Iterator[bytes], kept: Entry) -> None:

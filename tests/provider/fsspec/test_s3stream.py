@@ -10,8 +10,11 @@ from typing import Any
 import fsspec.asyn
 import pytest
 
+from benchmarks import storeproxy
 from benchmarks.objectstores import Store
+from benchmarks.storeproxy import Kind
 from rcp_provider.fsspec import s3stream
+from rcp_provider.fsspec.storetree import Place
 
 MiB = 1 << 20
 
@@ -59,3 +62,19 @@ def test_a_small_object_is_read_whole_and_ended_at_once(
         assert stream.read(4 * MiB) == b""
         assert stream.read() == b""
         assert crossings[0] == 1
+
+
+def test_a_place_reads_a_large_object_in_one_get(s3: Store) -> None:
+    """``Place.read`` on S3 (a copy that keeps no times, a comparison) streams one
+    ``GetObject``, where s3fs's reader asks for one 50 MiB block after another."""
+    data = os.urandom(120 * MiB)
+    with storeproxy.proxied(s3, delay=0.0) as proxy:
+        bucket = s3.bucket()
+        s3.fs().pipe_file(f"{bucket}/k", data)
+        place = Place(proxy.store.fs(), bucket)
+        proxy.reset()
+        with place.read("k") as reader:
+            got = b"".join(iter(lambda: reader.read(4 * MiB), b""))
+        counts = proxy.reset()
+    assert got == data
+    assert counts.requests == {Kind.GET: 1}

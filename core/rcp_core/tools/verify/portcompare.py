@@ -362,7 +362,8 @@ class _Side:
                 if there is not None:
                     return there
                 self.stream = self.opened.enter_context(self.port.read(self.rel))
-                self.stream.seek(offset)
+                if offset:  # a port that gave the digests before, but not this one
+                    self.stream.seek(offset)
             digest, _ = blake3_of(
                 streamed(self.stream), length, self.buf, self.stopping
             )
