@@ -9,7 +9,9 @@ by what they do (:class:`Kind`) and the bytes of object data each way, so a test
 a benchmark cell states what a tool asked of the store, not only how long it took.
 
 Invariants: a request reaches the emulator unchanged (method, path, query, headers
-but the hop-by-hop ones, body), its ``Host`` the proxy's as the client sent it: a
+but the hop-by-hop ones, body), its body and its answer's streamed through as they
+come (a large object's first bytes reach the client while its last are still
+leaving the store), its ``Host`` the proxy's as the client sent it: a
 signature made for the proxy's address stays valid, and a URL the emulator builds
 from it (the GCS emulator's resumable-upload session) leads back through the proxy,
 so every request of an upload is delayed and counted;
@@ -24,7 +26,7 @@ import collections
 import dataclasses
 import enum
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -40,8 +42,8 @@ HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "upgrade"}
 )
 """Headers that belong to one connection, not to the request."""
-LENGTH = frozenset({"content-length"})
-"""Set again for the body the proxy returns (a HEAD's is the store's)."""
+PIECE = 1 << 20
+"""Bytes of a body passed on at a time: a body streams through, never gathered."""
 
 
 class Kind(enum.Enum):
@@ -165,7 +167,6 @@ class Proxy:
         return counts
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.read()
         headers = {
             k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP
         }
@@ -174,33 +175,43 @@ class Proxy:
         with self._lock:  # counted where it arrived (see the class)
             counts = self.counts
             counts.requests[kind] += 1
-            counts.sent += len(body)
             if request.method not in ("GET", "HEAD"):
                 counts.changes.append(f"{request.method} {request.path_qs}")
         await asyncio.sleep(self.delay)
         url = f"{self._origin}{request.raw_path}"  # as sent: encoded, as signed
         assert self.session is not None, "handled only while serving"
+        body = self._sent(request, counts) if request.body_exists else None
         async with self.session.request(
             request.method,
             url,
             headers=headers,
-            data=body if body else None,
+            data=body,
             allow_redirects=False,
             auto_decompress=False,
         ) as answer:
-            data = await answer.read()
-            # A HEAD's Content-Length is the object's size: kept as the store said.
-            dropped = HOP_BY_HOP if request.method == "HEAD" else HOP_BY_HOP | LENGTH
-            reply = web.Response(
+            reply = web.StreamResponse(
                 status=answer.status,
-                body=data if request.method != "HEAD" else None,
                 headers={
-                    k: v for k, v in answer.headers.items() if k.lower() not in dropped
+                    k: v
+                    for k, v in answer.headers.items()
+                    if k.lower() not in HOP_BY_HOP
                 },
             )
-        with self._lock:
-            counts.received += len(data)
+            await reply.prepare(request)
+            if request.method != "HEAD":
+                async for piece in answer.content.iter_chunked(PIECE):
+                    with self._lock:
+                        counts.received += len(piece)
+                    await reply.write(piece)
+            await reply.write_eof()
         return reply
+
+    async def _sent(self, request: web.Request, counts: Counts) -> AsyncIterator[bytes]:
+        """The request's body as it comes, counted as it passes."""
+        async for piece in request.content.iter_chunked(PIECE):
+            with self._lock:
+                counts.sent += len(piece)
+            yield piece
 
 
 def _rebased(store: Store, endpoint: str) -> Store:

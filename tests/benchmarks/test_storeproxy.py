@@ -1,16 +1,22 @@
 """The counting, delaying proxy in front of the store emulators
-(benchmarks/storeproxy.py): requests pass unchanged, each waits the delay, and each
-is counted by what it does, whichever store's API it speaks."""
+(benchmarks/storeproxy.py): requests pass unchanged, each waits the delay, each is
+counted by what it does, whichever store's API it speaks, and bodies stream through."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import time
+import tracemalloc
 
 import pytest
 
 from benchmarks import storeproxy
 from benchmarks.objectstores import SERVERS, Store
 from benchmarks.storeproxy import Kind, kind_of
+from rcp_provider.fsspec import s3stream
+
+MiB = 1 << 20
 
 
 @pytest.mark.parametrize(
@@ -96,3 +102,29 @@ def test_a_gcs_resumable_upload_comes_back_through_the_proxy(gcs: Store) -> None
     assert (counts.of(Kind.START), counts.of(Kind.PART)) == (1, 1), counts
     assert counts.sent >= 5, counts
     assert gcs.fs().cat_file(f"{bucket}/x") == b"12345"
+
+
+def test_a_large_body_streams_through_both_ways(s3: Store) -> None:
+    """120 MiB up (s3fs's ``pipe_file``, in parts) and down (one GET read a MiB at
+    a time): every byte counted, and the proxy (in this process) never holds the
+    object: the whole download's allocations stay far below its size."""
+    data = os.urandom(120 * MiB)
+    with storeproxy.proxied(s3, delay=0.0) as proxy:
+        fs, bucket = proxy.store.fs(), s3.bucket()
+        proxy.reset()
+        fs.pipe_file(f"{bucket}/k", data)
+        up = proxy.reset()
+        tracemalloc.start()
+        try:
+            with s3stream.get_object(fs, f"{bucket}/k") as (stream, _):
+                digest = hashlib.sha256()
+                for piece in iter(lambda: stream.read(MiB), b""):
+                    digest.update(piece)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        down = proxy.reset()
+    assert len(data) <= up.sent < len(data) + 4096, up  # and the parts list
+    assert down.received == len(data), down
+    assert digest.digest() == hashlib.sha256(data).digest()
+    assert peak < 16 * MiB, peak >> 20
