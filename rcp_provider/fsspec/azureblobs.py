@@ -10,7 +10,9 @@
   end;
 - :func:`put`, :func:`metadata`, :func:`remove`: one blob written from bytes, its
   user metadata read, removed (a directory's marker,
-  :mod:`rcp_provider.fsspec.markers`).
+  :mod:`rcp_provider.fsspec.markers`);
+- :func:`one_level`: the blobs and prefixes directly below a prefix, the prefixes
+  named as the service names them (:mod:`~rcp_provider.fsspec.storelisting`).
 
 Invariants: a blob appears only whole (a Put Blob, or a block list committed after
 its last block); an error is an ``OSError`` as fsspec's stores raise them
@@ -80,6 +82,42 @@ def remove(fs: Any, container: str, key: str) -> None:
     :raises FileNotFoundError: there is no such blob.
     """
     _run(fs, key, lambda bc: bc.delete_blob(), container)
+
+
+def one_level(fs: Any, path: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The blobs directly below ``path`` (``container/key``), as adlfs's ``ls``
+    describes them (and keeps them in its listing cache, where its ``open`` finds a
+    blob's size), and the prefixes there as the service names them (a trailing
+    ``/`` each, an empty segment kept: ``set//``).
+
+    :raises OSError: as :func:`_os_error` says.
+    """
+    container, key, _ = fs.split_path(path)
+    start = f"{key}/" if key else ""
+
+    async def walk() -> tuple[list[dict[str, Any]], list[str]]:
+        from azure.core.exceptions import AzureError
+        from azure.storage.blob.aio import BlobPrefix
+
+        blobs: list[Any] = []
+        prefixes: list[str] = []
+        async with fs.service_client.get_container_client(container) as cc:
+            try:
+                async for item in cc.walk_blobs(
+                    name_starts_with=start, include=["metadata"], delimiter="/"
+                ):
+                    if isinstance(item, BlobPrefix):  # the asynchronous client's
+                        prefixes.append(str(item.name))
+                    else:
+                        blobs.append(item)
+            except AzureError as exc:
+                raise _os_error(exc, path) from exc
+        infos: list[dict[str, Any]] = await fs._details(blobs)
+        return infos, prefixes
+
+    found: tuple[list[dict[str, Any]], list[str]] = fsspec.asyn.sync(fs.loop, walk)
+    fs.dircache[path.strip("/")] = found[0]  # as adlfs's ls keeps it: its open
+    return found  # reads a blob's size there (a request a blob otherwise)
 
 
 def _run(fs: Any, key: str, call: Callable[[Any], Awaitable[T]], container: str) -> T:

@@ -56,7 +56,14 @@ from rcp_core.errors import UnsafeNameError, UsageError
 from rcp_core.names import check_component
 from rcp_core.run.budget import Budget, transfer_budget
 from rcp_core.run.summary import Tally
-from rcp_provider.fsspec import azureblobs, markers, objectmeta, s3stream, s3upload
+from rcp_provider.fsspec import (
+    azureblobs,
+    markers,
+    objectmeta,
+    s3stream,
+    s3upload,
+    storelisting,
+)
 from rcp_provider.fsspec.storeinfo import TIMED, entry_of
 from rcp_provider.fsspec.storeremoval import removal
 
@@ -196,8 +203,9 @@ class Place:
         return entry_of(info)
 
     def list(self, rel: str, *, follow: bool) -> Listing:
-        """One level, as the store lists it: a key ending in ``/`` (a directory
-        marker) is its directory, a name that is not safe goes to ``unsafe`` (a
+        """One level, as the store lists it (on GCS and Azure its own pages,
+        :mod:`~rcp_provider.fsspec.storelisting`): a key ending in ``/`` (a
+        directory marker) is its directory, a name that is not safe goes to ``unsafe`` (a
         prefix with its ``/``: ``set//z`` lists ``/`` in ``set``), and with
         ``follow`` a symlink is its target's file, else skipped and counted."""
         entries: dict[str, Entry] = {}
@@ -205,7 +213,8 @@ class Place:
         skipped = 0
         base = self.join(rel).rstrip("/")
         self.fs.invalidate_cache(base)  # what it holds now, not a listing cached before
-        for info in self.fs.ls(self.join(rel), detail=True):
+        level = storelisting.one_level(self.fs, protocol_of(self.fs), base)
+        for info in level or self.fs.ls(self.join(rel), detail=True):
             listed = str(info["name"])
             if listed == base or (
                 listed == f"{base}/" and info.get("type") != "directory"
