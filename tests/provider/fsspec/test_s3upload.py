@@ -75,6 +75,22 @@ def test_an_upload_is_one_put_only_while_it_fits_one_part(
     assert etag.partition("-")[2] == (str(parts) if parts else "")
 
 
+def _reader_calling(
+    data: bytes, when: int, call: Callable[[], None]
+) -> Callable[[int], bytes]:
+    """A reader of ``data`` that calls ``call`` before its ``when``-th read."""
+    source, reads = io.BytesIO(data), 0
+
+    def read(size: int) -> bytes:
+        nonlocal reads
+        reads += 1
+        if reads == when:
+            call()
+        return source.read(size)
+
+    return read
+
+
 class _Broken(Exception):
     """Not an OSError: how the engine's stop arrives through a read."""
 
@@ -84,16 +100,11 @@ def test_a_failed_read_aborts_the_upload_and_leaves_nothing(
     s3: Store, error: BaseException
 ) -> None:
     fs, bucket = s3.fs(), s3.bucket()
-    source = io.BytesIO(os.urandom(5 * PART))
-    reads = 0
 
-    def read(size: int) -> bytes:
-        nonlocal reads
-        reads += 1
-        if reads == 4:
-            raise error
-        return source.read(size)
+    def fail() -> None:
+        raise error
 
+    read = _reader_calling(os.urandom(5 * PART), 4, fail)
     budget = Budget(TRANSFER_BYTES)
     with pytest.raises(type(error)):
         s3upload.upload(fs, f"{bucket}/k", read, 5 * PART, {}, budget)
@@ -109,22 +120,17 @@ def test_a_part_the_store_refuses_aborts_the_upload(
     part is refused, the error goes on, and the abort that finds nothing left to
     abort says so in the log."""
     fs, bucket = s3.fs(), s3.bucket()
-    source = io.BytesIO(os.urandom(4 * PART))
-    reads = 0
 
-    def read(size: int) -> bytes:
-        nonlocal reads
-        reads += 1
-        if reads == 3:
-            for upload in _uploads(fs, bucket):
-                fs.call_s3(
-                    "abort_multipart_upload",
-                    Bucket=bucket,
-                    Key="k",
-                    UploadId=upload["UploadId"],
-                )
-        return source.read(size)
+    def abort_behind_its_back() -> None:
+        for upload in _uploads(fs, bucket):
+            fs.call_s3(
+                "abort_multipart_upload",
+                Bucket=bucket,
+                Key="k",
+                UploadId=upload["UploadId"],
+            )
 
+    read = _reader_calling(os.urandom(4 * PART), 3, abort_behind_its_back)
     budget = Budget(TRANSFER_BYTES)
     with (
         caplog.at_level(logging.WARNING, "rcp_core"),
