@@ -14,8 +14,9 @@ Invariants:
 
 - an object appears only whole: a single ``PutObject``, or a multipart upload
   completed after its last part;
-- a multipart upload that fails or is stopped (the source's read raising, a part
-  refused, the run's stop) is aborted before the error goes on: no orphaned parts
+- a multipart upload that fails or is stopped (the source's read raising, which is
+  how the run's stop reaches a streamed copy; a part refused) is aborted before the
+  error goes on: no orphaned parts
   are left for the store to bill. Only a process killed outright leaves some (a
   bucket's lifecycle rule ``AbortIncompleteMultipartUpload`` removes them);
 - the part size is :data:`PART` or, for a file that would need more than

@@ -16,8 +16,11 @@
   followed to files or skipped), atomic writes, removal;
 
 Port invariants kept here for a store: a file is written with ``autocommit=False``
-and committed only once every chunk is written (discarded otherwise); a local
-file's upload (``put_file``) publishes the object when it ends; a copy within one
+and committed only once every chunk is written (discarded otherwise), on S3 as one
+PUT or a multipart upload completed after its last part (aborted otherwise,
+:mod:`~rcp_provider.fsspec.s3upload`); a local file's upload publishes the object
+when it ends; an upload's buffers are held in the process's transfer budget
+(:mod:`rcp_core.run.budget`); a copy within one
 filesystem is its own ``cp_file`` (server-side where the store has one); removing a
 directory removes the keys below it one by one, keeping what the engine protects,
 and never joins a listed name that is not safe
