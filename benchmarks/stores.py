@@ -563,6 +563,19 @@ def load(path: Path) -> Report:
     return Report(raw["meta"], raw["trees"], [Run(**r) for r in raw["runs"]])
 
 
+def merged(earlier: Report, now: Report) -> Report:
+    """``earlier``'s runs of the cells ``now`` did not run, with ``now``'s: a partial
+    rerun's report. Its header says which cells were run again, when, and how many
+    times a tool (the rest keep ``earlier``'s settings)."""
+    cells = sorted({run.cell for run in now.runs})
+    rerun = f"cells {', '.join(cells)}: {now.meta['started']}, {now.meta['reps']} runs"
+    return Report(
+        {**earlier.meta, "started": f"{earlier.meta['started']} ({rerun} a tool)"},
+        {**earlier.trees, **now.trees},
+        [run for run in earlier.runs if run.cell not in cells] + now.runs,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     from benchmarks import storereport
     from benchmarks.harness.markdown import publish
@@ -597,6 +610,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the report (markdown); its runs beside it (.json, saved after each cell)",
     )
     parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="JSON",
+        help="an earlier run whose other cells' runs the report keeps (a partial rerun)",
+    )
+    parser.add_argument(
         "--report-only",
         type=Path,
         metavar="JSON",
@@ -607,6 +626,16 @@ def main(argv: list[str] | None = None) -> int:
         return publish(storereport.render(load(args.report_only)), args.out)
     if args.python is None:
         parser.error("--python is needed to run the cells")
+    scale = SCALES["quick" if args.quick else "full"]
+    try:
+        kept = None if args.keep is None else load(args.keep)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        parser.error(f"{args.keep} is no store benchmark's runs: {exc}")
+    if kept is not None and (kept.meta["scale"], kept.meta["delay_ms"]) != (
+        asdict(scale),
+        args.delay_ms,
+    ):
+        parser.error(f"{args.keep} was run at another scale or delay: not kept")
     chosen: tuple[Cell, ...] = CELLS
     if args.cells:
         names = args.cells.split(",")
@@ -620,9 +649,12 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("rclone") is None:
         parser.error("rclone is not installed (make bench-system)")
     args.work.mkdir(parents=True, exist_ok=True)
-    scale = SCALES["quick" if args.quick else "full"]
     reps = args.reps or (1 if args.quick else 3)
     runs = None if args.out is None else args.out.with_suffix(".json")
+
+    def whole(report: Report) -> Report:
+        return report if kept is None else merged(kept, report)
+
     try:
         report = bench(
             python=args.python,
@@ -631,11 +663,11 @@ def main(argv: list[str] | None = None) -> int:
             delay_s=args.delay_ms / 1000,
             work=args.work,
             cells=chosen,
-            done=lambda report: None if runs is None else save(report, runs),
+            done=lambda report: None if runs is None else save(whole(report), runs),
         )
     finally:
         shutil.rmtree(args.work, ignore_errors=True)
-    return publish(storereport.render(report), args.out)
+    return publish(storereport.render(whole(report)), args.out)
 
 
 if __name__ == "__main__":

@@ -114,3 +114,40 @@ def test_a_report_reads_back_as_written_and_renders_again(
         == 0
     )
     assert out.read_text() == storereport.render(report) == capsys.readouterr().out
+
+
+def test_a_partial_rerun_keeps_the_other_cells_runs(report: Report) -> None:
+    """``--keep``: the cells run again replace theirs, the others stay, and the
+    header says which were run again, when and how often."""
+    now = Report(
+        {**report.meta, "started": "2026-12-05 01:00:00 UTC", "reps": 3},
+        {"within": {"files": 1}},
+        [replace(_run(report, "within", "rcp"), wall_s=1.5)],
+    )
+    kept = stores.merged(report, now)
+    assert [r for r in kept.runs if r.cell == "within"] == now.runs
+    assert [r for r in kept.runs if r.cell != "within"] == [
+        r for r in report.runs if r.cell != "within"
+    ]
+    assert kept.trees == {**report.trees, "within": {"files": 1}}
+    assert kept.meta["started"] == (
+        f"{report.meta['started']} (cells within: 2026-12-05 01:00:00 UTC, 3 runs a tool)"
+    )
+    assert kept.meta["reps"] == report.meta["reps"]
+
+
+def test_a_run_of_another_scale_or_unreadable_is_not_kept(
+    report: Report, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stores.save(report, tmp_path / "earlier.json")
+    with pytest.raises(SystemExit) as refused:
+        stores.main(
+            ["--python", sys.executable, "--keep", str(tmp_path / "earlier.json")]
+        )
+    assert refused.value.code == 2
+    assert "another scale or delay: not kept" in capsys.readouterr().err
+    (tmp_path / "torn.json").write_text('{"meta": {}')
+    with pytest.raises(SystemExit) as refused:
+        stores.main(["--python", sys.executable, "--keep", str(tmp_path / "torn.json")])
+    assert refused.value.code == 2
+    assert "torn.json is no store benchmark's runs" in capsys.readouterr().err
