@@ -86,8 +86,7 @@ def remove(fs: Any, container: str, key: str) -> None:
 
 def one_level(fs: Any, path: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The blobs directly below ``path`` (``container/key``), as adlfs's ``ls``
-    describes them (and keeps them in its listing cache, where its ``open`` finds a
-    blob's size), and the prefixes there as the service names them (a trailing
+    describes them, and the prefixes there as the service names them (a trailing
     ``/`` each, an empty segment kept: ``set//``).
 
     :raises OSError: as :func:`_os_error` says.
@@ -116,8 +115,7 @@ def one_level(fs: Any, path: str) -> tuple[list[dict[str, Any]], list[str]]:
         return infos, prefixes
 
     found: tuple[list[dict[str, Any]], list[str]] = fsspec.asyn.sync(fs.loop, walk)
-    fs.dircache[path.strip("/")] = found[0]  # as adlfs's ls keeps it: its open
-    return found  # reads a blob's size there (a request a blob otherwise)
+    return found
 
 
 def _run(fs: Any, key: str, call: Callable[[Any], Awaitable[T]], container: str) -> T:

@@ -30,30 +30,28 @@ Info = dict[str, Any]
 def one_level(fs: Any, protocol: str, path: str) -> list[Info] | None:
     """The objects and prefixes directly below ``path`` (``bucket/key``) on GCS or
     Azure; ``None`` on another store, or where nothing is there."""
-    if protocol in objectmeta.GCS:
-        items, prefixes = fsspec.asyn.sync(fs.loop, fs._do_list_objects, path)
-        _cached_as_gcsfs_does(fs, path, items, prefixes)
-    elif protocol in objectmeta.AZURE:
-        items, prefixes = azureblobs.one_level(fs, path)
-    else:
-        return None
-    if not items and not prefixes:
+    if protocol not in objectmeta.GCS | objectmeta.AZURE:
         return None
     bucket = fs.split_path(path)[0]
+    if protocol in objectmeta.GCS:
+        items, prefixes = fsspec.asyn.sync(fs.loop, fs._do_list_objects, path)
+        fs.dircache[path.rstrip("/")] = _gcsfs_directories(bucket, prefixes) + items
+    else:
+        items, prefixes = azureblobs.one_level(fs, path)
+        # adlfs takes a name its cached level lacks for a directory, as after its ls
+        fs.dircache[path.strip("/")] = items
+    if not items and not prefixes:
+        return None
     return [
         *items,
         *({"name": f"{bucket}/{p}", "type": "directory", "size": 0} for p in prefixes),
     ]
 
 
-def _cached_as_gcsfs_does(
-    fs: Any, path: str, items: list[Info], prefixes: list[str]
-) -> None:
-    """The level in gcsfs's listing cache, as its own ``ls`` keeps it (its
-    ``open`` and ``info`` find an object there, not by a request): the objects,
-    and each prefix as a directory named without its trailing slashes."""
-    bucket = fs.split_path(path)[0]
-    directories = [
+def _gcsfs_directories(bucket: str, prefixes: list[str]) -> list[Info]:
+    """The prefixes as gcsfs's own ``ls`` caches them: directories named without
+    their trailing slashes."""
+    return [
         {
             "bucket": bucket,
             "name": f"{bucket}/{prefix.strip('/')}",
@@ -63,4 +61,3 @@ def _cached_as_gcsfs_does(
         }
         for prefix in prefixes
     ]
-    fs.dircache[path.rstrip("/")] = directories + items

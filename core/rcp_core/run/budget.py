@@ -1,7 +1,7 @@
 """The bytes a process may hold in transfer buffers at once: one budget, shared.
 
-A store's large file moves in parts (an S3 multipart upload, ranged reads of an
-object), several in flight, each a buffer of its part size. Without a bound the
+A store's large file goes up in parts (an S3 multipart upload), several in
+flight, each a buffer of its part size. Without a bound the
 memory is workers x parts x part size (s3fs reads ten 50 MiB parts of each file it
 uploads); with one, part size and parts in flight are chosen together: every part's
 bytes are taken from :func:`transfer_budget` before they are read and given back when
