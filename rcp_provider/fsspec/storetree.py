@@ -44,15 +44,23 @@ import contextlib
 import dataclasses
 import os
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, cast
 
 import fsspec
+import fsspec.asyn
 from fsspec.implementations.local import LocalFileSystem
 
 from rcp_core.backends.capabilities import Backend, Capability, store_backend
-from rcp_core.backends.port import Entry, EntryKind, Listing, Port, Protect
+from rcp_core.backends.port import (
+    Entry,
+    EntryKind,
+    Listing,
+    Page,
+    Port,
+    Protect,
+)
 from rcp_core.engine.posixport import PosixPort
 from rcp_core.engine.removeentry import count_removed
 from rcp_core.errors import UnsafeNameError, UsageError
@@ -75,6 +83,9 @@ OBJECT_STORES = frozenset(
 )
 """fsspec protocols of object stores: their directories are key prefixes, which
 need not exist before an object is written below them."""
+S3_COPY_MOST = 5 << 30
+"""The largest object one S3 ``CopyObject`` copies (larger ones are copied in
+parts, by s3fs's ``cp_file``)."""
 UPLOAD_CHUNK = s3upload.PART
 """The bytes a GCS upload sends a request (gcsfs's resumable upload, one chunk at a
 time; a file no larger is one request)."""
@@ -207,24 +218,63 @@ class Place:
 
     def list(self, rel: str, *, follow: bool) -> Listing:
         """One level, as the store lists it (on GCS and Azure its own pages,
-        :mod:`~rcp_provider.fsspec.storelisting`): a key ending in ``/`` (a
-        directory marker) is its directory, a name that is not safe goes to ``unsafe`` (a
-        prefix with its ``/``: ``set//z`` lists ``/`` in ``set``), and with
-        ``follow`` a symlink is its target's file, else skipped and counted."""
-        entries: dict[str, Entry] = {}
-        unsafe: dict[str, UnsafeNameError] = {}
-        skipped = 0
+        :mod:`~rcp_provider.fsspec.storelisting`), read as :meth:`_listing` reads
+        it."""
         base = self.join(rel).rstrip("/")
         self.fs.invalidate_cache(base)  # what it holds now, not a listing cached before
         level = storelisting.one_level(self.fs, protocol_of(self.fs), base)
-        for info in level or self.fs.ls(self.join(rel), detail=True):
+        infos = level or self.fs.ls(self.join(rel), detail=True)
+        return self._listing(base, infos, follow)[0]
+
+    def page(self, rel: str, *, follow: bool, after: object | None) -> Page:
+        """On S3 (no versioned listing), one ``ListObjectsV2`` page of the level
+        (:func:`~rcp_provider.fsspec.storelisting.s3_page`), read as
+        :meth:`_listing` reads it; a file's name keeps a later page's directory
+        of the same name out, as :meth:`list` does (``after`` carries the names
+        that may still meet theirs). An empty first page, and any other store,
+        is :meth:`list` whole (which tells a missing prefix from an empty
+        bucket)."""
+        if protocol_of(self.fs) not in objectmeta.S3 or self.fs.version_aware:
+            return Page(self.list(rel, follow=follow), None)
+        cursor = after if isinstance(after, storelisting.S3After) else None
+        base = self.join(rel).rstrip("/")
+        token = cursor.token if cursor is not None else None
+        infos, last, token = storelisting.s3_page(self.fs, base, token)
+        if cursor is None and not infos:
+            return Page(self.list(rel, follow=follow), None)
+        shadowing = cursor.files if cursor is not None else frozenset()
+        listing, files = self._listing(base, infos, follow, shadowing)
+        if token is None:
+            return Page(listing, None)
+        # a file's directory namesake sorts after it, past names like "a-b", "a.c"
+        waiting = {n for n in shadowing | files if f"{base}/{n}/" > last}
+        return Page(listing, storelisting.S3After(token, frozenset(waiting)))
+
+    def _listing(
+        self,
+        base: str,
+        infos: Iterable[dict[str, Any]],
+        follow: bool,
+        shadowing: frozenset[str] = frozenset(),
+    ) -> tuple[Listing, set[str]]:
+        """The entries of the level ``base`` its infos give, and the names of its
+        files: a key ending in ``/`` (a directory marker) is its directory; the
+        level's own name and marker are left out; a name that is not safe goes to
+        ``unsafe`` (a prefix with its ``/``: ``set//z`` lists ``/`` in ``set``);
+        with ``follow`` a symlink is its target's file, else skipped and counted;
+        a name listed twice (a file and a prefix) is its first, or a file of
+        ``shadowing`` (listed on an earlier page)."""
+        entries: dict[str, Entry] = {}
+        unsafe: dict[str, UnsafeNameError] = {}
+        skipped = 0
+        for info in infos:
             listed = str(info["name"])
             if listed == base or (
                 listed == f"{base}/" and info.get("type") != "directory"
             ):
                 continue  # the directory itself, or its marker object, as stores list it
             name = listed[len(base) + 1 :] if listed.startswith(base + "/") else listed
-            if name.endswith("/") and name.count("/") == 1 and name != "/":
+            if name.endswith("/") and name.count("/") == 1:  # "/": set// is empty
                 name, info = name[:-1], {**info, "type": "directory"}
             try:
                 check_component(name)
@@ -238,9 +288,10 @@ class Place:
                     skipped += 1
                     continue
                 info = followed
-            if name not in entries:
+            if name not in entries and name not in shadowing:
                 entries[name] = entry_of(info)
-        return Listing(entries, unsafe, skipped)
+        files = {n for n, e in entries.items() if not e.is_dir}
+        return Listing(entries, unsafe, skipped), files
 
     def _followed(self, link: dict[str, Any]) -> dict[str, Any] | None:
         """The info of the file a store's symlink leads to (under the link's name),
@@ -364,14 +415,21 @@ class Place:
         gcsfs's ``put_file`` in :data:`UPLOAD_CHUNK` pieces; on Azure by the SDK's
         ``upload_blob`` (:func:`~rcp_provider.fsspec.azureblobs.upload`: one Put
         Blob for a small file, where adlfs stages blocks and names the metadata
-        itself); elsewhere the client's ``put_file``. Within one filesystem its
-        ``cp_file``, which copies the source object's metadata."""
+        itself); elsewhere the client's ``put_file``. Within one filesystem a
+        server-side copy, which copies the source object's metadata: on S3 one
+        ``CopyObject`` where the listed size allows it, else the client's
+        ``cp_file``."""
         local = source.local_path
         if local is not None:
             self._upload(os.path.join(local, src_rel) if src_rel else local, rel, kept)
             return True
         if isinstance(source, Place) and source.fs is self.fs:
-            self.fs.cp_file(source.join(src_rel), self.join(rel))
+            origin, path = source.join(src_rel), self.join(rel)
+            if protocol_of(self.fs) in objectmeta.S3 and kept.size < S3_COPY_MOST:
+                # one CopyObject, sized by the listing: cp_file would HEAD it first
+                fsspec.asyn.sync(self.fs.loop, self.fs._copy_basic, origin, path)
+            else:
+                self.fs.cp_file(origin, path)
             return True
         return False
 

@@ -13,7 +13,9 @@ hook.
 Invariants every port keeps:
 
 - **one level at a time**: :meth:`Port.list` lists one directory, never a tree, so
-  the engine's memory follows the directories in flight;
+  the engine's memory follows the directories in flight; a port that
+  :class:`ListsInPages` gives a large directory a page at a time, so its memory
+  follows the pages in flight;
 - **names checked**: every name a listing gives is one safe component
   (:func:`rcp_core.names.check_component`); the rest are in :attr:`Listing.unsafe`
   and nothing below one is ever listed;
@@ -166,6 +168,45 @@ class Listing:
     entries: dict[str, Entry]
     unsafe: dict[str, UnsafeNameError]
     skipped_links: int = 0
+
+
+def page_key(name: str, is_dir: bool) -> str:
+    """Where an entry sorts in a paged listing: as an object store orders its keys
+    (by code point, the order of their UTF-8 bytes), a directory as its name with a
+    ``/`` after it (the prefix its keys share)."""
+    return f"{name}/" if is_dir else name
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a directory's listing (:class:`ListsInPages`).
+
+    :param listing: its entries (and unsafe names), each name once over all pages.
+    :param after: where the next page starts (opaque: what the port needs to ask
+        for it), ``None`` after the last.
+    """
+
+    listing: Listing
+    after: object | None
+
+
+@runtime_checkable
+class ListsInPages(Protocol):
+    """A port that lists a directory a page at a time: the directory's
+    :meth:`Port.list` cut into pages, each page's entries after the previous
+    page's in :func:`page_key` order, so two such listings of directories can be
+    walked side by side with a window of a page (a million-key prefix lists in
+    the memory of a page)."""
+
+    def page(self, rel: str, *, follow: bool, after: object | None) -> Page:
+        """The page of the directory ``rel`` that starts at ``after`` (``None``:
+        the first, else a page's :attr:`Page.after`); asked again with the same
+        ``after`` it starts at the same place (a page whose request failed is
+        asked for again).
+
+        :raises FileNotFoundError: nothing is there (asked for the first page).
+        """
+        ...
 
 
 @runtime_checkable

@@ -12,7 +12,9 @@ Invariants:
 
 - **memory follows the directories in flight**, never the tree: a directory's source
   and destination are listed one level (:meth:`~rcp_core.backends.port.Port.list`)
-  when its scan runs, and the listings are dropped when it is finished;
+  when its scan runs, and the listings are dropped when it is finished; a source
+  that lists in pages is scanned a page at a time (:mod:`~rcp_core.engine.portpages`),
+  so a directory's memory follows its pages in flight;
 - **parents before children**: a subdirectory's destination is made (or found) before
   its entries are pushed, so a file's directory exists when the file is written;
 - **filters** decide each listed entry as the local walk does
@@ -38,13 +40,13 @@ import enum
 import errno
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rcp_core.backends.port import Entry, EntryKind, Listing, Protect
+from rcp_core.backends.port import Entry, EntryKind, Listing, ListsInPages, Protect
 from rcp_core.engine.filters import Filter, GitIgnores, Verdict
+from rcp_core.engine.portpages import PagedScan, refuse_unsafe
 from rcp_core.engine.tree import Lifecycle, Node, joined
 from rcp_core.run.pool import WorkPool
-from rcp_core.run.runtime import Runtime
 from rcp_core.run.summary import Tally
 from rcp_core.settings import ExistingPolicy
 
@@ -100,6 +102,12 @@ class PortWalk:
             gitignore=settings.gitignore,
         )
         self.pool = WorkPool(copy.workers, copy.workers, self._crashed)
+        self.paged_source = (
+            self.source if isinstance(self.source, ListsInPages) else None
+        )
+        self.paged_target = (
+            self.target if isinstance(self.target, ListsInPages) else None
+        )
         self.tree: Lifecycle[PortDir] = Lifecycle(self._finish)
 
     def run(self, entry: Entry, there: Entry | None) -> None:
@@ -192,12 +200,18 @@ class PortWalk:
 
     def _scan(self, tally: Tally, node: PortDir) -> None:
         """List ``node``'s source (and, if it existed, destination; each listing
-        tried again on a transient error) and push its entries; then drop the
-        scan's own reference."""
+        tried again on a transient error) and push its entries, a page at a time
+        where :meth:`_pages` says so; then drop the scan's own reference."""
         copy = self.copy
         try:
             if copy.stopping:
                 node.incomplete = True
+                return
+            scan = self._pages(node)
+            if scan is not None:
+                tally["scanned.dirs"] += 1
+                self.tree.hold(node)  # the page's own, released by it
+                self._page(tally, node, scan)
                 return
             listing = copy.attempt(lambda: self.source.list(node.rel, follow=True))
             tally["scanned.dirs"] += 1
@@ -211,6 +225,45 @@ class PortWalk:
         except OSError as exc:
             node.incomplete = True
             copy.record(tally, copy.error("read directory", node.rel or ".", exc))
+        finally:
+            self.tree.release(tally, node)
+
+    def _pages(self, node: PortDir) -> PagedScan | None:
+        """How ``node`` is listed a page at a time, if it is
+        (:mod:`~rcp_core.engine.portpages`): its source
+        :class:`~rcp_core.backends.port.ListsInPages`, and neither ``delete`` (which
+        needs every name on both sides) nor ``.gitignore`` rules (a directory's own
+        may come on any page) ask for the whole listing first. The destination is
+        read beside it where it lists in pages too, else listed whole."""
+        source, target = self.paged_source, self.paged_target
+        if source is None or self.copy.settings.delete or self.filter.gitignore:
+            return None
+        attempt = self.copy.attempt
+        if node.fresh:
+            return PagedScan(source, node.rel, attempt, whole={})
+        if target is not None:
+            return PagedScan(source, node.rel, attempt, target=target)
+        return PagedScan(source, node.rel, attempt, whole=self._destination(node))
+
+    def _page(self, tally: Tally, node: PortDir, scan: PagedScan) -> None:
+        """Push the entries of ``node``'s next page; the scan of the page after it
+        goes below them (the pool pops the newest first), so the pages in flight
+        stay few. A scan continues on a page error (an entry error, the directory
+        incomplete) only where it started."""
+        try:
+            if self.copy.stopping:
+                node.incomplete = True
+                return
+            listing, there = scan.next_page()
+            if scan.more:  # ``scan`` is the next page's from here
+                self.tree.hold(node)
+                self.pool.push(self._page, node, scan)
+            self._push(tally, node, listing, there)
+        except OSError as exc:
+            node.incomplete = True
+            self.copy.record(
+                tally, self.copy.error("read directory", node.rel or ".", exc)
+            )
         finally:
             self.tree.release(tally, node)
 
@@ -339,17 +392,6 @@ class PortWalk:
             if settings.dry_run is None:
                 self.target.remove(rel, entry, tally, protect)
         return True
-
-
-def refuse_unsafe(
-    run: Runtime, tally: Tally, node: Node[Any], listing: Listing
-) -> None:
-    """Each name ``node``'s listing gave that is not safe: an entry error (``list``)
-    of ``run``, and ``node`` incomplete; never joined to a path, never entered."""
-    for name, unsafe in sorted(listing.unsafe.items()):
-        node.incomplete = True
-        error = OSError(errno.EINVAL, f"unsafe name: {unsafe.reason}")
-        run.record(tally, run.error("list", joined(node.rel, name), error))
 
 
 def _is_file(entry: Entry | None) -> bool:

@@ -57,7 +57,7 @@ import pluggy
 from rcp_core.backends.capabilities import Capability
 from rcp_core.backends.port import Entry, EntryKind, Port
 from rcp_core.engine.portcopy import DEFAULT_WORKERS
-from rcp_core.engine.portwalk import refuse_unsafe
+from rcp_core.engine.portpages import refuse_unsafe
 from rcp_core.engine.removeentry import count_removed
 from rcp_core.errors import UsageError
 from rcp_core.run.monitor import Observer

@@ -1,0 +1,171 @@
+"""An S3 level listed a page at a time (issue 26: a million-key prefix lists in the
+memory of a page), against a real S3 API (``moto_server``) with pages of a few keys
+(:data:`~rcp_provider.fsspec.storelisting.S3_PAGE` made small), so a level of a
+dozen keys spans several pages as a level of a million spans a thousand.
+
+- the pages of a level hold what its whole listing holds, in key order, each name
+  once (a file and the prefix of the same name, pages apart, are the file);
+- the walk asks for a page only once the entries before it are taken: with one
+  worker, each page's objects are read before the next page is listed;
+- a copy onto a destination that lists in pages too meets each source name with
+  what the destination holds under it (the destination read a window at a time):
+  an unchanged rerun copies nothing, a changed file and a new one are copied, a
+  file where the source has a directory is replaced.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.objectstores import Store
+from rcp_core.backends.port import Listing, page_key
+from rcp_core.engine import portpages
+from rcp_core.engine.portcopy import copy_tree
+from rcp_core.engine.posixport import PosixPort
+from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_provider.fsspec import s3stream, storelisting
+from rcp_provider.fsspec.storetree import Place
+
+PAGE = 3
+
+
+@pytest.fixture
+def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(storelisting, "S3_PAGE", PAGE)
+
+
+def _pages(place: Place, rel: str = "") -> Iterator[Listing]:
+    after: object | None = None
+    while True:
+        page = place.page(rel, follow=True, after=after)
+        yield page.listing
+        if page.after is None:
+            return
+        after = page.after
+
+
+def _fill(fs: Any, top: str, keys: list[str]) -> None:
+    for key in keys:
+        fs.pipe_file(f"{top}/{key}", key.encode())
+
+
+def test_the_pages_of_a_level_are_its_listing_in_key_order(
+    s3: Store, small_pages: None
+) -> None:
+    fs, top = s3.fs(), s3.bucket()
+    keys = [f"f{i:02d}" for i in range(10)] + ["d/x", "e/", "e/y", "z"]
+    keys += ["../up", "n\0ul"]  # unsafe: reported, never entries
+    _fill(fs, f"{top}/t", keys)
+    fs.pipe_file(f"{top}/t/", b"")  # the level's own marker: not an entry
+    place = Place(fs, f"{top}/t")
+    pages = list(_pages(place))
+    assert len(pages) == 6  # 16 keys and prefixes (the marker's too), 3 a page
+    whole = place.list("", follow=True)
+    assert {n for p in pages for n in p.entries} == set(whole.entries)
+    assert {n for p in pages for n in p.unsafe} == set(whole.unsafe) == {"../", "n\0ul"}
+    assert sum(len(p.entries) for p in pages) == len(whole.entries) == 13
+    keys = [sorted(page_key(n, e.is_dir) for n, e in p.entries.items()) for p in pages]
+    assert all(a[-1] < b[0] for a, b in itertools.pairwise(k for k in keys if k))
+    for page in pages:
+        for name, entry in page.entries.items():
+            assert entry == whole.entries[name], name
+
+
+def test_a_file_keeps_its_name_from_a_prefix_listed_pages_later(
+    s3: Store, small_pages: None
+) -> None:
+    """``a`` (an object) and ``a/`` (a prefix) are both keys on S3; ``a-0`` ...
+    ``a-5`` sort between them, so they come pages apart: the name is the file's,
+    as the whole listing gives it."""
+    fs, top = s3.fs(), s3.bucket()
+    _fill(fs, f"{top}/t", ["a", *(f"a-{i}" for i in range(6)), "a/inner"])
+    place = Place(fs, f"{top}/t")
+    pages = list(_pages(place))
+    assert len(pages) == 3
+    names = [n for p in pages for n in p.entries]
+    assert sorted(names) == ["a", *(f"a-{i}" for i in range(6))]
+    assert not pages[0].entries["a"].is_dir
+    assert place.list("", follow=True).entries["a"] == pages[0].entries["a"]
+
+
+def test_an_empty_or_missing_level_is_one_page_as_its_listing_says(
+    s3: Store, small_pages: None
+) -> None:
+    fs, top = s3.fs(), s3.bucket()
+    fs.pipe_file(f"{top}/only-marker/", b"")
+    assert place_entries(Place(fs, f"{top}/only-marker")) == {}
+    assert place_entries(Place(fs, top)) == {"only-marker": True}
+    with pytest.raises(FileNotFoundError):
+        Place(fs, f"{top}/nothing").page("", follow=True, after=None)
+
+
+def place_entries(place: Place) -> dict[str, bool]:
+    return {n: e.is_dir for p in _pages(place) for n, e in p.entries.items()}
+
+
+def test_with_one_worker_each_page_is_read_before_the_next_is_listed(
+    s3: Store, small_pages: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fs, top = s3.fs(), s3.bucket()
+    _fill(fs, f"{top}/t", [f"f{i}" for i in range(9)])
+    said: list[str] = []
+    listed, got = storelisting.s3_page, s3stream.get_object
+
+    def listing(fs: Any, path: str, token: str | None) -> Any:
+        said.append("list")
+        return listed(fs, path, token)
+
+    def getting(fs: Any, path: str) -> Any:
+        said.append("get")
+        return got(fs, path)
+
+    monkeypatch.setattr(storelisting, "s3_page", listing)
+    monkeypatch.setattr(s3stream, "get_object", getting)
+    settings = CopySettings(max_workers=1)
+    down = PosixPort(str(tmp_path / "down"))
+    summary = copy_tree(Place(fs, f"{top}/t"), down, settings)
+    assert summary["copied.files"] == 9
+    assert said == ["list", "get", "get", "get"] * 3
+
+
+def test_a_copy_meets_each_name_with_what_a_paged_destination_holds(
+    s3: Store, small_pages: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fs, top = s3.fs(), s3.bucket()
+    names = [f"{c}{i}" for c, i in itertools.product("bdfh", range(4))]
+    _fill(fs, f"{top}/src", [*names, "k/inner"])
+    source, target = Place(fs, f"{top}/src"), Place(fs, f"{top}/dst")
+    settings = CopySettings(existing=ExistingPolicy.OVERWRITE)
+    first = copy_tree(source, target, settings)
+    assert first["copied.files"] == len(names) + 1
+    # names only the destination has, interleaved: they page the window along
+    _fill(fs, f"{top}/dst", ["a0", "c9", "e/x", "g0", "z9"])
+    windows: list[int] = []
+    read = portpages.PagedScan._read_target
+
+    def reading(scan: portpages.PagedScan, need: str) -> None:
+        read(scan, need)
+        windows.append(len(scan._window))
+
+    monkeypatch.setattr(portpages.PagedScan, "_read_target", reading)
+    again = copy_tree(source, target, settings)
+    assert again["copied.files"] == 0
+    assert again["unchanged.files"] == len(names) + 1
+    # 22 entries on the destination, read a window of a few pages at a time
+    assert len(windows) >= 6, windows
+    assert max(windows) <= 3 * PAGE, windows
+    fs.pipe_file(f"{top}/src/f2", b"changed, longer")
+    fs.pipe_file(f"{top}/src/e", b"a file where the destination has a directory")
+    fs.pipe_file(f"{top}/src/c9/y", b"a directory where it has a file")
+    third = copy_tree(source, target, settings)
+    assert third["copied.files"] == 3, third
+    assert fs.cat_file(f"{top}/dst/f2") == b"changed, longer"
+    assert (
+        fs.cat_file(f"{top}/dst/e") == b"a file where the destination has a directory"
+    )
+    assert fs.cat_file(f"{top}/dst/c9/y") == b"a directory where it has a file"
