@@ -208,17 +208,34 @@ def answers(endpoint: str) -> bool:
         return False
 
 
+def _indexed_s3(store: Store, fill: Sequence[str]) -> list[str]:
+    """The command of the benchmark's moto (:mod:`benchmarks.moto_emulator`: listed
+    from an index, holding the objects of each ``BUCKET/PREFIX=COUNT`` of ``fill``)
+    serving ``store``'s endpoint."""
+    port = store.endpoint.rsplit(":", 1)[1]
+    emulator = [sys.executable, "-m", "benchmarks.moto_emulator", "--port", port]
+    return [*emulator, *(f"--fill={spec}" for spec in fill)]
+
+
 @contextmanager
-def serve(name: str) -> Iterator[Store]:
-    """The store ``name`` (a key of :data:`SERVERS`) for the duration of the block.
+def serve(
+    name: str, *, fill: Sequence[str] = (), start_timeout: float = START_TIMEOUT
+) -> Iterator[Store]:
+    """The store ``name`` (a key of :data:`SERVERS`) for the duration of the block;
+    with ``fill`` (S3 only), the benchmark's moto holding those objects
+    (:func:`_indexed_s3`).
 
     :raises RuntimeError: its emulator is missing, exited, or did not answer within
-        :data:`START_TIMEOUT`.
+        ``start_timeout`` seconds.
     """
     why = missing(name)
     if why is not None:
         raise RuntimeError(why)
     argv, store = SERVERS[name](free_port())
+    if fill:
+        if name != "s3":
+            raise ValueError(f"only S3 is filled before it starts, not {name}")
+        argv = _indexed_s3(store, fill)
     root = str(HERE.parent)
     environ = {**os.environ, "PYTHONPATH": root, **store.variables}
     with tempfile.TemporaryFile() as log:
@@ -230,7 +247,7 @@ def serve(name: str) -> Iterator[Store]:
             env=environ,
         )
         try:
-            deadline = time.monotonic() + START_TIMEOUT
+            deadline = time.monotonic() + start_timeout
             while not answers(store.endpoint):
                 if server.poll() is not None:
                     log.seek(0)

@@ -10,7 +10,9 @@ Targets, rcp against the peers in the same run:
   one a directory, for its marker, and two more);
 - a rerun after touching 1% of the files: exactly those uploaded;
 - S3 to GCS: at least 5x as fast as ``ObjectStoragePath.copy``;
-- within one bucket: no object data through the client (server-side copies).
+- within one bucket: no object data through the client (server-side copies);
+- listing a flat prefix of a million objects (a dry run): peak RSS within 1.5x of
+  listing a tenth as many.
 
 Invariants: figures come only from ``ok`` runs (exit 0 and the copy verified byte
 for byte); a target with no ok run on either side is ``not measured``, never met
@@ -25,11 +27,12 @@ from dataclasses import dataclass
 
 from benchmarks.harness.markdown import md_table, num, span
 from benchmarks.harness.stats import Spread, spread
-from benchmarks.harness.targets import Status, TargetResult, absent_row
+from benchmarks.harness.targets import Status, TargetResult
 from benchmarks.storeproxy import Kind
 from benchmarks.stores import CELLS, Cell, MiB, Report, Run, Scale
 
 ACROSS_SPEEDUP = 5.0
+LISTED_RSS = 1.5
 DATA = (Kind.PUT, Kind.PART, Kind.START, Kind.COMMIT, Kind.GET)
 """Requests that move object data through the client (a server-side COPY does not)."""
 
@@ -190,12 +193,24 @@ def _within(report: Report) -> TargetResult:
     )
 
 
-LISTING = absent_row(
-    "peak RSS within 1.5x of 100k's",
-    "Listing 1M objects",
-    "not run: moto lists in O(objects) a page (1,000 pages over 1M keys), and the "
-    "paged listing is not built yet",
-)
+def _listing(report: Report) -> TargetResult:
+    """rcp's peak RSS listing the whole prefix against listing a tenth as many."""
+    scenario, target = "Listing 1M objects", f"peak RSS within {LISTED_RSS}x of 100k's"
+    all_, tenth = (
+        _ran(report, "listing", "rcp_all"),
+        _ran(report, "listing", "rcp_tenth"),
+    )
+    if all_ is None or tenth is None:
+        return _result(scenario, target)
+    a, b = all_[0].rss_mib, tenth[0].rss_mib
+    objects = report.trees["listing"]
+    return _result(
+        scenario,
+        target,
+        f"{num(a)} MiB vs {num(b)} MiB ({a / b:.2f}x; {objects['files']:,} vs "
+        f"{objects['files_rcp_tenth']:,} objects)",
+        a <= LISTED_RSS * b,
+    )
 
 
 def targets(report: Report) -> list[TargetResult]:
@@ -211,7 +226,7 @@ def targets(report: Report) -> list[TargetResult]:
         _touched(report),
         _across(report),
         _within(report),
-        LISTING,
+        _listing(report),
     ]
 
 
@@ -294,7 +309,8 @@ def render(report: Report) -> str:
         for tool, label in labels.items():
             f = figures(report, cell.id, tool)
             if f is not None:
-                rows.append(_row(label, f, report.trees[cell.id]["files"]))
+                tree = report.trees[cell.id]
+                rows.append(_row(label, f, tree.get(f"files_{tool}", tree["files"])))
         if rows:
             lines += ["", f"## {cell.title}", "", *md_table(HEADER, rows)]
     return "\n".join(lines) + "\n"

@@ -18,10 +18,16 @@ each repetition), each run into a fresh bucket or directory:
   ``touched``: again after 1% of the files were touched (same bytes, new time);
 - ``across``: S3 to GCS (full: 1,000 files): ``rcp`` and ``ObjectStoragePath.copy``;
 - ``within``: S3 to another prefix of the same bucket: ``rcp``, ``s3fs`` ``copy``
-  and ``rclone copy`` (server-side copies: no object bytes through the client).
+  and ``rclone copy`` (server-side copies: no object bytes through the client);
+- ``listing``: ``rcp --dry-run`` of one flat prefix of 100 times the small tree's
+  files (full: a million objects), and of one of a tenth of it, both made in the
+  benchmark's moto before it starts (:mod:`benchmarks.moto_emulator`, whose
+  listing pages cost their own keys): the peak RSS of listing ten times the
+  objects, each one decided and reported.
 
 A run is ``ok`` only when its tool exited 0 and the copy holds exactly the source's
-files, byte for byte (each read back, untimed, from the emulator directly); a failed
+files, byte for byte (each read back, untimed, from the emulator directly), or, for
+a dry run, when it wrote nothing and said it would copy each object; a failed
 run's figures are never shown as a result. The targets and the report are
 :mod:`benchmarks.storereport`'s.
 
@@ -58,6 +64,11 @@ TOUCHED_SHARE = 0.01
 RCLONE_TRANSFERS = 16
 RCLONE_REMOTE = "benchs3"
 TIMEOUT_S = 1800.0
+LISTED_BUCKET = "listed"
+LISTED_SHARE = 100
+"""The listing cell's prefix holds this many times the small tree's files."""
+LISTED_START_S = 900.0
+"""Seconds the benchmark's moto has to make the listing cell's objects and answer."""
 HASHED_IN_BATCH = 16 * MiB
 """Objects up to this size are read back in batches (fsspec's concurrent ``cat``)."""
 
@@ -229,6 +240,8 @@ class Tool:
 
 RCP = Tool("rcp", "rcp", _rcp())
 RCP_RERUN = Tool("rcp", "rcp -o", _rcp("-o"))
+LISTS_TENTH = Tool("rcp_tenth", "rcp --dry-run, a tenth as many", _rcp("--dry-run=brief"))
+LISTS_ALL = Tool("rcp_all", "rcp --dry-run", _rcp("--dry-run=brief"))
 RCLONE = Tool("rclone", f"rclone copy --transfers {RCLONE_TRANSFERS}", _rclone)
 OSP = Tool("osp", "ObjectStoragePath.copy", _object_storage_path, nests=True)
 
@@ -286,7 +299,15 @@ CELLS = (
         False,
         (RCP, Tool("s3fs", "s3fs copy", _s3fs("copy")), RCLONE),
     ),
+    Cell("listing", "Listing 1M objects", "listing", False, (LISTS_TENTH, LISTS_ALL)),
 )
+
+
+def listed(scale: Scale) -> dict[str, int]:
+    """The listing cell's prefixes and the objects each holds, by the tool that
+    lists it."""
+    whole = scale.small_files * LISTED_SHARE
+    return {LISTS_TENTH.id: whole // 10, LISTS_ALL.id: whole}
 
 
 def _cpu_of(pid: int | None) -> float:
@@ -301,6 +322,12 @@ def _make_tree(stage: Stage, cell: Cell) -> dict[str, int]:
     """The cell's source tree, made by ``rcp-filegen`` (reused from the cell before
     when the same), and its census; what it holds (files, directories, bytes)."""
     scale = stage.scale
+    if cell.direction == "listing":
+        counts = listed(scale)
+        whole = counts[LISTS_ALL.id]
+        return {"files": whole, "directories": 1, "bytes": whole, "touched": 0} | {
+            f"files_{tool}": n for tool, n in counts.items()
+        }
     if cell.large:
         shape = ("1", str(scale.large_count), str(scale.large))
     elif cell.direction == "across":
@@ -367,6 +394,18 @@ def _problem(stage: Stage, where: str, store: Store | None) -> str:
     return verify.compare(stage.census, found)
 
 
+def _dry_problem(said: Path, dst: str, objects: int) -> str:
+    """Why a dry run did not do what it should, or ``""``: it wrote nothing at
+    ``dst`` and said it would copy each of the ``objects`` (its stdout ``said``)."""
+    if os.path.lexists(dst):
+        return f"a dry run made {dst}"
+    with said.open("rb") as lines:
+        would = sum(line.startswith(b"would copy file ") for line in lines)
+    return (
+        "" if would == objects else f"{would} files would be copied, expected {objects}"
+    )
+
+
 @dataclass(frozen=True)
 class Operands:
     """A run's source and destination (URLs or paths), and where its copy is read
@@ -381,6 +420,9 @@ class Operands:
 def _prepare(stage: Stage, cell: Cell, tool: Tool, rep: int) -> Operands:
     """The operands of one run, its destination fresh (untimed work done here)."""
     s3 = stage.s3.store
+    if cell.direction == "listing":
+        dry = str(stage.work / f"dry-{tool.id}-{rep}")
+        return Operands(s3.url(f"{LISTED_BUCKET}/{tool.id}"), dry, dry, None)
     if cell.direction in ("up", "rerun", "touched"):
         bucket = stage.s3.upstream.bucket()
         dst = s3.url(f"{bucket}/t")
@@ -451,19 +493,22 @@ def measure_run(stage: Stage, cell: Cell, tool: Tool, rep: int) -> Run:
             timeout_s=TIMEOUT_S,
             env=stage.environ(),
         )
-    proxy_cpu = time.process_time() - proxied
-    emulator_cpu = sum(_cpu_of(pid) for pid in emulators) - emulated
-    requests: dict[str, int] = {}
-    sent = received = 0
-    for proxy in proxies:
-        counts = proxy.reset()
-        for kind, n in counts.requests.items():
-            requests[kind.value] = requests.get(kind.value, 0) + n
-        sent, received = sent + counts.sent, received + counts.received
-    if got.exit_code != 0:
-        problem = f"exit {got.exit_code}: {got.stderr_tail[-300:]}"
-    else:
-        problem = _problem(stage, operands.check, operands.check_store)
+        proxy_cpu = time.process_time() - proxied
+        emulator_cpu = sum(_cpu_of(pid) for pid in emulators) - emulated
+        requests: dict[str, int] = {}
+        sent = received = 0
+        for proxy in proxies:
+            counts = proxy.reset()
+            for kind, n in counts.requests.items():
+                requests[kind.value] = requests.get(kind.value, 0) + n
+            sent, received = sent + counts.sent, received + counts.received
+        if got.exit_code != 0:
+            problem = f"exit {got.exit_code}: {got.stderr_tail[-300:]}"
+        elif cell.direction == "listing":
+            said = Path(logs) / "stdout"
+            problem = _dry_problem(said, operands.dst, listed(stage.scale)[tool.id])
+        else:
+            problem = _problem(stage, operands.check, operands.check_store)
     _clean(operands)
     return Run(
         cell.id,
@@ -489,10 +534,19 @@ def _rotated(tools: tuple[Tool, ...], rep: int) -> list[Tool]:
 
 
 @contextlib.contextmanager
-def _stores(delay_s: float, gcs: bool) -> Iterator[tuple[Proxy, Proxy | None]]:
+def _stores(
+    delay_s: float, gcs: bool, fill: dict[str, int]
+) -> Iterator[tuple[Proxy, Proxy | None]]:
+    """S3 (holding ``fill``'s objects, by prefix of :data:`LISTED_BUCKET`: the
+    benchmark's moto) and, with ``gcs``, GCS, each behind a proxy."""
     with contextlib.ExitStack() as stack:
+        s3_served = objectstores.serve(
+            "s3",
+            fill=[f"{LISTED_BUCKET}/{prefix}={n}" for prefix, n in fill.items()],
+            start_timeout=LISTED_START_S if fill else objectstores.START_TIMEOUT,
+        )
         s3 = stack.enter_context(
-            storeproxy.proxied(stack.enter_context(objectstores.serve("s3")), delay_s)
+            storeproxy.proxied(stack.enter_context(s3_served), delay_s)
         )
         other = None
         if gcs:
@@ -528,7 +582,8 @@ def bench(
     )
     rcp = str(Path(python).with_name("rcp"))
     for cell in cells:
-        with _stores(delay_s, cell.direction == "across") as (s3, gcs):
+        fill = listed(scale) if cell.direction == "listing" else {}
+        with _stores(delay_s, cell.direction == "across", fill) as (s3, gcs):
             stage = Stage(s3, gcs, python, rcp, work, scale)
             report.trees[cell.id] = _make_tree(stage, cell)
             for rep in range(reps):

@@ -40,6 +40,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
         _cell("touched", stores.RCP_RERUN),
         _cell("across", stores.RCP, stores.OSP),
         _cell("within", stores.RCP),
+        _cell("listing", stores.LISTS_TENTH, stores.LISTS_ALL),
     )
     return stores.bench(
         python=sys.executable,
@@ -89,6 +90,29 @@ def test_the_requests_of_each_run_are_counted_through_the_proxy(
     assert down.received >= 2 << 20, down
 
 
+def test_a_dry_run_lists_the_filled_prefix_and_says_each_object(
+    report: Report,
+) -> None:
+    """The listing cell's prefixes are made in the benchmark's moto (600 and 60
+    objects here); a dry run reads no object, writes nothing, and is ok only when
+    it said it would copy each one."""
+    assert report.trees["listing"] == {
+        "files": 600,
+        "directories": 1,
+        "bytes": 600,
+        "touched": 0,
+        "files_rcp_all": 600,
+        "files_rcp_tenth": 60,
+    }
+    for tool in ("rcp_all", "rcp_tenth"):
+        run = _run(report, "listing", tool)
+        assert run.ok, run
+        assert run.requests[Kind.LIST.value] >= 1, run
+        assert not any(run.requests.get(k.value) for k in storereport.DATA), run
+    problem = stores._dry_problem(Path("/dev/null"), "/nonexistent", 3)
+    assert problem == "0 files would be copied, expected 3"
+
+
 def test_the_targets_come_from_verified_runs_only(report: Report) -> None:
     found = {f"{t.scenario}: {t.target}": t for t in storereport.targets(report)}
     rerun = found["Unchanged rerun: no data request, HEAD <= directories + 2"]
@@ -96,6 +120,9 @@ def test_the_targets_come_from_verified_runs_only(report: Report) -> None:
     assert found["Rerun after touching 1%: exactly those uploaded"].status == "met"
     within = found["Within one bucket: no object data through the client"]
     assert within.status == "met", within
+    listing = found["Listing 1M objects: peak RSS within 1.5x of 100k's"]
+    assert listing.status in ("met", "missed"), listing
+    assert "600 vs 60 objects" in listing.measured, listing
     # No s3fs run in the download cell, no rclone anywhere: not measured, not met.
     assert found["Download, large files: wall, rcp <= s3fs"].status == "not measured"
     assert found["Upload, small files: wall, rcp < rclone"].status == "not measured"
