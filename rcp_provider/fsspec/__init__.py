@@ -24,8 +24,8 @@
 ``s3stream``           an S3 object read in one GET, its user metadata with it
 ``s3upload``           an S3 object uploaded by rcp: one PUT, or parts in parallel under
                        the process's transfer budget, aborted on failure
-``storelisting``       a store's level as its pages name it: GCS and Azure whole, S3 a page at a time
-                       (a prefix's empty segment kept)
+``storelisting``       a store's level as its pages name it: GCS and Azure whole, S3 a
+                       page at a time (a prefix's empty segment kept)
 ``storeremoval``       what removing a store directory removes, decided before anything
                        goes
 ``objectmeta``         the POSIX metadata kept in an object's user metadata on S3, GCS

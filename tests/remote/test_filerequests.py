@@ -488,6 +488,51 @@ def test_a_change_sent_again_with_its_key_is_not_done_twice(served: Served) -> N
         second.close()
 
 
+def test_setmeta_sets_an_entrys_own_mode_and_time(served: Served) -> None:
+    data = served.data
+    (data / "f").write_bytes(b"f")
+    (data / "d").mkdir()
+    os.symlink("f", data / "link")
+    with served.client() as client:
+        client.set_meta(str(data / "f"), mode=0o640, mtime_ns=T0 + 123)
+        client.set_meta(str(data / "d"), mode=0o750)
+        client.set_meta(str(data / "d"), mtime_ns=T0 - 7)
+        client.set_meta(str(served.backup), mtime_ns=T0)  # a root's own, too
+        with pytest.raises(UsageError, match="is a symlink"):
+            client.set_meta(str(data / "link"), mode=0o600)
+        with pytest.raises(RemoteFileNotFoundError):
+            client.set_meta(str(data / "missing"), mode=0o600)
+    f, d = os.stat(data / "f"), os.stat(data / "d")
+    assert (stat.S_IMODE(f.st_mode), f.st_mtime_ns, f.st_atime_ns) == (
+        0o640,
+        T0 + 123,
+        T0 + 123,
+    )
+    assert (stat.S_IMODE(d.st_mode), d.st_mtime_ns) == (0o750, T0 - 7)
+    assert os.stat(served.backup).st_mtime_ns == T0
+    assert stat.S_IMODE(os.stat(data / "f", follow_symlinks=True).st_mode) == 0o640
+
+
+def test_setmeta_takes_permission_bits_and_nanoseconds_only(served: Served) -> None:
+    """A setuid bit or a time that is no integer is a malformed request: the
+    service gives the connection up, and nothing changed."""
+    (served.data / "f").write_bytes(b"f")
+    os.chmod(served.data / "f", 0o644)
+    for fields, why in (
+        ({"mode": 0o4755}, "mode must be permission bits"),
+        ({"mtime_ns": 1.5}, "mtime_ns must be nanoseconds"),
+        ({"mtime_ns": 2**63}, "mtime_ns must be nanoseconds"),
+    ):
+        conn = raw(served)
+        try:
+            conn.send_control("setmeta", path=str(served.data / "f"), **fields)
+            with pytest.raises(RemoteError, match=f"gave up: setmeta: {why}"):
+                conn.read()
+        finally:
+            conn.close()
+    assert stat.S_IMODE(os.stat(served.data / "f").st_mode) == 0o644
+
+
 # -- confinement ----------------------------------------------------------------------
 
 ESCAPES = [
@@ -516,6 +561,7 @@ def test_paths_beyond_the_roots_are_refused_by_every_request(
             lambda: client.remove(target),
             lambda: client.rename(target, str(served.data / "stolen")),
             lambda: client.rename(str(served.data / "escape"), target + "-moved"),
+            lambda: client.set_meta(target, mode=0o777),
         ):
             with pytest.raises(UsageError):
                 request()
@@ -551,6 +597,8 @@ def test_a_client_checks_the_service_speaks_file_requests(
         with served.client() as client:
             with pytest.raises(RemoteError, match=r"digest needs 1\.8"):
                 client.digest(str(served.data / "f"), 0, 1)
+            with pytest.raises(RemoteError, match=r"setmeta needs 1\.17"):
+                client.set_meta(str(served.data / "f"), mode=0o600)
             assert client.stat(str(served.data / "f")).stat.st_size == 1
 
 

@@ -47,39 +47,7 @@ class Defect:
         )
 
 
-OBJECT_STORES = frozenset({"s3", "gcs", "azure"})
-
-
-def _between_a_service_and_an_object_store(source: str, destination: str) -> bool:
-    return {source, destination} & OBJECT_STORES != set() and "serve" in {
-        source,
-        destination,
-    }
-
-
-_SERVICE_TIMES = (
-    "beside a URL store, an `rcpd serve` service is a store port whose backend "
-    "declares no settable mtimes (ServicePlace.backend: its set_meta is a store's "
-    "no-op), so times are not compared and `-u` replaces what differs"
-)
-
-DEFECTS: tuple[Defect, ...] = (
-    *(
-        Defect(
-            "test_an_existing_file_is_kept_or_replaced_as_the_policy_says",
-            _SERVICE_TIMES,
-            _between_a_service_and_an_object_store,
-            {"policy": "update", "case": case},
-        )
-        for case in ("newer", "resized")
-    ),
-    Defect(
-        "test_only_the_files_the_policy_replaces_are_written",
-        _SERVICE_TIMES,
-        _between_a_service_and_an_object_store,
-        {"policy": "update"},
-    ),
-)
+DEFECTS: tuple[Defect, ...] = ()
 """Today's breaches of the contract (see the module docstring), one per defect."""
 
 

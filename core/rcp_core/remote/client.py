@@ -287,6 +287,23 @@ class ServiceClient(ClientConnection):
         """
         self._change("remove", path=path)
 
+    def set_meta(
+        self, path: str, *, mode: int | None = None, mtime_ns: int | None = None
+    ) -> None:
+        """Give the file or directory ``path`` (a root too) the permission bits
+        ``mode`` (at most ``0o777``) and the modification time ``mtime_ns`` (its
+        access time the same), where given; never through a symlink.
+
+        :raises UsageError: ``path`` is a symlink or not beneath the roots; or a
+            service older than 1.17.
+        """
+        fields: dict[str, Any] = {"path": path}
+        if mode is not None:
+            fields["mode"] = mode
+        if mtime_ns is not None:
+            fields["mtime_ns"] = mtime_ns
+        self._change("setmeta", **fields)
+
     def rename(self, path: str, to: str) -> None:
         """Rename ``path`` to ``to`` (both beneath the roots), replacing a file there
         as ``rename(2)`` does."""

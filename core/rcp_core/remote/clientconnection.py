@@ -41,6 +41,7 @@ from rcp_core.remote.hello import (
     FILE_REQUESTS,
     LATE_DATA,
     RESUME,
+    SET_META,
     Role,
 )
 from rcp_core.remote.roles import SOFTWARE
@@ -248,6 +249,8 @@ def _needed(kind: str, fields: dict[str, Any]) -> tuple[tuple[int, int], str]:
     needs it (the request, or the option)."""
     if kind == "digest":
         return DIGESTS, kind
+    if kind == "setmeta":
+        return SET_META, kind
     if kind in REQUESTS:
         return FILE_REQUESTS, kind
     settings = fields.get("settings")

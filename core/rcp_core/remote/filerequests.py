@@ -2,18 +2,20 @@
 
 What a filesystem layer (``rcp://host/path`` in fsspec) needs besides copy jobs:
 ``stat``, ``listdir``, ``read``, ``digest``, ``create``/``write``/``commit``/``abort``,
-``mkdir``, ``remove`` and ``rename`` (``docs/remote_protocol.md``, "File requests";
-limits and the wire form of entries in :mod:`rcp_core.remote.filewire`, a file being
-written in :mod:`rcp_core.remote.upload`).
+``mkdir``, ``remove``, ``rename`` and ``setmeta`` (``docs/remote_protocol.md``, "File
+requests"; limits and the wire form of entries in :mod:`rcp_core.remote.filewire`, a
+file being written in :mod:`rcp_core.remote.upload`).
 
 Invariants:
 
 - every path is confined by :class:`rcp_core.remote.roots.Roots` as a copy job's
   operands are: what reads (``stat``, ``listdir``, ``read``, ``digest``) as a source,
-  what changes as a destination (never a root itself). No symlink is followed on the
-  way (the walk refuses it) nor at the end (``O_NOFOLLOW``, ``lstat``), except by
-  ``stat`` with ``follow``, which reads the link's target as a path and confines it
-  again, so a link never leads out of the roots either;
+  what changes as a destination (never a root itself), but for ``setmeta``, which
+  changes only an entry's own mode and times, a root's too (named as a source). No
+  symlink is followed on the way (the walk refuses it) nor at the end
+  (``O_NOFOLLOW``, ``lstat``), except by ``stat`` with ``follow``, which reads the
+  link's target as a path and confines it again, so a link never leads out of the
+  roots either;
 - ``read`` and ``digest`` open only regular files: the entry is checked through an
   ``O_PATH`` descriptor and reopened through it, so a device or FIFO swapped in is
   never opened;
@@ -58,6 +60,7 @@ from rcp_core.remote.filewire import (
     request_mode,
     request_name,
     request_path,
+    request_time,
 )
 from rcp_core.remote.listing import Listing
 from rcp_core.remote.roots import Confined, Roots, link_target, walk_errno
@@ -73,7 +76,7 @@ MAX_KEYS = 4096
 """Keyed answers a service remembers."""
 DIGEST_READ = 1 << 20
 """Bytes a ``digest`` reads at a time."""
-_KEYED = frozenset({"mkdir", "remove", "rename"})
+_KEYED = frozenset({"mkdir", "remove", "rename", "setmeta"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +213,9 @@ class FileSession:
                         os.unlink(at.name, dir_fd=at.fd)
                     except IsADirectoryError:
                         os.rmdir(at.name, dir_fd=at.fd)
+                return done
+            case "setmeta":
+                self._set_meta(request)
                 return done
             case "rename":
                 with (
@@ -348,6 +354,28 @@ class FileSession:
                 ):
                     raise
 
+    def _set_meta(self, request: dict[str, Any]) -> None:
+        """``setmeta``: the entry's own permission bits and times (``mtime_ns`` as
+        both), through an ``O_PATH`` descriptor of it, so a symlink (refused) or an
+        entry swapped in on the way is never what changes; a root is named through
+        its parent, as a source is."""
+        mode, mtime_ns = request_mode(request), request_time(request, "mtime_ns")
+        with closing(self.roots.source(request_name(request))) as at:
+            fd = os.open(at.name, _PATH_ONLY, dir_fd=at.fd)
+            try:
+                if stat.S_ISLNK(os.fstat(fd).st_mode):
+                    raise UsageError(f"setmeta: {request['path']} is a symlink")
+                pinned = f"/proc/self/fd/{fd}"  # this inode, whatever the name is now
+                if mode is not None:
+                    os.chmod(pinned, mode)
+                if mtime_ns is not None:
+                    os.utime(pinned, ns=(mtime_ns, mtime_ns))
+            finally:
+                os.close(fd)
+
+
+_PATH_ONLY = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+
 
 def _open_regular(at: Confined) -> tuple[int, os.stat_result]:
     """A descriptor to read the regular file ``at`` names, and its ``stat``.
@@ -355,7 +383,7 @@ def _open_regular(at: Confined) -> tuple[int, os.stat_result]:
     :raises IsADirectoryError: it is a directory.
     :raises PathRefusedError: it is something else (a symlink, a device, a FIFO).
     """
-    probe = os.open(at.name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=at.fd)
+    probe = os.open(at.name, _PATH_ONLY, dir_fd=at.fd)
     try:
         st = os.fstat(probe)
         if stat.S_ISDIR(st.st_mode):

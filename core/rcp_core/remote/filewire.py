@@ -70,10 +70,11 @@ REQUESTS = frozenset(
         "remove",
         "rename",
         "digest",
+        "setmeta",
     }
 )
-"""The file requests (version 1.7); ``write`` is a ``CHUNK`` frame, the rest
-``CONTROL``."""
+"""The file requests (version 1.7; ``digest`` 1.8, ``setmeta`` 1.17); ``write`` is a
+``CHUNK`` frame, the rest ``CONTROL``."""
 
 EntryKind = Literal["file", "directory", "symlink", "other"]
 
@@ -183,6 +184,19 @@ def request_count(request: dict[str, Any], field: str) -> int:
     value = request.get(field)
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
         raise ProtocolError(f"{request['type']}: {field} must be an offset or size")
+    return value
+
+
+def request_time(request: dict[str, Any], field: str) -> int | None:
+    """Nanoseconds since the epoch (before it too: ``-2**63 <= value < 2**63``), or
+    ``None`` when not given."""
+    value = request.get(field)
+    if value is not None and (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or not -(2**63) <= value < 2**63
+    ):
+        raise ProtocolError(f"{request['type']}: {field} must be nanoseconds")
     return value
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 16)
+PROTOCOL = (1, 17)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
@@ -37,7 +37,8 @@ connections send at most: an older source would ignore it, so a master asks for
 ``CHUNK``'s ``kept``); 1.15 data connections a destination adds while the copy runs
 (``more`` on the control ``attach``: its writer processes' connections), and a
 destination job's ``max_processes``; 1.16 large files split over several connections
-(``part`` on a first ``CHUNK``, ``group`` on a late data ``attach``)."""
+(``part`` on a first ``CHUNK``, ``group`` on a late data ``attach``); 1.17 a service's
+``setmeta`` file request (an entry's permission bits and modification time)."""
 HARD_LINKS = (1, 1)
 """The first version whose destinations understand hard links."""
 MANIFESTS = (1, 2)
@@ -73,6 +74,8 @@ the copy runs, and whose destinations write with processes (``max_processes``)."
 SPLIT = (1, 16)
 """The first version whose destinations take a large file's parts on several
 connections at once."""
+SET_META = (1, 17)
+"""The first version whose services answer ``setmeta``."""
 MAX_PARTS = 64
 """Parts a large file is split into, at most."""
 MAX_MORE_DATA = 256
