@@ -122,8 +122,9 @@ def _write_kind(method: str, path: str, query: dict[str, str]) -> Kind:
 @dataclasses.dataclass
 class Counts:
     """What went through the proxy: requests by :class:`Kind`, the body bytes sent
-    to the store and received from it, and the method and path of each request that
-    changed something (what a count that is off by one names)."""
+    to the store and received from it, the method and path of each request that
+    changed something (what a count that is off by one names), and the most
+    requests it held at once."""
 
     requests: collections.Counter[Kind] = dataclasses.field(
         default_factory=collections.Counter
@@ -131,6 +132,8 @@ class Counts:
     sent: int = 0
     received: int = 0
     changes: list[str] = dataclasses.field(default_factory=list)
+    peak: int = 0
+    """The most requests in the proxy at once (arrived, not yet answered)."""
 
     def of(self, *kinds: Kind) -> int:
         """How many requests of these kinds."""
@@ -153,6 +156,7 @@ class Proxy:
         self.counts = Counts()
         self.session: aiohttp.ClientSession | None = None
         self._lock = threading.Lock()
+        self._in_flight = 0
         self.port = free_port()
         origin = upstream.endpoint.split("/", 3)
         self._origin = "/".join(origin[:3])  # http://127.0.0.1:PORT
@@ -177,6 +181,19 @@ class Proxy:
             counts.requests[kind] += 1
             if request.method not in ("GET", "HEAD"):
                 counts.changes.append(f"{request.method} {request.path_qs}")
+            self._in_flight += 1
+            counts.peak = max(counts.peak, self._in_flight)
+        try:
+            return await self._forwarded(request, headers, counts)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    async def _forwarded(
+        self, request: web.Request, headers: dict[str, str], counts: Counts
+    ) -> web.StreamResponse:
+        """``request`` held :attr:`delay`, sent on to the store, its answer sent
+        back as it comes."""
         await asyncio.sleep(self.delay)
         url = f"{self._origin}{request.raw_path}"  # as sent: encoded, as signed
         assert self.session is not None, "handled only while serving"

@@ -240,7 +240,9 @@ class Tool:
 
 RCP = Tool("rcp", "rcp", _rcp())
 RCP_RERUN = Tool("rcp", "rcp -o", _rcp("-o"))
-LISTS_TENTH = Tool("rcp_tenth", "rcp --dry-run, a tenth as many", _rcp("--dry-run=brief"))
+LISTS_TENTH = Tool(
+    "rcp_tenth", "rcp --dry-run, a tenth as many", _rcp("--dry-run=brief")
+)
 LISTS_ALL = Tool("rcp_all", "rcp --dry-run", _rcp("--dry-run=brief"))
 RCLONE = Tool("rclone", f"rclone copy --transfers {RCLONE_TRANSFERS}", _rclone)
 OSP = Tool("osp", "ObjectStoragePath.copy", _object_storage_path, nests=True)

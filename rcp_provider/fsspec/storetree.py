@@ -47,9 +47,11 @@ import posixpath
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, cast
+from urllib.parse import urlsplit
 
 import fsspec
 import fsspec.asyn
+import fsspec.config
 from fsspec.implementations.local import LocalFileSystem
 
 from rcp_core.backends.capabilities import Backend, Capability, store_backend
@@ -83,6 +85,10 @@ OBJECT_STORES = frozenset(
 )
 """fsspec protocols of object stores: their directories are key prefixes, which
 need not exist before an object is written below them."""
+STORE_CONNECTIONS = 64
+"""Connections an S3 client rcp makes keeps (aiobotocore's pool holds 10 unless told:
+more workers than that waited for a connection): the most workers a store copy
+runs (:data:`rcp_core.site.builtin.STORE_WORKERS_MOST`)."""
 S3_COPY_MOST = 5 << 30
 """The largest object one S3 ``CopyObject`` copies (larger ones are copied in
 parts, by s3fs's ``cp_file``)."""
@@ -99,12 +105,27 @@ def filesystem_of(url: str, **storage_options: Any) -> tuple[Any, str]:
         missing.
     """
     try:
-        fs, path = fsspec.url_to_fs(url, **storage_options)
+        options = _with_connections(urlsplit(url).scheme, storage_options)
+        fs, path = fsspec.url_to_fs(url, **options)
     except ImportError as exc:
         raise UsageError(f"{url}: its fsspec package is not installed ({exc})") from exc
     except ValueError as exc:
         raise UsageError(f"{url}: {exc}") from exc
     return fs, str(path)
+
+
+def _with_connections(scheme: str, options: dict[str, Any]) -> dict[str, Any]:
+    """An S3 client's options with room for :data:`STORE_CONNECTIONS` in its
+    connection pool, unless the options or fsspec's configuration name a number
+    (what they name of the client's configuration otherwise kept)."""
+    if scheme not in objectmeta.S3:
+        return options
+    configured = {
+        **fsspec.config.conf.get(scheme, {}).get("config_kwargs", {}),
+        **options.get("config_kwargs", {}),
+    }
+    pool = {"max_pool_connections": STORE_CONNECTIONS, **configured}
+    return {**options, "config_kwargs": pool}
 
 
 def port_of(fs: Any, path: str) -> Port:

@@ -12,8 +12,9 @@ engine's rules:
 - **one directory at a time** (:mod:`rcp_core.engine.portwalk`): each directory is
   listed one level when its turn comes, so memory follows the directories in
   flight, never the tree; a directory's destination is made before its entries, its
-  metadata set after them; at most ``max_workers`` (default 16) entries are worked
-  on at once, each by one thread;
+  metadata set after them; the entries worked on at once, each by one thread, are
+  the plugins' choice for the two ports' storage (a store's: 16 to start, 2 to 64),
+  moved by the adaptive controller, or ``max_workers`` exactly;
 - **existing files**: by the local copy's rules
   (:func:`rcp_core.engine.existing.decide`): ``IGNORE_EXISTING`` keeps every
   existing file, ``OVERWRITE`` replaces those that differ and ``UPDATE`` those older
@@ -90,13 +91,13 @@ from rcp_core.paths import port_target
 from rcp_core.run.progress import Progress
 from rcp_core.run.runtime import Runtime
 from rcp_core.run.summary import Resources, Summary, Tally
+from rcp_core.run.tuning import Concurrency, Controller
 from rcp_core.settings import CopySettings
+from rcp_core.site.capacity import choose_concurrency, open_files_budget, port_storage
 from rcp_core.site.plugins import plugin_manager
 
 log = logging.getLogger("rcp_core")
 
-DEFAULT_WORKERS = 16
-"""Entries in flight when the settings do not say (stores answer slowly, in parallel)."""
 CHUNK = 4 << 20
 """Bytes read and written at a time when a file is streamed."""
 
@@ -191,11 +192,17 @@ def _run(
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
     if not isinstance(plugins, pluggy.PluginManager):
         plugins = plugin_manager(plugins)
-    copy = PortCopy(source, target, settings, plugins.hook)
+    hook = plugins.hook
+    storage = (port_storage(hook, source), port_storage(hook, target))
+    concurrency = choose_concurrency(
+        hook, [storage], settings, open_files_budget(settings)
+    )
+    copy = PortCopy(source, target, settings, hook, concurrency)
     walk = PortWalk(copy)
     counts = copy.monitored(
         walk.pool,
         lambda: start(walk),
+        controller=Controller(concurrency) if concurrency.adaptive else None,
         on_progress=on_progress,
         progress_interval=progress_interval,
         cancel=cancel,
@@ -213,7 +220,12 @@ class PortCopy(Runtime):
     stop, throttle, classified by this host's site plugins)."""
 
     def __init__(
-        self, source: Port, target: Port, settings: CopySettings, hook: Any
+        self,
+        source: Port,
+        target: Port,
+        settings: CopySettings,
+        hook: Any,
+        concurrency: Concurrency,
     ) -> None:
         super().__init__(
             hook,
@@ -223,7 +235,10 @@ class PortCopy(Runtime):
             ops_throttle=settings.ops_throttle,
         )
         self.source, self.target, self.settings = source, target, settings
-        self.workers = settings.max_workers or DEFAULT_WORKERS
+        self.concurrency = concurrency
+        """Entries in flight, and the bounds the controller moves them in
+        (:func:`~rcp_core.site.capacity.choose_concurrency`: the plugins' choice
+        for the two ports' storage, ``--max-workers`` fixing it)."""
         self.existing = ExistingFiles(source, target, settings, lambda: self.stopping)
         """What the policy does with what the destination holds."""
 

@@ -101,7 +101,8 @@ class PortWalk:
             filter_file=settings.filter_file,
             gitignore=settings.gitignore,
         )
-        self.pool = WorkPool(copy.workers, copy.workers, self._crashed)
+        chosen = copy.concurrency
+        self.pool = WorkPool(chosen.maximum, chosen.initial, self._crashed)
         self.paged_source = (
             self.source if isinstance(self.source, ListsInPages) else None
         )

@@ -5,10 +5,17 @@ Starting points per storage (the controller then adapts within the bounds):
 ============================  =========  =========  ===============  ==========  =====
 storage (either side)         initial    maximum    chunks of        processes   aside
 ============================  =========  =========  ===============  ==========  =====
+a store (the generic engine)  16         64         never            1           0
 network / parallel / FUSE     32         128        64 MiB           1           0
 rotational disk               1          8          never            CPUs        CPUs
 local solid state, tmpfs      1          8 x CPUs   never            CPUs        CPUs
 ============================  =========  =========  ===============  ==========  =====
+
+A store's every operation is a request (tens of ms to a real one), answered in
+parallel: 16 in flight at the start, as rclone's ``--transfers 16``; the controller
+grows it while the latency a request holds does not rise with it (a store that
+serves them all at once), and shrinks it when it does (a store, or this host's CPU,
+saturated).
 
 On shared storage each operation waits for a round trip, so many requests in flight
 hide it (rcp's report: NFS 1 kB files wanted 128; our 0.5 ms latency FUSE: 32 was
@@ -41,6 +48,11 @@ from rcp_core.site.storage import StorageInfo, detect
 
 MIB = 1 << 20
 SHARED_CHUNK = 64 * MIB
+STORE_WORKERS = 16
+"""Entries in flight at the start of a copy to, from or between stores."""
+STORE_WORKERS_MOST = 64
+"""... and the most the controller moves it to (what a store client's connection
+pool holds: ``rcp_provider.fsspec.storetree.STORE_CONNECTIONS``)."""
 
 
 class BuiltinPlugin:
@@ -54,6 +66,8 @@ class BuiltinPlugin:
     def rcp_choose_concurrency(
         self, source: StorageInfo, destination: StorageInfo, cpus: int
     ) -> Concurrency:
+        if source.store or destination.store:
+            return Concurrency(STORE_WORKERS, 2, STORE_WORKERS_MOST)
         if source.shared or destination.shared:
             return Concurrency(32, 1, 128, chunk_size=SHARED_CHUNK)
         if source.rotational or destination.rotational:

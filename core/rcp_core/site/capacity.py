@@ -12,12 +12,16 @@ import dataclasses
 import os
 import resource
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import pluggy
 
 from rcp_core.run.tuning import Concurrency
 from rcp_core.settings import CopySettings
-from rcp_core.site.storage import StorageInfo
+from rcp_core.site.storage import STORE, StorageInfo
+
+if TYPE_CHECKING:
+    from rcp_core.backends.port import Port
 
 OPEN_FILES_CAP = 4096
 FDS_PER_WORKER = 4
@@ -53,6 +57,20 @@ def storage_of(hook: pluggy.HookRelay, path: str, follow: bool = True) -> Storag
     finally:
         os.close(fd)
     return info
+
+
+def port_storage(hook: pluggy.HookRelay, port: Port) -> StorageInfo:
+    """The storage behind a backend port's root: a tree of this host's as the
+    plugins detect it (a destination not made yet: its nearest existing
+    directory's), any other ``store:`` and its scheme (an object store, a service:
+    every operation is a request)."""
+    local = port.local_path
+    if local is None:
+        return StorageInfo(STORE + port.backend.name.removesuffix("://"))
+    path = os.path.abspath(local)
+    while not os.path.lexists(path):
+        path = os.path.dirname(path)
+    return storage_of(hook, path, follow=False)
 
 
 def choose_concurrency(

@@ -36,11 +36,16 @@ SHARED = frozenset(
 """Network and parallel filesystems: every operation pays a round trip."""
 
 
+STORE = "store:"
+"""How a store's ``fstype`` begins (``store:s3``, ``store:rcp``, ...)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StorageInfo:
     """The storage behind one path.
 
-    :param fstype: a short name (``ext4``, ``nfs``, ``fuse.sshfs``, ``unknown``).
+    :param fstype: a short name (``ext4``, ``nfs``, ``fuse.sshfs``, ``unknown``; a
+        store's ``store:`` and its URL scheme).
     :param magic: ``f_type`` from statfs (0 if unknown).
     :param rotational: a spinning disk; ``None`` when not visible (network, FUSE).
     """
@@ -48,6 +53,12 @@ class StorageInfo:
     fstype: str
     magic: int = 0
     rotational: bool | None = None
+
+    @property
+    def store(self) -> bool:
+        """A store reached through the generic engine (:func:`store_storage`):
+        every operation is a request."""
+        return self.fstype.startswith(STORE)
 
     @property
     def shared(self) -> bool:

@@ -56,12 +56,12 @@ import pluggy
 
 from rcp_core.backends.capabilities import Capability
 from rcp_core.backends.port import Entry, EntryKind, Port
-from rcp_core.engine.portcopy import DEFAULT_WORKERS
 from rcp_core.engine.portpages import refuse_unsafe
 from rcp_core.engine.removeentry import count_removed
 from rcp_core.errors import UsageError
 from rcp_core.run.monitor import Observer
 from rcp_core.run.summary import Summary, Tally
+from rcp_core.site.builtin import STORE_WORKERS
 from rcp_core.tools.remove.removal import (
     Emptied,
     Removal,
@@ -175,7 +175,7 @@ class _PortRemoval(Removal[_PortDir]):
         plugins: pluggy.PluginManager,
         operands: list[tuple[Port, Entry]],
     ) -> None:
-        workers = settings.max_workers or DEFAULT_WORKERS
+        workers = settings.max_workers or STORE_WORKERS
         super().__init__(settings, plugins, (workers, workers))
         self.operands = operands
 
