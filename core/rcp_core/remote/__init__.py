@@ -69,8 +69,10 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``client``            a service's client: jobs, and entries to look at, read and write
 ``clientconnection``  a client's connection to a service: opened on first use, reopened
                       once, every request bounded in time
+``entryfds``          an entry beneath the roots through an ``O_PATH`` descriptor: a
+                      regular file read, an entry's own mode and times set
 ``filerequests``      a service's answers to file requests: stat, list, read, write,
-                      mkdir, remove
+                      mkdir, remove, setmeta
 ``filewire``          file requests on the wire: limits, entries, failures, a request's
                       fields (service and client)
 ``listing``           a directory listed in pages (``listdir``)

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rcp_core.errors import PathRefusedError, ProtocolError, UsageError
+from rcp_core.remote.entryfds import open_regular, pread_all, set_own_meta
 from rcp_core.remote.filewire import (
     MAX_DIGEST,
     MAX_LISTINGS,
@@ -63,7 +64,7 @@ from rcp_core.remote.filewire import (
     request_time,
 )
 from rcp_core.remote.listing import Listing
-from rcp_core.remote.roots import Confined, Roots, link_target, walk_errno
+from rcp_core.remote.roots import Roots, link_target, walk_errno
 from rcp_core.remote.upload import Upload
 from rcp_core.remote.wire import FrameKind
 from rcp_core.tools.verify.digests import at_offset, blake3_of
@@ -279,10 +280,10 @@ class FileSession:
         if length > MAX_READ:
             raise UsageError(f"read: at most {MAX_READ} bytes per request")
         with closing(self.roots.source(path)) as at:
-            fd, st = _open_regular(at)
+            fd, st = open_regular(at)
         try:
             # No file reaches past 2**63 - 1: there, a read ends like at a file's end.
-            data = _pread(fd, offset, min(length, 2**63 - 1 - offset))
+            data = pread_all(fd, offset, min(length, 2**63 - 1 - offset))
         finally:
             os.close(fd)
         header = {"type": "data", "offset": offset, "size": st.st_size}
@@ -300,7 +301,7 @@ class FileSession:
         if length > MAX_DIGEST:
             raise UsageError(f"digest: at most {MAX_DIGEST} bytes per request")
         with closing(self.roots.source(path)) as at:
-            fd, st = _open_regular(at)
+            fd, st = open_regular(at)
         try:
             digest, hashed = blake3_of(
                 at_offset(fd, offset), length, bytearray(DIGEST_READ)
@@ -361,53 +362,7 @@ class FileSession:
         its parent, as a source is."""
         mode, mtime_ns = request_mode(request), request_time(request, "mtime_ns")
         with closing(self.roots.source(request_name(request))) as at:
-            fd = os.open(at.name, _PATH_ONLY, dir_fd=at.fd)
-            try:
-                if stat.S_ISLNK(os.fstat(fd).st_mode):
-                    raise UsageError(f"setmeta: {request['path']} is a symlink")
-                pinned = f"/proc/self/fd/{fd}"  # this inode, whatever the name is now
-                if mode is not None:
-                    os.chmod(pinned, mode)
-                if mtime_ns is not None:
-                    os.utime(pinned, ns=(mtime_ns, mtime_ns))
-            finally:
-                os.close(fd)
-
-
-_PATH_ONLY = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def _open_regular(at: Confined) -> tuple[int, os.stat_result]:
-    """A descriptor to read the regular file ``at`` names, and its ``stat``.
-
-    :raises IsADirectoryError: it is a directory.
-    :raises PathRefusedError: it is something else (a symlink, a device, a FIFO).
-    """
-    probe = os.open(at.name, _PATH_ONLY, dir_fd=at.fd)
-    try:
-        st = os.fstat(probe)
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-        if not stat.S_ISREG(st.st_mode):
-            raise PathRefusedError(f"{at.shown}: a symlink or not a regular file")
-        # The very inode checked above, never what the name may lead to by now.
-        fd = os.open(f"/proc/self/fd/{probe}", os.O_RDONLY | os.O_CLOEXEC)
-    finally:
-        os.close(probe)
-    return fd, st
-
-
-def _pread(fd: int, offset: int, length: int) -> bytes:
-    """``length`` bytes from ``offset``; fewer only at the end of the file."""
-    pieces: list[bytes] = []
-    got = 0
-    while got < length:
-        piece = os.pread(fd, length - got, offset + got)
-        if not piece:
-            break
-        pieces.append(piece)
-        got += len(piece)
-    return b"".join(pieces)
+            set_own_meta(at, mode, mtime_ns)
 
 
 def _refused(reason: str) -> Reply:

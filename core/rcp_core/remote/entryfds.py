@@ -1,0 +1,73 @@
+"""An entry beneath a service's roots, reached without following a symlink at the
+end: through an ``O_PATH`` descriptor of the entry itself, checked, then used by
+its ``/proc/self/fd`` name, so what is read or changed is the very inode checked,
+never what the name may lead to by the time it is used.
+
+- :func:`open_regular`: a regular file opened to read (``read``, ``digest``);
+- :func:`pread_all`: a range of it;
+- :func:`set_own_meta`: an entry's own permission bits and times (``setmeta``);
+  a symlink refused.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+from rcp_core.errors import PathRefusedError
+from rcp_core.remote.roots import Confined
+
+_PATH_ONLY = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_regular(at: Confined) -> tuple[int, os.stat_result]:
+    """A descriptor to read the regular file ``at`` names, and its ``stat``.
+
+    :raises IsADirectoryError: it is a directory.
+    :raises PathRefusedError: it is something else (a symlink, a device, a FIFO).
+    """
+    probe = os.open(at.name, _PATH_ONLY, dir_fd=at.fd)
+    try:
+        st = os.fstat(probe)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(st.st_mode):
+            raise PathRefusedError(f"{at.shown}: a symlink or not a regular file")
+        # The very inode checked above, never what the name may lead to by now.
+        fd = os.open(f"/proc/self/fd/{probe}", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(probe)
+    return fd, st
+
+
+def pread_all(fd: int, offset: int, length: int) -> bytes:
+    """``length`` bytes from ``offset``; fewer only at the end of the file."""
+    pieces: list[bytes] = []
+    got = 0
+    while got < length:
+        piece = os.pread(fd, length - got, offset + got)
+        if not piece:
+            break
+        pieces.append(piece)
+        got += len(piece)
+    return b"".join(pieces)
+
+
+def set_own_meta(at: Confined, mode: int | None, mtime_ns: int | None) -> None:
+    """Give the entry ``at`` names the permission bits ``mode`` and the access and
+    modification time ``mtime_ns``, where given.
+
+    :raises PathRefusedError: it is a symlink.
+    """
+    fd = os.open(at.name, _PATH_ONLY, dir_fd=at.fd)
+    try:
+        if stat.S_ISLNK(os.fstat(fd).st_mode):
+            raise PathRefusedError(f"{at.shown} is a symlink")
+        pinned = f"/proc/self/fd/{fd}"
+        if mode is not None:
+            os.chmod(pinned, mode)
+        if mtime_ns is not None:
+            os.utime(pinned, ns=(mtime_ns, mtime_ns))
+    finally:
+        os.close(fd)
