@@ -249,8 +249,8 @@ class PortWalk:
     def _page(self, tally: Tally, node: PortDir, scan: PagedScan) -> None:
         """Push the entries of ``node``'s next page; the scan of the page after it
         goes below them (the pool pops the newest first), so the pages in flight
-        stay few. A scan continues on a page error (an entry error, the directory
-        incomplete) only where it started."""
+        stay few. A page that cannot be listed is an entry error of the directory
+        (then incomplete), and its scan ends there."""
         try:
             if self.copy.stopping:
                 node.incomplete = True

@@ -27,6 +27,7 @@ from rcp_core.backends.port import Listing, page_key
 from rcp_core.engine import portpages
 from rcp_core.engine.portcopy import copy_tree
 from rcp_core.engine.posixport import PosixPort
+from rcp_core.errors import CopyFailedError
 from rcp_core.settings import CopySettings, ExistingPolicy
 from rcp_provider.fsspec import s3stream, storelisting
 from rcp_provider.fsspec.storetree import Place
@@ -169,3 +170,29 @@ def test_a_copy_meets_each_name_with_what_a_paged_destination_holds(
         fs.cat_file(f"{top}/dst/e") == b"a file where the destination has a directory"
     )
     assert fs.cat_file(f"{top}/dst/c9/y") == b"a directory where it has a file"
+
+
+def test_a_page_that_cannot_be_listed_is_the_directory_s_error(
+    s3: Store, small_pages: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The store refuses the second page (injected: moto serves every page): the
+    first page's files are copied, the directory is reported, nothing stops."""
+    fs, top = s3.fs(), s3.bucket()
+    _fill(fs, f"{top}/t", [f"f{i}" for i in range(9)])
+    listed = storelisting.s3_page
+
+    def refusing(fs: Any, path: str, token: str | None) -> Any:
+        if token is not None:
+            raise PermissionError(13, "AccessDenied")
+        return listed(fs, path, token)
+
+    monkeypatch.setattr(storelisting, "s3_page", refusing)
+    down = tmp_path / "down"
+    with pytest.raises(CopyFailedError) as caught:
+        copy_tree(Place(fs, f"{top}/t"), PosixPort(str(down)))
+    assert sorted(p.name for p in down.iterdir()) == ["f0", "f1", "f2"]
+    summary = caught.value.summary
+    assert (summary["copied.files"], summary["errors"]) == (3, 1)
+    assert [op for op, _, _ in caught.value.errors] == [
+        "read directory: AccessDenied"
+    ], caught.value.errors
