@@ -257,7 +257,9 @@ class Place:
         bucket)."""
         if protocol_of(self.fs) not in objectmeta.S3 or self.fs.version_aware:
             return Page(self.list(rel, follow=follow), None)
-        cursor = after if isinstance(after, storelisting.S3After) else None
+        if after is not None and not isinstance(after, storelisting.S3After):
+            raise TypeError(f"not a page of this listing: {after!r}")
+        cursor = after
         base = self.join(rel).rstrip("/")
         token = cursor.token if cursor is not None else None
         infos, last, token = storelisting.s3_page(self.fs, base, token)

@@ -7,9 +7,11 @@ worker, an ``rcpd serve`` service: :class:`~rcp_provider.hooks.rcp.RcpHook`); a
 connection of any other type (``aws``, ``google_cloud_platform``, ``wasb``, ...) holds
 the credentials of the store its side's URLs name, as common-io's
 ``FileTransferOperator`` takes them: the filesystem is the one Airflow attaches
-(``ObjectStoragePath(url, conn_id=...).fs``: the store's provider's ``get_fs``), and
-the work runs on the worker. An ``ObjectStoragePath`` operand carries its own
-connection.
+(``ObjectStoragePath(url, conn_id=...).fs``: the store's provider's ``get_fs``; for
+S3 that ``get_fs`` with storage options), and the work runs on the worker. An
+``ObjectStoragePath`` operand carries its own connection. An S3 filesystem made so
+holds as many connections as a store copy runs workers at most (its connection's
+``config_kwargs`` may say otherwise).
 
 - :func:`stores_of`: each operand with its side's store connection, as the URL text
   the operand rules read (``rcp``'s: a trailing ``/`` copies into) and the
@@ -129,6 +131,26 @@ def _is_object_storage_path(given: Operand) -> bool:
     return isinstance(given, ObjectStoragePath)
 
 
+def _pool_options(attached: _Attached) -> dict[str, Any]:
+    """The storage options of an S3 URL's filesystem: room for
+    :data:`~rcp_provider.fsspec.storetree.STORE_CONNECTIONS` in its client's
+    connection pool (the amazon provider makes its storage options the client's
+    configuration, whose pool holds 10 unless told), unless the connection's own
+    ``config_kwargs`` name a number; nothing for another store."""
+    from rcp_provider.fsspec import objectmeta
+    from rcp_provider.fsspec.storetree import STORE_CONNECTIONS
+
+    if attached.url.partition("://")[0] not in objectmeta.S3:
+        return {}
+    if attached.conn_id is not None:
+        from airflow.sdk import BaseHook
+
+        extra = BaseHook.get_connection(attached.conn_id).extra_dejson
+        if "max_pool_connections" in (extra.get("config_kwargs") or {}):
+            return {}
+    return {"max_pool_connections": STORE_CONNECTIONS}
+
+
 def _port(attached: _Attached) -> Port:
     """The port of ``attached`` on the filesystem Airflow attaches for it.
 
@@ -136,12 +158,14 @@ def _port(attached: _Attached) -> Port:
         scheme.
     """
     from airflow.sdk import ObjectStoragePath
+    from airflow.sdk.io import get_fs
 
     from rcp_provider.fsspec.storetree import port_of
 
     path = ObjectStoragePath(attached.url, conn_id=attached.conn_id)
+    options = _pool_options(attached)
     try:
-        fs = path.fs
+        fs = get_fs(path.protocol, attached.conn_id, options) if options else path.fs
     except ValueError as exc:  # "No filesystem registered for scheme ..."
         scheme = attached.url.partition("://")[0]
         package = PROVIDERS.get(scheme, f"the Airflow provider of {scheme}://")

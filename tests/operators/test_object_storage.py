@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from airflow.sdk import ObjectStoragePath
 from airflow.sdk.exceptions import AirflowFailException
 
+from benchmarks import storeproxy
 from benchmarks.objectstores import S3_KEY, S3_REGION, S3_SECRET, Store
+from benchmarks.storeproxy import Kind
+from rcp_core.site.builtin import STORE_WORKERS
 from rcp_operators.compare import RcpCompareOperator
 from rcp_operators.copy import RcpCopyOperator
 from rcp_operators.remove import RcpRemoveOperator
@@ -139,3 +143,45 @@ def test_a_comparison_reads_each_side_through_its_connection(
         RcpCompareOperator(
             task_id="cmp", src=str(src), dst=url, dst_conn_id=CONN, attrs="size"
         ).execute(context={})
+
+
+def test_a_connections_s3_client_holds_the_store_copys_workers(
+    s3: Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Through a proxy holding each request 100 ms: the aws connection's client
+    has the 16 workers' requests in flight (s3fs's default pool would hold 10),
+    and one whose connection names its own pool keeps it."""
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    bucket = s3.bucket()
+    for i in range(64):
+        s3.fs().pipe_file(f"{bucket}/many/f{i:02}", b"%d" % i)
+    with storeproxy.proxied(s3, delay=0.1) as slow:
+        for conn_id, config in (("aws_slow", {}), ("aws_four", {"pool": 4})):
+            extra: dict[str, Any] = {
+                "endpoint_url": slow.store.endpoint,
+                "region_name": S3_REGION,
+            }
+            if config:
+                extra["config_kwargs"] = {"max_pool_connections": config["pool"]}
+            connection = {
+                "conn_type": "aws",
+                "login": S3_KEY,
+                "password": S3_SECRET,
+                "extra": extra,
+            }
+            monkeypatch.setenv(
+                f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(connection)
+            )
+            slow.reset()
+            RcpCopyOperator(
+                task_id="down",
+                src=f"s3://{bucket}/many",
+                src_conn_id=conn_id,
+                dst=str(tmp_path / conn_id),
+            ).execute(context={})
+            counts = slow.reset()
+            assert counts.of(Kind.GET) == 64, counts
+            if config:
+                assert counts.peak <= 4, counts
+            else:
+                assert counts.peak >= STORE_WORKERS, counts
