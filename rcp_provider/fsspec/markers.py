@@ -15,6 +15,7 @@ reading a missing marker is ``None``, removing one is a success.
 
 from __future__ import annotations
 
+import dataclasses
 import stat
 from collections.abc import Mapping
 from typing import Any
@@ -56,12 +57,13 @@ def put(fs: Any, protocol: str, path: str, metadata: Mapping[str, str]) -> None:
 
 
 def keep(fs: Any, protocol: str, path: str, kept: Kept, *, new: bool = False) -> None:
-    """Give the directory ``path`` a marker with ``kept`` (its permission bits and
-    mtime, each where given), unless its marker says the same already (an
+    """Give the directory ``path`` a marker with ``kept`` (its permission bits,
+    mtime and owner, each where given), unless its marker says the same already (an
     unchanged rerun reads it and writes nothing); a ``new`` directory (made by this
     run) has none to read."""
     mode = None if kept.mode is None else stat.S_IFDIR | stat.S_IMODE(kept.mode)
-    wanted = encode(Kept(mode, kept.mtime_ns), decimal=protocol in S3)
+    marked = dataclasses.replace(kept, mode=mode)
+    wanted = encode(marked, decimal=protocol in S3)
     there = None if new else read(fs, protocol, path)
     if there is None or decode(there) != decode(wanted):
         put(fs, protocol, path, wanted)

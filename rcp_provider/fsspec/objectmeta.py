@@ -1,9 +1,9 @@
 """The POSIX metadata ``rcp`` keeps in an object store's user metadata.
 
-An object has no mode nor settable modification time of its own, so a copy to S3,
-GCS or Azure Blob writes them as user metadata on the upload itself (no second
-request), under the keys rclone writes, in the forms it writes, so either tool reads
-what the other wrote:
+An object has no mode, settable modification time nor owner of its own, so a copy
+to S3, GCS or Azure Blob writes them as user metadata on the upload itself (no
+second request), under the keys rclone writes (its ``--metadata``), in the forms it
+writes, so either tool reads what the other wrote:
 
 ========= ======================================= ==========================================
 key       written as                              read as
@@ -13,6 +13,8 @@ key       written as                              read as
           Azure: RFC 3339 UTC with nanoseconds    ``goog-reserved-file-mtime`` (gsutil,
           (``2023-11-14T22:13:20.123456789Z``)    whole seconds) where ``mtime`` is absent
 ``mode``  octal with the type bits (``100644``)   the same; the permission bits are kept
+``uid``   decimal (``1000``), with ``-p owner``   the same (``0`` to ``2**32 - 2``)
+``gid``   decimal (``1000``), with ``-p owner``   the same
 ========= ======================================= ==========================================
 
 S3 gives user metadata back with each key as ``x-amz-meta-KEY`` (lowercase), GCS in
@@ -33,7 +35,7 @@ from typing import Any
 
 from rcp_core.backends.port import Entry
 
-MTIME, MODE = "mtime", "mode"
+MTIME, MODE, UID, GID = "mtime", "mode", "uid", "gid"
 GSUTIL_MTIME = "goog-reserved-file-mtime"
 """gsutil's key (``gsutil -P``): whole seconds since the epoch."""
 
@@ -55,17 +57,22 @@ _RFC3339 = re.compile(
     r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)", re.ASCII
 )
 _OCTAL = re.compile(r"[0-7]{1,7}")
+_ID = re.compile(r"\d{1,10}")
+_ID_MOST = 2**32 - 2
+"""The largest owner id (``2**32 - 1`` is ``chown``'s "leave it")."""
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 @dataclass(frozen=True, slots=True)
 class Kept:
     """What an object's metadata says of the file it was made from: its permission
-    bits (:func:`encode` writes the type bits too; :func:`decode` keeps only these)
-    and modification time, each ``None`` where it says nothing."""
+    bits (:func:`encode` writes the type bits too; :func:`decode` keeps only these),
+    modification time and owner, each ``None`` where it says nothing."""
 
     mode: int | None = None
     mtime_ns: int | None = None
+    uid: int | None = None
+    gid: int | None = None
 
 
 def encode(kept: Kept, *, decimal: bool) -> dict[str, str]:
@@ -78,6 +85,10 @@ def encode(kept: Kept, *, decimal: bool) -> dict[str, str]:
         )
     if kept.mode is not None:
         metadata[MODE] = format(kept.mode, "o")
+    if kept.uid is not None:
+        metadata[UID] = str(kept.uid)
+    if kept.gid is not None:
+        metadata[GID] = str(kept.gid)
     return metadata
 
 
@@ -88,7 +99,12 @@ def decode(metadata: Mapping[str, object]) -> Kept:
     mtime_ns = _parse_time(lowered.get(MTIME))
     if mtime_ns is None:
         mtime_ns = _parse_whole_seconds(lowered.get(GSUTIL_MTIME))
-    return Kept(_parse_mode(lowered.get(MODE)), mtime_ns)
+    return Kept(
+        _parse_mode(lowered.get(MODE)),
+        mtime_ns,
+        _parse_id(lowered.get(UID)),
+        _parse_id(lowered.get(GID)),
+    )
 
 
 def upload_options(protocol: str, kept: Kept) -> dict[str, Any]:
@@ -103,12 +119,16 @@ def upload_options(protocol: str, kept: Kept) -> dict[str, Any]:
 
 
 def applied(entry: Entry, kept: Kept) -> Entry:
-    """The object ``entry`` (a file, or a directory by its marker) with the mode
-    and mtime its metadata kept, where it kept them."""
+    """The object ``entry`` (a file, or a directory by its marker) with the mode,
+    mtime and owner its metadata kept, where it kept them."""
     kind = stat.S_IFDIR if entry.is_dir else stat.S_IFREG
-    mode = entry.mode if kept.mode is None else kind | kept.mode
-    mtime_ns = entry.mtime_ns if kept.mtime_ns is None else kept.mtime_ns
-    return dataclasses.replace(entry, mode=mode, mtime_ns=mtime_ns)
+    return dataclasses.replace(
+        entry,
+        mode=entry.mode if kept.mode is None else kind | kept.mode,
+        mtime_ns=entry.mtime_ns if kept.mtime_ns is None else kept.mtime_ns,
+        uid=entry.uid if kept.uid is None else kept.uid,
+        gid=entry.gid if kept.gid is None else kept.gid,
+    )
 
 
 def _decimal(ns: int) -> str:
@@ -150,6 +170,13 @@ def _parse_whole_seconds(value: str | None) -> int | None:
     if value is None or not value.strip().isdigit():
         return None
     return int(value.strip()) * 10**9
+
+
+def _parse_id(value: str | None) -> int | None:
+    if value is None or _ID.fullmatch(value.strip()) is None:
+        return None
+    found = int(value.strip())
+    return found if found <= _ID_MOST else None
 
 
 def _parse_mode(value: str | None) -> int | None:

@@ -12,8 +12,8 @@ service what a comparison needs, where the data is:
   roots, else skipped and counted;
 - a file's digest is the service's ``digest`` request: hashed on its host, no data
   crosses the network;
-- an entry's permission bits and mtime are set by the service's ``setmeta``
-  request (1.17), as a local copy sets them;
+- an entry's owner, permission bits and mtime are set by the service's
+  ``setmeta`` request (1.17), as a local copy sets them;
 - these requests run on connections of the place's own
   (:class:`Connections`: one per request in flight, so several workers ask at
   once), closed when the last place sharing them goes; reading, writing and
@@ -92,21 +92,31 @@ class ServicePlace(Place):
         here), whose listings give mtimes to the nanosecond, as ``lstat`` did, and
         which keeps the permission bits and mtime :meth:`set_meta` gives."""
         store = store_backend_of(self.fs)
-        kept = store.capabilities | {Capability.MODES, Capability.MTIMES}
+        kept = store.capabilities | {
+            Capability.MODES,
+            Capability.MTIMES,
+            Capability.OWNERS,
+        }
         return dataclasses.replace(store, capabilities=kept, time_precision_ns=1)
 
-    def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:
-        """``entry``'s permission bits (``mode``; a service makes no setuid,
-        setgid or sticky entries) and mtime (``times``), set by the service on its
-        host (``setmeta``, 1.17); one it refuses (a symlink there, an older
-        service) is a ``PermissionError`` of this entry."""
+    def set_meta(
+        self, rel: str, entry: Entry, mode: bool, times: bool, owner: bool
+    ) -> None:
+        """``entry``'s owner (``owner``: where the service is permitted to),
+        permission bits (``mode``; a service makes no setuid, setgid or sticky
+        entries) and mtime (``times``), set by the service on its host
+        (``setmeta``, 1.17); one it refuses (a symlink there, an older service) is
+        a ``PermissionError`` of this entry."""
         bits = entry.mode & 0o777 if mode and entry.mode is not None else None
         mtime_ns = entry.changed_ns if times else None
-        if bits is None and mtime_ns is None:
+        uid, gid = (entry.uid, entry.gid) if owner else (None, None)
+        if (bits, mtime_ns, uid, gid) == (None, None, None, None):
             return
         with self.connections.client() as client:
             try:
-                client.set_meta(self.join(rel), mode=bits, mtime_ns=mtime_ns)
+                client.set_meta(
+                    self.join(rel), mode=bits, mtime_ns=mtime_ns, uid=uid, gid=gid
+                )
             except UsageError as exc:
                 raise PermissionError(errno.EPERM, str(exc)) from exc
 

@@ -477,20 +477,25 @@ class Place:
         finally:
             self.budget.give(held)
 
-    def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:
+    def set_meta(
+        self, rel: str, entry: Entry, mode: bool, times: bool, owner: bool
+    ) -> None:
         """A directory's marker (:func:`rcp_provider.fsspec.markers.keep`); an
         object's were written with it."""
         protocol = protocol_of(self.fs)
         if entry.is_dir and protocol in markers.KEPT_ON and self._marked(rel):
             kept = objectmeta.Kept(
-                entry.mode if mode else None, entry.changed_ns if times else None
+                entry.mode if mode else None,
+                entry.changed_ns if times else None,
+                entry.uid if owner else None,
+                entry.gid if owner else None,
             )
             new = rel in self.made
             self.made.discard(rel)
             markers.keep(self.fs, protocol, self.join(rel), kept, new=new)
 
     def _metadata(self, kept: Entry) -> dict[str, Any]:
-        kept_here = objectmeta.Kept(kept.mode, kept.mtime_ns)
+        kept_here = objectmeta.Kept(kept.mode, kept.mtime_ns, kept.uid, kept.gid)
         return objectmeta.upload_options(protocol_of(self.fs), kept_here)
 
     def complete(self, rel: str, entry: Entry) -> Entry:

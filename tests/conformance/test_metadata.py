@@ -1,5 +1,5 @@
 """Metadata per declared capability, on every pair whose source can hold it: modes,
-mtimes (to the backend's precision), symlinks, hard links, FIFOs, xattrs.
+mtimes (to the backend's precision), owners, symlinks, hard links, FIFOs, xattrs.
 
 One copy per pair of a tree that holds each of them (:data:`META`), with the
 ``--preserve`` the pair supports; each aspect is a test of its own that reads that
@@ -30,8 +30,8 @@ NS = 123_456_789
 META: Spec = {
     ".": Dir(mode=0o750, mtime_ns=T0 + 1 * NS),
     "run.sh": File(b"#!/bin/sh\n", mode=0o751, mtime_ns=T0 + 2 * NS),
-    "private": File(b"secret\n", mode=0o600, mtime_ns=T0 + 3 * NS),
-    "d": Dir(mode=0o705, mtime_ns=T0 + 4 * NS),
+    "private": File(b"secret\n", mode=0o600, mtime_ns=T0 + 3 * NS, owner=(1234, 5678)),
+    "d": Dir(mode=0o705, mtime_ns=T0 + 4 * NS, owner=(4321, 8765)),
     "d/f": File(b"in d\n", mode=0o640, mtime_ns=T0 + 5 * NS),
     "link": Symlink("private"),
     "dirlink": Symlink("d"),
@@ -80,14 +80,18 @@ class Copied:
 
 
 def copied(shared: Shared, names: tuple[str, str]) -> Copied:
-    """The pair's copy of :data:`META` (with xattrs where the pair keeps them)."""
+    """The pair's copy of :data:`META` (with owners and xattrs where the pair keeps
+    them)."""
 
     def make() -> Copied:
         pair = shared.pair(names)
         src, dst = pair.source(META), pair.target()
-        flags: tuple[str, ...] = ()
-        if pair.support(Feature.XATTRS) is Support.YES:
-            flags = ("--preserve", "mode,times,xattrs")
+        extra = [
+            name
+            for name, feature in (("owner", Feature.OWNER), ("xattrs", Feature.XATTRS))
+            if pair.support(feature) is Support.YES
+        ]  # the default (mode, times) is not refused where a side lacks them
+        flags = ("--preserve", ",".join(["mode", "times", *extra])) if extra else ()
         return Copied(pair, src, dst, pair.rcp(*flags, sources=[src], destination=dst))
 
     return shared.get(("meta", names), make)
@@ -126,7 +130,21 @@ def test_mtimes_are_kept_to_the_backends_precision(
     assert off == [], f"mtimes not kept to {precision} ns"
 
 
-PRESERVE = {"mode": Feature.MODE, "times": Feature.MTIME}
+@pytest.mark.parametrize("names", meta_cases(Feature.OWNER, Support.YES))
+def test_owners_are_kept(shared: Shared, names: tuple[str, str]) -> None:
+    """Each file's and directory's owner and group (this suite runs as root, so
+    they are permitted), through a store's metadata too."""
+    copy = copied(shared, names)
+    assert differences(copy, "owner", owner=True) == [], copy.run
+    with copy.pair.dst.view(copy.dst) as local:
+        owners = {
+            n: (os.lstat(local / n).st_uid, os.lstat(local / n).st_gid)
+            for n in ("private", "d")
+        }
+    assert owners == {"private": (1234, 5678), "d": (4321, 8765)}
+
+
+PRESERVE = {"mode": Feature.MODE, "times": Feature.MTIME, "owner": Feature.OWNER}
 
 
 @pytest.mark.parametrize(

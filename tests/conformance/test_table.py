@@ -26,7 +26,7 @@ README_ROWS: dict[str, tuple[Feature, ...]] = {
     "--overwrite-compare": (Feature.CHECKSUM_COMPARE,),
     "-u": (Feature.UPDATE, Feature.IGNORE_EXISTING),
     "--delete": (Feature.DELETE,),
-    "-p": (Feature.MODE, Feature.MTIME, Feature.XATTRS),
+    "-p": (Feature.MODE, Feature.MTIME, Feature.OWNER, Feature.XATTRS),
     "--skip-specials": (Feature.SPECIALS,),
     "--include": (Feature.FILTERS, Feature.GITIGNORE),
     "--dry-run": (Feature.DRY_RUN,),

@@ -304,10 +304,16 @@ class StoreBackend(Backend):
         return dict(self.fs.info(name).get("metadata") or {})
 
     def _keep(self, metadata: dict[str, str], local: Path) -> None:
-        """Give the local copy of an object or a directory the mode and mtime its
-        metadata kept (:mod:`rcp_provider.fsspec.objectmeta`: an object's own, a
-        directory's marker's), where it kept them."""
+        """Give the local copy of an object or a directory the owner, mode and
+        mtime its metadata kept (:mod:`rcp_provider.fsspec.objectmeta`: an
+        object's own, a directory's marker's), where it kept them."""
         kept = objectmeta.decode(metadata)
+        if (kept.uid, kept.gid) != (None, None):
+            os.chown(
+                local,
+                -1 if kept.uid is None else kept.uid,
+                -1 if kept.gid is None else kept.gid,
+            )
         if kept.mode is not None:
             local.chmod(kept.mode)
         if kept.mtime_ns is not None:

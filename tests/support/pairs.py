@@ -191,6 +191,7 @@ class Pair:
         *,
         mode: bool = False,
         times: bool = False,
+        owner: bool = False,
         hardlinks: bool = False,
         xattrs: bool = False,
     ) -> list[str]:
@@ -202,6 +203,7 @@ class Pair:
                 right,
                 mode=mode,
                 times=times,
+                owner=owner,
                 hardlinks=hardlinks,
                 xattrs=xattrs,
             )

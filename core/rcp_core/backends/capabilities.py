@@ -89,13 +89,13 @@ def store_backend(
     """A URL store's declaration: an object store has prefixes (``directories``
     false), a filesystem such as ``memory://`` has directories; ``times``: its
     listings say when each entry last changed (:attr:`Capability.LISTED_TIMES`);
-    ``metadata``: its objects keep a file's mode and mtime (to the nanosecond) in
-    the user metadata written with them."""
+    ``metadata``: its objects keep a file's mode, mtime (to the nanosecond) and
+    owner in the user metadata written with them."""
     extra = {Capability.DIRECTORIES} if directories else set()
     if times:
         extra.add(Capability.LISTED_TIMES)
     if metadata:
-        extra |= {Capability.MODES, Capability.MTIMES}
+        extra |= {Capability.MODES, Capability.MTIMES, Capability.OWNERS}
     precision = 1 if metadata else None
     return Backend(name, DECLARED[Storage.STORE].capabilities | extra, precision)
 

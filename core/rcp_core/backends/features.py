@@ -69,6 +69,7 @@ class Feature(enum.Enum):
     VERIFY = "`--verify checksum`"
     MODE = "mode (`-p mode`)"
     MTIME = "mtime (`-p times`)"
+    OWNER = "owner (`-p owner`)"
     SYMLINKS = "symlinks"
     HARDLINKS = "hard links"
     SPECIALS = "FIFOs (`--skip-specials`)"
@@ -121,8 +122,8 @@ def _always(engine: Engine, backend: Backend) -> Cell:
 
 
 _IN_METADATA = "in the object's metadata (a directory's in its marker `DIR/`)"
-"""Where an object store keeps a mode or mtime: a prefix has no metadata of its
-own."""
+"""Where an object store keeps a mode, mtime or owner: a prefix has no metadata of
+its own."""
 
 
 def _mode(engine: Engine, backend: Backend) -> Cell:
@@ -139,6 +140,14 @@ def _mtime(engine: Engine, backend: Backend) -> Cell:
     if not backend.has(Capability.DIRECTORIES):
         note = f"{note}: {_IN_METADATA}"
     return Cell(Y, note)
+
+
+def _owner(engine: Engine, backend: Backend) -> Cell:
+    if not backend.has(Capability.OWNERS):
+        return Cell(R, "`-p owner` refused")
+    if not backend.has(Capability.DIRECTORIES):
+        return Cell(Y, f"uid and gid {_IN_METADATA}")
+    return Cell(Y, "set where permitted (as root)")
 
 
 def _by_time(note: str) -> Callable[[Engine, Backend], Cell]:
@@ -179,6 +188,7 @@ RULES: dict[Feature, Callable[[Engine, Backend], Cell]] = {
     ),
     Feature.MODE: _mode,
     Feature.MTIME: _mtime,
+    Feature.OWNER: _owner,
     Feature.SYMLINKS: _has(
         Capability.SYMLINKS,
         "",

@@ -331,7 +331,10 @@ class Port(Protocol):
         its time taken from the read."""
         ...
 
-    def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:
-        """Give ``rel`` the ``entry``'s permission bits (``mode``) and modification
-        time (``times``) where this storage keeps them; nothing elsewhere."""
+    def set_meta(
+        self, rel: str, entry: Entry, mode: bool, times: bool, owner: bool
+    ) -> None:
+        """Give ``rel`` the ``entry``'s owner (``owner``: where permitted),
+        permission bits (``mode``) and modification time (``times``) where this
+        storage keeps them; nothing elsewhere."""
         ...

@@ -27,6 +27,15 @@ ACL_NAMES = ("system.posix_acl_access", "system.posix_acl_default")
 _IGNORED_XATTR_ERRNOS = frozenset({errno.ENODATA, errno.ENOTSUP})
 
 
+def chown_permitted(
+    target: int | str, uid: int, gid: int, **at: int | bool | None
+) -> None:
+    """``chown`` (``target`` a descriptor, or a name with ``os.chown``'s ``at``
+    arguments), where permitted: EPERM keeps our owner, as ``cp -p`` does."""
+    with contextlib.suppress(PermissionError):
+        os.chown(target, uid, gid, **at)  # type: ignore[arg-type]
+
+
 class Metadata:
     """Applies one run's preserve settings; immutable and shared by all workers.
 
@@ -48,8 +57,7 @@ class Metadata:
         self.security_xattrs = os.geteuid() == 0
 
     def _owner(self, fd: int, st: os.stat_result) -> None:
-        with contextlib.suppress(PermissionError):  # not permitted: keep ours, as cp -p
-            os.fchown(fd, st.st_uid, st.st_gid)
+        chown_permitted(fd, st.st_uid, st.st_gid)
 
     def read_xattrs(self, src: int) -> dict[str, bytes]:
         """The extended attributes (and ACLs) of the open ``src`` that this run
@@ -118,10 +126,9 @@ class Metadata:
         """Apply metadata to a symlink or special file that cannot be opened for it."""
         is_link = stat.S_ISLNK(st.st_mode)
         if self.owner:
-            with contextlib.suppress(PermissionError):  # as in _owner
-                os.chown(
-                    name, st.st_uid, st.st_gid, dir_fd=dir_fd, follow_symlinks=False
-                )
+            chown_permitted(
+                name, st.st_uid, st.st_gid, dir_fd=dir_fd, follow_symlinks=False
+            )
         if not is_link:
             mode = stat.S_IMODE(st.st_mode) if self.mode else self.file_mode_default
             os.chmod(name, mode, dir_fd=dir_fd)

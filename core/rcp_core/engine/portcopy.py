@@ -336,13 +336,15 @@ class PortCopy(Runtime):
 
     def kept(self, entry: Entry) -> Entry:
         """What of the source file ``entry`` its copy keeps, as ``preserve`` asks:
-        its permission bits and its time (:attr:`Entry.changed_ns`)."""
+        its permission bits, its time (:attr:`Entry.changed_ns`) and its owner."""
         preserve = self.settings.preserve
         return Entry(
             entry.kind,
             entry.size,
             entry.mode if preserve.mode else None,
             entry.changed_ns if preserve.times else None,
+            uid=entry.uid if preserve.owner else None,
+            gid=entry.gid if preserve.owner else None,
         )
 
     def dry(self, action: str, kind: str, rel: str, reason: str) -> bool:
@@ -368,10 +370,10 @@ class PortCopy(Runtime):
             yield data
 
     def set_meta(self, rel: str, entry: Entry) -> None:
-        """The source's mode and mtime on ``rel``, as ``preserve`` asks and where
+        """The source's owner, mode and mtime on ``rel``, as ``preserve`` asks and where
         the destination keeps them (a source directory's completed first where its
         listing had neither: an object store's marker)."""
         if entry.is_dir and entry.mtime_ns is None and entry.mode is None:
             entry = self.source.complete(rel, entry)
         preserve = self.settings.preserve
-        self.target.set_meta(rel, entry, preserve.mode, preserve.times)
+        self.target.set_meta(rel, entry, preserve.mode, preserve.times, preserve.owner)

@@ -15,7 +15,8 @@ trees is the fd-relative fast path (:mod:`rcp_core.engine.copyrun`).
   never written through;
 - removal is the local engine's fd-relative one
   (:func:`rcp_core.engine.removeentry.remove_entry`: never through a symlink);
-- mode and mtime are kept to the nanosecond;
+- mode and mtime are kept to the nanosecond, the owner where permitted (as root:
+  EPERM keeps the copier's, as ``cp -p`` does);
 - its name, its parent and what it holds are read from the root's absolute path,
   no symlink resolved (a relative root is the working directory's).
 """
@@ -31,6 +32,7 @@ from typing import BinaryIO
 
 from rcp_core.backends.capabilities import Backend, Capability
 from rcp_core.backends.port import Entry, EntryKind, Listing, Port, Protect
+from rcp_core.engine.metadata import chown_permitted
 from rcp_core.engine.removeentry import remove_entry
 from rcp_core.engine.temporaries import temp_name
 from rcp_core.engine.tree import DIR_FLAGS
@@ -43,13 +45,15 @@ LOCAL = Backend(
             Capability.DIRECTORIES,
             Capability.MODES,
             Capability.MTIMES,
+            Capability.OWNERS,
             Capability.ATOMIC_RENAME,
         }
     ),
     1,
 )
 """A local tree as the generic engine writes it: mode and mtime to the nanosecond,
-nothing else (owners, xattrs, links and specials are the fast path's)."""
+owners where permitted, nothing else (xattrs, links and specials are the fast
+path's)."""
 
 
 def entry_of(st: os.stat_result, target: str | None = None) -> Entry:
@@ -191,8 +195,18 @@ class PosixPort:
     def copy_in(self, source: Port, src_rel: str, rel: str, kept: Entry) -> bool:
         return False  # a local pair is the fast path's; a store's data streams here
 
-    def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:
+    def set_meta(
+        self, rel: str, entry: Entry, mode: bool, times: bool, owner: bool
+    ) -> None:
         path = self.describe(rel)
+        if owner and (entry.uid, entry.gid) != (None, None):
+            uid, gid = entry.uid, entry.gid
+            chown_permitted(
+                path,
+                -1 if uid is None else uid,
+                -1 if gid is None else gid,
+                follow_symlinks=False,
+            )
         if mode and entry.mode is not None:
             os.chmod(path, stat.S_IMODE(entry.mode))
         mtime_ns = entry.changed_ns

@@ -288,9 +288,16 @@ class ServiceClient(ClientConnection):
         self._change("remove", path=path)
 
     def set_meta(
-        self, path: str, *, mode: int | None = None, mtime_ns: int | None = None
+        self,
+        path: str,
+        *,
+        mode: int | None = None,
+        mtime_ns: int | None = None,
+        uid: int | None = None,
+        gid: int | None = None,
     ) -> None:
-        """Give the file or directory ``path`` (a root too) the permission bits
+        """Give the file or directory ``path`` (a root too) the owner ``uid`` and
+        group ``gid`` (where the service is permitted to), the permission bits
         ``mode`` (at most ``0o777``) and the modification time ``mtime_ns`` (its
         access time the same), where given; never through a symlink.
 
@@ -302,6 +309,10 @@ class ServiceClient(ClientConnection):
             fields["mode"] = mode
         if mtime_ns is not None:
             fields["mtime_ns"] = mtime_ns
+        if uid is not None:
+            fields["uid"] = uid
+        if gid is not None:
+            fields["gid"] = gid
         self._change("setmeta", **fields)
 
     def rename(self, path: str, to: str) -> None:

@@ -5,8 +5,8 @@ never what the name may lead to by the time it is used.
 
 - :func:`open_regular`: a regular file opened to read (``read``, ``digest``);
 - :func:`pread_all`: a range of it;
-- :func:`set_own_meta`: an entry's own permission bits and times (``setmeta``);
-  a symlink refused.
+- :func:`set_own_meta`: an entry's own owner, permission bits and times
+  (``setmeta``); a symlink refused.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import errno
 import os
 import stat
 
+from rcp_core.engine.metadata import chown_permitted
 from rcp_core.errors import PathRefusedError
 from rcp_core.remote.roots import Confined
 
@@ -54,9 +55,16 @@ def pread_all(fd: int, offset: int, length: int) -> bytes:
     return b"".join(pieces)
 
 
-def set_own_meta(at: Confined, mode: int | None, mtime_ns: int | None) -> None:
-    """Give the entry ``at`` names the permission bits ``mode`` and the access and
-    modification time ``mtime_ns``, where given.
+def set_own_meta(
+    at: Confined,
+    owner: tuple[int | None, int | None],
+    mode: int | None,
+    mtime_ns: int | None,
+) -> None:
+    """Give the entry ``at`` names the owner and group ``owner`` (where permitted:
+    :func:`~rcp_core.engine.metadata.chown_permitted`), the permission bits
+    ``mode`` and the access and modification time ``mtime_ns``, each where given,
+    in that order (a ``chown`` clears setuid bits; each change bumps the ctime).
 
     :raises PathRefusedError: it is a symlink.
     """
@@ -65,6 +73,11 @@ def set_own_meta(at: Confined, mode: int | None, mtime_ns: int | None) -> None:
         if stat.S_ISLNK(os.fstat(fd).st_mode):
             raise PathRefusedError(f"{at.shown} is a symlink")
         pinned = f"/proc/self/fd/{fd}"
+        if owner != (None, None):
+            uid, gid = owner
+            chown_permitted(
+                pinned, -1 if uid is None else uid, -1 if gid is None else gid
+            )
         if mode is not None:
             os.chmod(pinned, mode)
         if mtime_ns is not None:

@@ -58,6 +58,7 @@ from rcp_core.remote.filewire import (
     failed,
     request_count,
     request_flag,
+    request_id,
     request_mode,
     request_name,
     request_path,
@@ -356,13 +357,15 @@ class FileSession:
                     raise
 
     def _set_meta(self, request: dict[str, Any]) -> None:
-        """``setmeta``: the entry's own permission bits and times (``mtime_ns`` as
-        both), through an ``O_PATH`` descriptor of it, so a symlink (refused) or an
-        entry swapped in on the way is never what changes; a root is named through
-        its parent, as a source is."""
+        """``setmeta``: the entry's own owner (where permitted), permission bits
+        and times (``mtime_ns`` as both), through an ``O_PATH`` descriptor of it
+        (:func:`~rcp_core.remote.entryfds.set_own_meta`), so a symlink (refused)
+        or an entry swapped in on the way is never what changes; a root is named
+        through its parent, as a source is."""
+        owner = request_id(request, "uid"), request_id(request, "gid")
         mode, mtime_ns = request_mode(request), request_time(request, "mtime_ns")
         with closing(self.roots.source(request_name(request))) as at:
-            set_own_meta(at, mode, mtime_ns)
+            set_own_meta(at, owner, mode, mtime_ns)
 
 
 def _refused(reason: str) -> Reply:

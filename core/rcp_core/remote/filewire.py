@@ -200,6 +200,19 @@ def request_time(request: dict[str, Any], field: str) -> int | None:
     return value
 
 
+def request_id(request: dict[str, Any], field: str) -> int | None:
+    """An owner or group id (``0 <= value < 2**32 - 1``), or ``None`` when not
+    given."""
+    value = request.get(field)
+    if value is not None and (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or not 0 <= value < 2**32 - 1
+    ):
+        raise ProtocolError(f"{request['type']}: {field} must be an id")
+    return value
+
+
 def request_mode(request: dict[str, Any]) -> int | None:
     """Permission bits (``0o777`` at most: a client never makes setuid files), or
     ``None`` when not given."""

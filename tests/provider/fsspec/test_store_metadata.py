@@ -69,6 +69,43 @@ def test_a_tree_comes_back_from_the_store_with_its_modes_and_times(
     assert rsync.stdout == "", rsync.stdout
 
 
+OWNED = {
+    **TREE,
+    "private": File(b"only mine\n", mode=0o600, mtime_ns=T1, owner=(1234, 5678)),
+    "tools": Dir(mode=0o2755, mtime_ns=T2 + 3, owner=(4321, 8765)),
+}
+
+
+def test_owners_go_to_the_store_and_come_back_with_p_owner(
+    store: Store, tmp_path: Path
+) -> None:
+    """As root (this suite's user), ``-p owner`` keeps each file's and directory's
+    uid and gid in its metadata (rclone's ``uid``/``gid``) and sets them again on
+    the way down: rsync -a sees no difference."""
+    src = make_tree(tmp_path / "src", OWNED)
+    bucket = store.bucket()
+    where, back = store.url(f"{bucket}/tree"), tmp_path / "back"
+    _rcp(store, tmp_path, "-p", "mode,times,owner", str(src), where)
+    fs = store.fs()
+    key = f"{bucket}/tree/private"
+    metadata = fs.metadata(key) if store.name == "s3" else fs.info(key)["metadata"]
+    assert {k: metadata[k] for k in ("uid", "gid")} == {"uid": "1234", "gid": "5678"}
+    _rcp(store, tmp_path, "-p", "mode,times,owner", where, str(back))
+    assert compare_trees(src, back, mode=True, times=True, owner=True) == []
+    assert (back / "tools").stat().st_uid == 4321
+    rsync = subprocess.run(
+        ["rsync", "-a", "-n", "-c", "-i", "--delete", f"{src}/", f"{back}/"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert rsync.stdout == "", rsync.stdout
+    # Without -p owner the copy is the copier's, as cp's is.
+    _rcp(store, tmp_path, where, str(tmp_path / "mine"))
+    assert (tmp_path / "mine" / "private").stat().st_uid == os.getuid()
+
+
 def test_the_metadata_is_rclones_keys_on_the_object_itself(
     store: Store, tmp_path: Path
 ) -> None:

@@ -353,14 +353,14 @@ def _metadata_by_fd(
 def _metadata_by_port(
     source: Port, target: Port, settings: CopySettings
 ) -> Callable[[str], None]:
-    """Setting one parent's metadata through the ports: the source directory's mode
-    and mtime, where the destination keeps them."""
+    """Setting one parent's metadata through the ports: the source directory's
+    owner, mode and mtime, where the destination keeps them."""
     preserve = settings.preserve
 
     def apply(rel: str) -> None:
         entry = source.stat(rel)
         if entry is None:
             raise FileNotFoundError(errno.ENOENT, "gone from the source", rel)
-        target.set_meta(rel, entry, preserve.mode, preserve.times)
+        target.set_meta(rel, entry, preserve.mode, preserve.times, preserve.owner)
 
     return apply
