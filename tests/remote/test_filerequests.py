@@ -494,7 +494,7 @@ def test_setmeta_sets_an_entrys_own_mode_and_time(served: Served) -> None:
     (data / "d").mkdir()
     os.symlink("f", data / "link")
     with served.client() as client:
-        client.set_meta(str(data / "f"), mode=0o640, mtime_ns=T0 + 123)
+        client.set_meta(str(data / "f"), mode=0o640, mtime_ns=T0 + 123, uid=1234)
         client.set_meta(str(data / "d"), mode=0o750)
         client.set_meta(str(data / "d"), mtime_ns=T0 - 7)
         client.set_meta(str(served.backup), mtime_ns=T0)  # a root's own, too
@@ -510,18 +510,21 @@ def test_setmeta_sets_an_entrys_own_mode_and_time(served: Served) -> None:
     )
     assert (stat.S_IMODE(d.st_mode), d.st_mtime_ns) == (0o750, T0 - 7)
     assert os.stat(served.backup).st_mtime_ns == T0
+    assert (f.st_uid, f.st_gid) == (1234, 0)  # the group left as it was (root's)
     assert stat.S_IMODE(os.stat(data / "f", follow_symlinks=True).st_mode) == 0o640
 
 
-def test_setmeta_takes_permission_bits_and_nanoseconds_only(served: Served) -> None:
-    """A setuid bit or a time that is no integer is a malformed request: the
-    service gives the connection up, and nothing changed."""
+def test_setmeta_takes_permission_bits_nanoseconds_and_ids_only(served: Served) -> None:
+    """A setuid bit, a time that is no integer or an id out of range is a malformed
+    request: the service gives the connection up, and nothing changed."""
     (served.data / "f").write_bytes(b"f")
     os.chmod(served.data / "f", 0o644)
     for fields, why in (
         ({"mode": 0o4755}, "mode must be permission bits"),
         ({"mtime_ns": 1.5}, "mtime_ns must be nanoseconds"),
         ({"mtime_ns": 2**63}, "mtime_ns must be nanoseconds"),
+        ({"uid": -1}, "uid must be an id"),
+        ({"gid": 2**32 - 1}, "gid must be an id"),
     ):
         conn = raw(served)
         try:
