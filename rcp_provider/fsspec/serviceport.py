@@ -100,7 +100,7 @@ class ServicePlace(Place):
         return dataclasses.replace(store, capabilities=kept, time_precision_ns=1)
 
     def set_meta(
-        self, rel: str, entry: Entry, mode: bool, times: bool, owner: bool
+        self, rel: str, entry: Entry, mode: bool, times: bool, owner: bool = False
     ) -> None:
         """``entry``'s owner (``owner``: where the service is permitted to),
         permission bits (``mode``; a service makes no setuid, setgid or sticky

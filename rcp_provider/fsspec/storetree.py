@@ -478,7 +478,7 @@ class Place:
             self.budget.give(held)
 
     def set_meta(
-        self, rel: str, entry: Entry, mode: bool, times: bool, owner: bool
+        self, rel: str, entry: Entry, mode: bool, times: bool, owner: bool = False
     ) -> None:
         """A directory's marker (:func:`rcp_provider.fsspec.markers.keep`); an
         object's were written with it."""

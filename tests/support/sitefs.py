@@ -104,7 +104,8 @@ class SitePort:
         return False  # no faster path: the data streams
 
     def set_meta(self, rel: str, entry: Entry, mode: bool, times: bool) -> None:
-        pass  # keeps neither (its backend declares so)
+        """Keeps neither (its backend declares so). Written as a site's port before
+        owners: rcp asks ``owner`` only with ``-p owner``, refused here."""
 
 
 class SiteBackends:

@@ -45,6 +45,7 @@ from rcp_core.backends.capabilities import Backend
 from rcp_core.backends.checksums import StoreChecksum
 from rcp_core.errors import UnsafeNameError
 from rcp_core.run.summary import Tally
+from rcp_core.settings import Preserve
 
 DIGEST_RANGE = 256 << 20
 """The most bytes one :meth:`Port.digest` is asked to hash: about a quarter second of
@@ -209,6 +210,16 @@ class ListsInPages(Protocol):
         ...
 
 
+def keep_meta(port: Port, rel: str, entry: Entry, preserve: Preserve) -> None:
+    """``port.set_meta`` of ``entry`` on ``rel`` as ``preserve`` asks: ``owner`` only
+    with ``-p owner``, which is refused before a run where a side keeps no owners
+    (so a port without the argument is never given it)."""
+    if preserve.owner:
+        port.set_meta(rel, entry, preserve.mode, preserve.times, owner=True)
+    else:
+        port.set_meta(rel, entry, preserve.mode, preserve.times)
+
+
 @runtime_checkable
 class ReadsCompleted(Protocol):
     """A port whose read of a file tells, in the same request, what
@@ -332,9 +343,11 @@ class Port(Protocol):
         ...
 
     def set_meta(
-        self, rel: str, entry: Entry, mode: bool, times: bool, owner: bool
+        self, rel: str, entry: Entry, mode: bool, times: bool, owner: bool = False
     ) -> None:
         """Give ``rel`` the ``entry``'s owner (``owner``: where permitted),
         permission bits (``mode``) and modification time (``times``) where this
-        storage keeps them; nothing elsewhere."""
+        storage keeps them; nothing elsewhere. ``owner`` is given only when asked
+        (:func:`keep_meta`), so a port written before it (a site's) still
+        serves."""
         ...

@@ -82,7 +82,13 @@ from typing import Any, BinaryIO, TypeVar
 import pluggy
 
 from rcp_core.backends.capabilities import refuse
-from rcp_core.backends.port import Entry, EntryKind, Port, ReadsCompleted
+from rcp_core.backends.port import (
+    Entry,
+    EntryKind,
+    Port,
+    ReadsCompleted,
+    keep_meta,
+)
 from rcp_core.backends.routing import Engine
 from rcp_core.engine.existing import NEW, Action
 from rcp_core.engine.portexisting import ExistingFiles
@@ -370,10 +376,9 @@ class PortCopy(Runtime):
             yield data
 
     def set_meta(self, rel: str, entry: Entry) -> None:
-        """The source's owner, mode and mtime on ``rel``, as ``preserve`` asks and where
-        the destination keeps them (a source directory's completed first where its
-        listing had neither: an object store's marker)."""
+        """The source's owner, mode and mtime on ``rel``, as ``preserve`` asks and
+        where the destination keeps them (a source directory's completed first
+        where its listing had neither: an object store's marker)."""
         if entry.is_dir and entry.mtime_ns is None and entry.mode is None:
             entry = self.source.complete(rel, entry)
-        preserve = self.settings.preserve
-        self.target.set_meta(rel, entry, preserve.mode, preserve.times, preserve.owner)
+        keep_meta(self.target, rel, entry, self.settings.preserve)

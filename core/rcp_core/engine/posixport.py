@@ -196,7 +196,7 @@ class PosixPort:
         return False  # a local pair is the fast path's; a store's data streams here
 
     def set_meta(
-        self, rel: str, entry: Entry, mode: bool, times: bool, owner: bool
+        self, rel: str, entry: Entry, mode: bool, times: bool, owner: bool = False
     ) -> None:
         path = self.describe(rel)
         if owner and (entry.uid, entry.gid) != (None, None):

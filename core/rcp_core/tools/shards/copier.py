@@ -49,7 +49,7 @@ import pluggy
 from rcp_core.backends import routing
 from rcp_core.backends.capabilities import Capability, refuse
 from rcp_core.backends.operands import split_url
-from rcp_core.backends.port import Port
+from rcp_core.backends.port import Port, keep_meta
 from rcp_core.engine.context import log
 from rcp_core.engine.copyrun import Engine
 from rcp_core.engine.metadata import Metadata
@@ -361,6 +361,6 @@ def _metadata_by_port(
         entry = source.stat(rel)
         if entry is None:
             raise FileNotFoundError(errno.ENOENT, "gone from the source", rel)
-        target.set_meta(rel, entry, preserve.mode, preserve.times, preserve.owner)
+        keep_meta(target, rel, entry, preserve)
 
     return apply
