@@ -16,14 +16,23 @@ Invariants:
 - a *relative path* is one or more components joined by single ``/``: no leading or
   trailing ``/``, no empty, ``.`` or ``..`` component. So it is its own
   ``posixpath.normpath``, and joined to any directory it names an entry strictly
-  beneath that directory (never the directory itself, never outside it).
+  beneath that directory (never the directory itself, never outside it);
+- a *symlink target* (:func:`check_link_target`) is what ``symlink(2)`` takes: a
+  non-empty ``str`` without NUL, at most :data:`LINK_TARGET_MOST` bytes. It is
+  never a path this process joins or follows (a copy makes the link, and never
+  writes through one), so any text the kernel takes is a target.
 
 The root itself (``""``) is not a name: callers that list a root handle it apart.
 """
 
 from __future__ import annotations
 
+import os
+
 from rcp_core.errors import UnsafeNameError
+
+LINK_TARGET_MOST = 4095
+"""The longest symlink target, in bytes (``PATH_MAX`` less its NUL)."""
 
 
 def check_component(name: object) -> str:
@@ -52,6 +61,25 @@ def check_relative(rel: object) -> str:
     for part in rel.split("/"):
         _check(part, rel)
     return rel
+
+
+def check_link_target(target: object) -> str:
+    """``target``, if ``symlink(2)`` takes it as a symlink's target (see the module
+    docstring).
+
+    :raises UnsafeNameError: it is not.
+    """
+    if not isinstance(target, str):
+        raise UnsafeNameError(target, f"a {type(target).__name__}, not a str")
+    if not target:
+        raise UnsafeNameError(target, "an empty symlink target")
+    if "\0" in target:
+        raise UnsafeNameError(target, "a NUL character")
+    if len(os.fsencode(target)) > LINK_TARGET_MOST:
+        raise UnsafeNameError(
+            target[:64], f"a symlink target longer than {LINK_TARGET_MOST} bytes"
+        )
+    return target
 
 
 def _check(part: str, name: str) -> None:

@@ -29,9 +29,11 @@
 ``storeremoval``       what removing a store directory removes, decided before anything
                        goes
 ``objectmeta``         the POSIX metadata kept in an object's user metadata on S3, GCS
-                       and Azure (rclone's keys)
+                       and Azure (rclone's keys), and a small object put with it
 ``markers``            directory markers (``DIR/``) on S3, GCS and Azure, made, read
                        and removed through each client's own call
+``storelinks``         symlinks on S3, GCS and Azure as rclone's link objects
+                       (``NAME.rclonelink``: the target's bytes), read and written
 ``serviceport``        a tree on an ``rcpd serve`` service as a backend port: listings
                        and digests asked of the service, where the data is
 =====================  ==============================================================

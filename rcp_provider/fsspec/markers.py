@@ -30,6 +30,7 @@ from rcp_provider.fsspec.objectmeta import (
     Kept,
     decode,
     encode,
+    put_object,
 )
 
 KEPT_ON = frozenset(UPLOAD_KEYWORDS)
@@ -46,14 +47,9 @@ def put(fs: Any, protocol: str, path: str, metadata: Mapping[str, str]) -> None:
     """Write the marker of the directory ``path`` with ``metadata`` (replacing
     one there)."""
     bucket, key = _key(fs, path)
-    if protocol in S3:
-        fs.call_s3(
-            "put_object", Bucket=bucket, Key=key, Body=b"", Metadata=dict(metadata)
-        )
-    elif protocol in GCS:
-        fs.pipe_file(f"{bucket}/{key}", b"", metadata=dict(metadata))
-    else:
-        azureblobs.put(fs, bucket, key, b"", {**metadata, **azureblobs.DIRECTORY})
+    if protocol not in S3 | GCS:
+        metadata = {**metadata, **azureblobs.DIRECTORY}
+    put_object(fs, protocol, bucket, key, b"", metadata)
 
 
 def keep(fs: Any, protocol: str, path: str, kept: Kept, *, new: bool = False) -> None:

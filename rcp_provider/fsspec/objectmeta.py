@@ -33,7 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rcp_core.backends.port import Entry
+from rcp_core.backends.port import Entry, EntryKind
+from rcp_provider.fsspec import azureblobs
 
 MTIME, MODE, UID, GID = "mtime", "mode", "uid", "gid"
 GSUTIL_MTIME = "goog-reserved-file-mtime"
@@ -119,9 +120,10 @@ def upload_options(protocol: str, kept: Kept) -> dict[str, Any]:
 
 
 def applied(entry: Entry, kept: Kept) -> Entry:
-    """The object ``entry`` (a file, or a directory by its marker) with the mode,
-    mtime and owner its metadata kept, where it kept them."""
-    kind = stat.S_IFDIR if entry.is_dir else stat.S_IFREG
+    """The object ``entry`` (a file, a directory by its marker, a symlink by its
+    object) with the mode, mtime and owner its metadata kept, where it kept
+    them (the type bits its kind's)."""
+    kind = _TYPE_BITS.get(entry.kind, stat.S_IFREG)
     return dataclasses.replace(
         entry,
         mode=entry.mode if kept.mode is None else kind | kept.mode,
@@ -129,6 +131,31 @@ def applied(entry: Entry, kept: Kept) -> Entry:
         uid=entry.uid if kept.uid is None else kept.uid,
         gid=entry.gid if kept.gid is None else kept.gid,
     )
+
+
+_TYPE_BITS = {EntryKind.DIRECTORY: stat.S_IFDIR, EntryKind.SYMLINK: stat.S_IFLNK}
+
+
+def put_object(
+    fs: Any,
+    protocol: str,
+    bucket: str,
+    key: str,
+    body: bytes,
+    metadata: Mapping[str, str],
+) -> None:
+    """The object ``key`` (any key: one ending in ``/`` too, which fsspec names on
+    no store) in ``bucket`` made ``body`` with the user ``metadata``, in one
+    request through the client's own call (replacing one there): a directory's
+    marker, a symlink's object. On a store of :data:`UPLOAD_KEYWORDS`."""
+    if protocol in S3:
+        fs.call_s3(
+            "put_object", Bucket=bucket, Key=key, Body=body, Metadata=dict(metadata)
+        )
+    elif protocol in GCS:
+        fs.pipe_file(f"{bucket}/{key}", body, metadata=dict(metadata))
+    else:
+        azureblobs.put(fs, bucket, key, body, dict(metadata))
 
 
 def _decimal(ns: int) -> str:

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import os
 import posixpath
 from collections.abc import Iterable, Iterator
@@ -75,6 +76,7 @@ from rcp_provider.fsspec import (
     objectmeta,
     s3stream,
     s3upload,
+    storelinks,
     storelisting,
 )
 from rcp_provider.fsspec.storeinfo import TIMED, entry_of
@@ -226,13 +228,13 @@ class Place:
 
     def stat(self, rel: str, *, follow: bool = True) -> Entry | None:
         """As the store holds it now (never a cached listing's); a store's symlink
-        (``islink``) is its own entry unless ``follow``; one that dangles is not
-        found."""
+        (``islink``, or a link object where nothing else has its name) is its own
+        entry unless ``follow``; one that dangles is not found."""
         self.fs.invalidate_cache(self.join(rel))
         try:
             info = self.fs.info(self.join(rel))
         except FileNotFoundError:
-            return None
+            return None if follow else self._link_object(rel)
         if not follow and info.get("islink"):
             return Entry(EntryKind.SYMLINK)
         return entry_of(info)
@@ -284,12 +286,16 @@ class Place:
         files: a key ending in ``/`` (a directory marker) is its directory; the
         level's own name and marker are left out; a name that is not safe goes to
         ``unsafe`` (a prefix with its ``/``: ``set//z`` lists ``/`` in ``set``);
-        with ``follow`` a symlink is its target's file, else skipped and counted;
-        a name listed twice (a file and a prefix) is its first, or a file of
-        ``shadowing`` (listed on an earlier page)."""
+        with ``follow`` a symlink is its target's file, else skipped and counted
+        (a store's link object, :mod:`~rcp_provider.fsspec.storelinks`, leads
+        nowhere this port can follow: skipped); a name listed twice (a file and
+        a prefix) is its first, or a file of ``shadowing`` (listed on an
+        earlier page), but a link object whose name another entry has is
+        unsafe (neither would read back as what it is)."""
         entries: dict[str, Entry] = {}
         unsafe: dict[str, UnsafeNameError] = {}
         skipped = 0
+        links = protocol_of(self.fs) in storelinks.KEPT_ON
         for info in infos:
             listed = str(info["name"])
             if listed == base or (
@@ -299,11 +305,27 @@ class Place:
             name = listed[len(base) + 1 :] if listed.startswith(base + "/") else listed
             if name.endswith("/") and name.count("/") == 1:  # "/": set// is empty
                 name, info = name[:-1], {**info, "type": "directory"}
+            listed_name = name
+            link = storelinks.linked(name) if links and "/" not in name else None
+            if link is not None and info.get("type") != "directory":
+                name = link
+            else:
+                link = None
             try:
                 check_component(name)
             except UnsafeNameError as exc:
                 prefix = info.get("type") == "directory" and not name.endswith("/")
-                unsafe.setdefault(f"{name}/" if prefix else name, exc)
+                unsafe.setdefault(f"{name}/" if prefix else listed_name, exc)
+                continue
+            if link is not None:
+                if follow:
+                    skipped += 1
+                elif name in entries or name in shadowing:
+                    unsafe[listed_name] = UnsafeNameError(
+                        listed_name, f"a symlink's object beside another {name!r}"
+                    )
+                else:
+                    entries[name] = storelinks.as_link(entry_of(info))
                 continue
             if follow and info.get("islink"):
                 followed = self._followed(info)
@@ -315,6 +337,41 @@ class Place:
                 entries[name] = entry_of(info)
         files = {n for n, e in entries.items() if not e.is_dir}
         return Listing(entries, unsafe, skipped), files
+
+    def _link_object(self, rel: str) -> Entry | None:
+        """The symlink ``rel`` as its link object makes it, if this store keeps
+        them and it has one."""
+        path = self.join(rel)
+        if not rel or protocol_of(self.fs) not in storelinks.KEPT_ON:
+            return None
+        try:
+            info = self.fs.info(path + storelinks.SUFFIX)
+        except FileNotFoundError:
+            return None
+        return (
+            storelinks.as_link(entry_of(info)) if info.get("type") == "file" else None
+        )
+
+    def read_link(self, rel: str, entry: Entry) -> Entry:
+        """Its link object's target, read (:func:`storelinks.read
+        <rcp_provider.fsspec.storelinks.read>`); a filesystem's own symlink (an
+        ``islink`` info) gives it in its listing."""
+        if protocol_of(self.fs) not in storelinks.KEPT_ON:
+            if entry.target is None:
+                raise OSError(errno.EINVAL, "its listing gave no target", rel)
+            return entry
+        return storelinks.read(self.fs, protocol_of(self.fs), self.join(rel), entry)
+
+    def make_symlink(self, rel: str, link: Entry, replacing: Entry | None) -> None:
+        """Its link object, written whole in one request with the link's metadata;
+        a file there goes once it is (a prefix of the name stays: a key and a
+        prefix may share a name)."""
+        protocol = protocol_of(self.fs)
+        if protocol not in storelinks.KEPT_ON:
+            raise OSError(errno.EOPNOTSUPP, "this store keeps no symlinks", rel)
+        storelinks.write(self.fs, protocol, self.join(rel), link)
+        if replacing is not None and replacing.kind is EntryKind.FILE:
+            self.fs.rm_file(self.join(rel))
 
     def _followed(self, link: dict[str, Any]) -> dict[str, Any] | None:
         """The info of the file a store's symlink leads to (under the link's name),
@@ -367,6 +424,8 @@ class Place:
         self, rel: str, entry: Entry, tally: Tally, protect: Protect | None
     ) -> None:
         fs, path = self.fs, self.join(rel)
+        if entry.kind is EntryKind.SYMLINK and protocol_of(fs) in storelinks.KEPT_ON:
+            path += storelinks.SUFFIX
         if not entry.is_dir:
             fs.rm_file(path)
             count_removed(tally, entry.stat())
@@ -410,7 +469,10 @@ class Place:
     def write(self, rel: str, chunks: Iterator[bytes], kept: Entry) -> None:
         """Uploaded with ``kept`` as its metadata where the store keeps it; on S3
         by :mod:`~rcp_provider.fsspec.s3upload` (parts in parallel, under the
-        process's transfer budget)."""
+        process's transfer budget). A file named as a link's object is refused
+        where links are kept (:func:`storelinks.refuse_file_name
+        <rcp_provider.fsspec.storelinks.refuse_file_name>`)."""
+        storelinks.refuse_file_name(protocol_of(self.fs), self.join(rel))
         options = self._metadata(kept)
         if protocol_of(self.fs) in objectmeta.S3:
             read = s3upload.Rejoined(chunks).read
@@ -442,6 +504,7 @@ class Place:
         server-side copy, which copies the source object's metadata: on S3 one
         ``CopyObject`` where the listed size allows it, else the client's
         ``cp_file``."""
+        storelinks.refuse_file_name(protocol_of(self.fs), self.join(rel))
         local = source.local_path
         if local is not None:
             self._upload(os.path.join(local, src_rel) if src_rel else local, rel, kept)

@@ -49,6 +49,9 @@ from rcp_provider.fsspec import markers, objectmeta
 from rcp_provider.fsspec.storetree import Place, protocol_of, store_backend_of
 from support.treespec import Spec, make_tree
 
+LINK_SUFFIX = ".rclonelink"
+"""rclone's name for a symlink's object (``--links``): what ``rcp`` writes too."""
+
 Snapshot = dict[str, tuple[object, ...]]
 """Every entry of an area by relative path: what a change to it would change."""
 
@@ -194,7 +197,8 @@ class StoreBackend(Backend):
         ``LastModified``), which no one sets.
     A store whose objects keep rcp's metadata (S3, GCS, Azure) gets each file of a
     tree it builds written as ``rcp`` writes it (:class:`Place`), with its mode and
-    mtime; any other store gets the bytes alone.
+    mtime, and each symlink as its object ``NAME.rclonelink`` (rclone's layout,
+    read back by :meth:`view` as a symlink); any other store gets the bytes alone.
 
     :param dot_segments: whether a key can have ``.`` and ``..`` segments. Azure's
         cannot: HTTP clients resolve such segments of a blob's URL before sending it
@@ -220,6 +224,7 @@ class StoreBackend(Backend):
         self.directories, self.clock, self.in_process = directories, clock, in_process
         self.dot_segments = dot_segments
         self.metadata = store_backend_of(fs).has(Capability.MTIMES)
+        self.links = store_backend_of(fs).has(Capability.SYMLINKS)
         self.launch = launch or Launch()
 
     def area(self) -> str:
@@ -255,6 +260,15 @@ class StoreBackend(Backend):
                         )
                     elif stat.S_ISREG(st.st_mode):
                         files[self.join(path, rel)] = Path(full).read_bytes()
+                    elif stat.S_ISLNK(st.st_mode) and self.links:
+                        link = Entry(
+                            EntryKind.SYMLINK,
+                            mtime_ns=st.st_mtime_ns,
+                            target=os.readlink(full),
+                        )
+                        Place(self.fs, self.join(path, rel)).make_symlink(
+                            "", link, None
+                        )
                     else:
                         raise ValueError(f"{rel}: a store holds files and directories")
         self.fs.pipe(files)  # the store's own upload, concurrent where it can be
@@ -284,7 +298,11 @@ class StoreBackend(Backend):
             for name, data in contents.items():
                 target = local / name[len(path.rstrip("/")) + 1 :]
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+                if self.links and target.name.endswith(LINK_SUFFIX):
+                    target = target.with_name(target.name[: -len(LINK_SUFFIX)])
+                    os.symlink(data, target)
+                else:
+                    target.write_bytes(data)
                 self._keep(self._object_metadata(name), target)
             for name in sorted(dirs, key=lambda d: -d.count("/")):  # after their files
                 if self.metadata:
@@ -308,16 +326,18 @@ class StoreBackend(Backend):
         mtime its metadata kept (:mod:`rcp_provider.fsspec.objectmeta`: an
         object's own, a directory's marker's), where it kept them."""
         kept = objectmeta.decode(metadata)
+        link = local.is_symlink()  # its own owner and time; no mode of its own
         if (kept.uid, kept.gid) != (None, None):
             os.chown(
                 local,
                 -1 if kept.uid is None else kept.uid,
                 -1 if kept.gid is None else kept.gid,
+                follow_symlinks=False,
             )
-        if kept.mode is not None:
+        if kept.mode is not None and not link:
             local.chmod(kept.mode)
         if kept.mtime_ns is not None:
-            os.utime(local, ns=(kept.mtime_ns, kept.mtime_ns))
+            os.utime(local, ns=(kept.mtime_ns, kept.mtime_ns), follow_symlinks=False)
 
     def _find(self, path: str) -> dict[str, dict[str, Any]]:
         self.fs.invalidate_cache()

@@ -147,7 +147,7 @@ REMOTE_URLS = URLS - {"file"}
 POSIX_TREES = frozenset(
     name
     for name, (_, backend) in STORAGE_OF.items()
-    if backend.has(Capability.SYMLINKS)
+    if backend.has(Capability.HARDLINKS)
 ) | {site.name for site in SITES if site.posix}
 """Backends whose trees can hold symlinks, hard links, FIFOs and xattrs."""
 

@@ -90,12 +90,18 @@ def store_backend(
     false), a filesystem such as ``memory://`` has directories; ``times``: its
     listings say when each entry last changed (:attr:`Capability.LISTED_TIMES`);
     ``metadata``: its objects keep a file's mode, mtime (to the nanosecond) and
-    owner in the user metadata written with them."""
+    owner in the user metadata written with them, and a symlink as an object of
+    its own (rclone's ``NAME.rclonelink``)."""
     extra = {Capability.DIRECTORIES} if directories else set()
     if times:
         extra.add(Capability.LISTED_TIMES)
     if metadata:
-        extra |= {Capability.MODES, Capability.MTIMES, Capability.OWNERS}
+        extra |= {
+            Capability.MODES,
+            Capability.MTIMES,
+            Capability.OWNERS,
+            Capability.SYMLINKS,
+        }
     precision = 1 if metadata else None
     return Backend(name, DECLARED[Storage.STORE].capabilities | extra, precision)
 

@@ -150,6 +150,16 @@ def _owner(engine: Engine, backend: Backend) -> Cell:
     return Cell(Y, "set where permitted (as root)")
 
 
+def _symlinks(engine: Engine, backend: Backend) -> Cell:
+    """Kept where the storage has them: an object store (no directories of its
+    own) as rclone's link objects."""
+    if not backend.has(Capability.SYMLINKS):
+        return Cell(N, "a link to a file copied as the file, to a directory skipped")
+    if backend.has(Capability.DIRECTORIES):
+        return Cell(Y)
+    return Cell(Y, "as an object `NAME.rclonelink` holding the target (rclone's -l)")
+
+
 def _by_time(note: str) -> Callable[[Engine, Backend], Cell]:
     def decide(engine: Engine, backend: Backend) -> Cell:
         return Cell(Y) if backend.has(Capability.MTIMES) else Cell(Y, note)
@@ -189,11 +199,7 @@ RULES: dict[Feature, Callable[[Engine, Backend], Cell]] = {
     Feature.MODE: _mode,
     Feature.MTIME: _mtime,
     Feature.OWNER: _owner,
-    Feature.SYMLINKS: _has(
-        Capability.SYMLINKS,
-        "",
-        Cell(N, "a link to a file copied as the file, to a directory skipped"),
-    ),
+    Feature.SYMLINKS: _symlinks,
     Feature.HARDLINKS: _has(
         Capability.HARDLINKS, "", Cell(N, "each name copied as a file")
     ),

@@ -24,6 +24,9 @@ Invariants every port keeps:
   with an exception;
 - **no writing through a symlink**: a destination's symlink is an entry of its own
   (:attr:`EntryKind.SYMLINK` when not followed), replaced or removed, never entered;
+- **symlinks kept where both sides hold them** (:func:`keeps_symlinks`): a source
+  is then listed without following them, and each is made again with its target;
+  elsewhere a source is listed following them (to a file: the file; else skipped);
 - **errors are OSError** (an entry error of the run) for what the storage refuses or
   cannot do; anything else is a defect that stops the run;
 - **trees name trees**: :meth:`Port.at` and :meth:`Port.parent` are ports of the
@@ -41,7 +44,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol, runtime_checkable
 
-from rcp_core.backends.capabilities import Backend
+from rcp_core.backends.capabilities import Backend, Capability
 from rcp_core.backends.checksums import StoreChecksum
 from rcp_core.errors import UnsafeNameError
 from rcp_core.run.summary import Tally
@@ -92,9 +95,10 @@ class Entry:
         (this host's ``lstat``, a service's listing from protocol 1.12): a directory
         on another device than its tree's is a mount point (``rrm`` keeps it). Never
         compared, nor part of :meth:`stat`: it says where an entry is, not what.
-    :param checksum: the MD5 its store recorded of a file's bytes, where its listing
-        gives one (:mod:`rcp_core.backends.checksums`): what tells an object
-        unchanged without a request of its own. Never part of an entry's equality.
+    :param checksum: the MD5 its store recorded of a file's bytes (a symlink
+        object's: its target's), where its listing gives one
+        (:mod:`rcp_core.backends.checksums`): what tells an object unchanged
+        without a request of its own. Never part of an entry's equality.
     """
 
     kind: EntryKind
@@ -218,6 +222,43 @@ def keep_meta(port: Port, rel: str, entry: Entry, preserve: Preserve) -> None:
         port.set_meta(rel, entry, preserve.mode, preserve.times, owner=True)
     else:
         port.set_meta(rel, entry, preserve.mode, preserve.times)
+
+
+@runtime_checkable
+class KeepsSymlinks(Protocol):
+    """A port whose storage holds symlinks (it declares
+    :attr:`~rcp_core.backends.capabilities.Capability.SYMLINKS`): this host's
+    files, and an object store's ``NAME.rclonelink`` objects
+    (``rcp_provider.fsspec.storelinks``). Between two of these a copy keeps each
+    symlink as a symlink with its target (:func:`keeps_symlinks`); its listings
+    give them unfollowed."""
+
+    def read_link(self, rel: str, entry: Entry) -> Entry:
+        """The symlink ``rel`` as its listing gave it (``entry``), with its
+        :attr:`Entry.target` (checked: :func:`rcp_core.names.check_link_target`)
+        and what only a request of its own tells (an S3 object's metadata).
+
+        :raises OSError: it cannot be read, or its target is not one a symlink
+            can have (``EINVAL``).
+        """
+        ...
+
+    def make_symlink(self, rel: str, link: Entry, replacing: Entry | None) -> None:
+        """Make ``rel`` the symlink ``link`` (its :attr:`Entry.target`, and the
+        metadata a storage keeps with it: as :meth:`Port.write`'s ``kept``),
+        whole or not at all; ``replacing`` a file or a symlink there, which it
+        replaces (an entry of another kind: as :meth:`Port.write` would)."""
+        ...
+
+
+def keeps_symlinks(source: Port, target: Port) -> bool:
+    """Whether a copy from ``source`` to ``target`` keeps symlinks as symlinks:
+    both declare them and both can read and make them (:class:`KeepsSymlinks`).
+    Otherwise a source's symlink is followed to its file, or skipped."""
+    return all(
+        port.backend.has(Capability.SYMLINKS) and isinstance(port, KeepsSymlinks)
+        for port in (source, target)
+    )
 
 
 @runtime_checkable

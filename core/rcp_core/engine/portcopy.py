@@ -57,8 +57,11 @@ engine's rules:
   are collected and deduplicated, and the run raises
   :class:`~rcp_core.errors.CopyFailedError` with its partial summary
   (``fail_early``: at the first, the entries not started are not copied);
-- **symlinks** of a source are followed to files by its port's listing, a link to a
-  directory is skipped (counted ``skipped.symlinks``, never looped through);
+- **symlinks** are made again with their targets where both ports keep them
+  (:func:`~rcp_core.backends.port.keeps_symlinks`; one with the same target is
+  unchanged: :meth:`ExistingFiles.link_decided`), a symlink a file replaces removed
+  first (it holds no data); elsewhere followed to files by the source's listing, a
+  link to a directory skipped (counted ``skipped.symlinks``, never looped through);
 - **specials** of a source (FIFOs, sockets, devices) cannot be recreated here: each
   is an entry error, or counted ``skipped.specials`` with ``skip_specials``;
 - **names** come from the ports' listings, each one safe component; a name a store
@@ -67,10 +70,16 @@ engine's rules:
 The result is the engine's :class:`~rcp_core.run.summary.Summary`; ``on_progress``
 gets :class:`~rcp_core.run.progress.Progress` snapshots from the engine's monitor
 thread (:class:`rcp_core.run.monitor.Monitor`), which also watches ``cancel``.
+
+Over 400 lines because :class:`PortCopy` is one class, every single-entry operation
+of the generic copy (a directory, a file, a symlink, a special) on one runtime, each
+method short, the decisions in :mod:`~rcp_core.engine.portexisting` and the walk in
+:mod:`~rcp_core.engine.portwalk`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import resource
@@ -85,9 +94,11 @@ from rcp_core.backends.capabilities import refuse
 from rcp_core.backends.port import (
     Entry,
     EntryKind,
+    KeepsSymlinks,
     Port,
     ReadsCompleted,
     keep_meta,
+    keeps_symlinks,
 )
 from rcp_core.backends.routing import Engine
 from rcp_core.engine.existing import NEW, Action
@@ -247,6 +258,9 @@ class PortCopy(Runtime):
         for the two ports' storage, ``--max-workers`` fixing it)."""
         self.existing = ExistingFiles(source, target, settings, lambda: self.stopping)
         """What the policy does with what the destination holds."""
+        self.follows_links = not keeps_symlinks(source, target)
+        """Whether the source is listed following its symlinks (a side keeps
+        none)."""
 
     def entry(self, tally: Tally, op: str, rel: str, step: Callable[[], T]) -> T | None:
         """``step``'s result (transient errors retried), after a throttle token;
@@ -292,9 +306,31 @@ class PortCopy(Runtime):
         (it is done)."""
         if entry.kind is EntryKind.OTHER:
             self._special(rel, tally)
+        elif entry.kind is EntryKind.SYMLINK:
+            self._copy_link(rel, entry, there, tally)
         else:
             self._copy_file(rel, entry, there, tally)
         return True
+
+    def _copy_link(
+        self, rel: str, entry: Entry, there: Entry | None, tally: Tally
+    ) -> None:
+        """Make the source's symlink ``rel`` again, as the policy says."""
+        target = self.target
+        if self.follows_links or not isinstance(target, KeepsSymlinks):
+            raise OSError(errno.EOPNOTSUPP, "a symlink where none is kept")
+        entry, action, reason = self.existing.link_decided(rel, entry, there)
+        if action is not Action.REPLACE:
+            stays = "unchanged" if action is Action.UNCHANGED else "skipped"
+            tally[f"{stays}.symlinks"] += 1
+            self.dry(action.value, "symlink", rel, reason)
+            return
+        tally["copied.symlinks"] += 1
+        word = "copy" if there is None else "replace"
+        if not self.dry(word, "symlink", rel, f"-> {entry.target}"):
+            kept = dataclasses.replace(self.kept(entry), target=entry.target)
+            target.make_symlink(rel, kept, there)
+            self.set_meta(rel, entry)
 
     def _special(self, rel: str, tally: Tally) -> None:
         """A FIFO, socket or device: skipped with ``skip_specials``, else an error."""
@@ -324,6 +360,10 @@ class PortCopy(Runtime):
             tally["copied.bytes"] += entry.size
             return
         source = self.source
+        if there is not None and there.kind is EntryKind.SYMLINK:
+            self.target.remove(
+                rel, there, Tally(), None
+            )  # a link's name may be its own
         incomplete = self.existing.timed and entry.mtime_ns is None
         if incomplete and not isinstance(source, ReadsCompleted):
             entry = source.complete(rel, entry)  # the time its copy keeps: a request

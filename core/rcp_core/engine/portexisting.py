@@ -23,12 +23,14 @@ Invariants:
 
 from __future__ import annotations
 
+import io
+import os
 from collections.abc import Callable
 
 from rcp_core.backends import checksums
 from rcp_core.backends.capabilities import Capability
 from rcp_core.backends.checksums import StoreChecksum
-from rcp_core.backends.port import Entry, EntryKind, Port
+from rcp_core.backends.port import Entry, EntryKind, KeepsSymlinks, Port
 from rcp_core.engine.existing import COMPARE_CHUNK, NEW, Action, decide
 from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy
 
@@ -94,6 +96,41 @@ class ExistingFiles:
             return entry, action, "identical contents"
         return entry, action, reason
 
+    def link_decided(
+        self, rel: str, entry: Entry, there: Entry | None
+    ) -> tuple[Entry, Action, str]:
+        """The source symlink ``rel`` and what the policy does with it: as
+        :meth:`decision` says, but a symlink there with the same target is
+        unchanged where the policy would replace it. The same target is proven by
+        the MD5 a store recorded of one side's link object (:func:`same_link`:
+        no request), else by both targets, each read where its listing lacked it
+        (:meth:`~rcp_core.backends.port.KeepsSymlinks.read_link`, which also
+        completes a store's link: ``--update`` reads both first, for their
+        times). The source is returned with its target wherever it is to be made.
+        Both ports keep symlinks.
+
+        :raises OSError: a target could not be read.
+        """
+        source, target = self.source, self.target
+        assert isinstance(source, KeepsSymlinks), "a copy that keeps symlinks"
+        assert isinstance(target, KeepsSymlinks), "a copy that keeps symlinks"
+        two_links = there is not None and there.kind is EntryKind.SYMLINK
+        if not two_links or self.settings.existing is ExistingPolicy.UPDATE:
+            entry = source.read_link(rel, entry)
+        if there is None:
+            return entry, Action.REPLACE, NEW
+        if two_links and self.settings.existing is ExistingPolicy.UPDATE:
+            there = target.read_link(rel, there)
+        action, reason = self.decision(entry, there)
+        if action is not Action.REPLACE or not two_links:
+            return entry, action, reason
+        if same_link(entry, there):
+            return entry, Action.UNCHANGED, "same target (its recorded MD5)"
+        entry = source.read_link(rel, entry)
+        if target.read_link(rel, there).target == entry.target:
+            return entry, Action.UNCHANGED, "same target"
+        return entry, action, reason
+
     def _same_bytes(self, rel: str, entry: Entry, there: Entry) -> bool:
         """Whether the same-size pair ``rel`` is proven to hold the same bytes
         without asking a store: a side whose listing lacked its mtime recorded a
@@ -156,6 +193,20 @@ class ExistingFiles:
             if policy is ExistingPolicy.UPDATE:
                 policy = ExistingPolicy.OVERWRITE
         return decide(policy, compare, entry.stat(), there.stat())
+
+
+def same_link(a: Entry, b: Entry) -> bool:
+    """Whether the MD5 a store recorded of one symlink's link object proves it
+    holds the other's target (read). ``False`` where nothing is proven."""
+    for link, stored in ((a, b), (b, a)):
+        if link.target is None or stored.checksum is None:
+            continue
+        wanted = os.fsencode(link.target)
+        if stored.size == len(wanted) and checksums.matches(
+            stored.checksum, io.BytesIO(wanted), len(wanted)
+        ):
+            return True
+    return False
 
 
 def proven_same(

@@ -57,6 +57,8 @@ class PagedScan:
     :param source: the source tree; its directory ``rel`` is listed.
     :param rel: the directory, relative to both roots.
     :param attempt: how a listing request is tried (again on transient errors).
+    :param follow: whether the source's symlinks are followed (as
+        :meth:`~rcp_core.backends.port.Port.list` takes it).
     :param target: the destination read beside it (windowed), or ``None``.
     :param whole: the destination's whole listing (``{}``: fresh or missing),
         where it is not ``target``'s to read.
@@ -65,6 +67,7 @@ class PagedScan:
     __slots__ = (
         "_attempt",
         "_done",
+        "_follow",
         "_reached",
         "_source_after",
         "_target_after",
@@ -80,12 +83,13 @@ class PagedScan:
         source: ListsInPages,
         rel: str,
         attempt: Attempt,
+        follow: bool,
         *,
         target: ListsInPages | None = None,
         whole: dict[str, Entry] | None = None,
     ) -> None:
         self.source, self.rel, self.target = source, rel, target
-        self._attempt = attempt
+        self._attempt, self._follow = attempt, follow
         self._source_after: object | None = None
         self._target_after: object | None = None
         self._done = target is None
@@ -102,7 +106,7 @@ class PagedScan:
         :raises OSError: a listing failed (``FileNotFoundError`` at the source's
             first page: nothing is there).
         """
-        page = self._ask(self.source, self._source_after, follow=True)
+        page = self._ask(self.source, self._source_after, follow=self._follow)
         entries = page.listing.entries
         if not self._done and entries:
             self._read_target(max(page_key(name, True) for name in entries))

@@ -214,7 +214,8 @@ class PortWalk:
                 self.tree.hold(node)  # the page's own, released by it
                 self._page(tally, node, scan)
                 return
-            listing = copy.attempt(lambda: self.source.list(node.rel, follow=True))
+            follow = copy.follows_links
+            listing = copy.attempt(lambda: self.source.list(node.rel, follow=follow))
             tally["scanned.dirs"] += 1
             there = {} if node.fresh else self._destination(node)
             ignore_file = listing.entries.get(".gitignore")
@@ -239,12 +240,11 @@ class PortWalk:
         source, target = self.paged_source, self.paged_target
         if source is None or self.copy.settings.delete or self.filter.gitignore:
             return None
-        attempt = self.copy.attempt
-        if node.fresh:
-            return PagedScan(source, node.rel, attempt, whole={})
-        if target is not None:
-            return PagedScan(source, node.rel, attempt, target=target)
-        return PagedScan(source, node.rel, attempt, whole=self._destination(node))
+        attempt, follow = self.copy.attempt, self.copy.follows_links
+        if target is not None and not node.fresh:
+            return PagedScan(source, node.rel, attempt, follow, target=target)
+        there = {} if node.fresh else self._destination(node)
+        return PagedScan(source, node.rel, attempt, follow, whole=there)
 
     def _page(self, tally: Tally, node: PortDir, scan: PagedScan) -> None:
         """Push the entries of ``node``'s next page; the scan of the page after it

@@ -10,13 +10,15 @@ trees is the fd-relative fast path (:mod:`rcp_core.engine.copyrun`).
   symlink its target;
 - a file is written to a temporary beside it (:func:`rcp_core.engine.temporaries.
   temp_name`, the shape a later run sweeps) and renamed over its name once complete;
+  a symlink is made under such a name and renamed over its name the same way;
 - a directory is made ``0o777`` less the umask (its mode follows with its metadata);
   an entry of another kind in its place is unlinked first, so a symlink there is
   never written through;
 - removal is the local engine's fd-relative one
   (:func:`rcp_core.engine.removeentry.remove_entry`: never through a symlink);
 - mode and mtime are kept to the nanosecond, the owner where permitted (as root:
-  EPERM keeps the copier's, as ``cp -p`` does);
+  EPERM keeps the copier's, as ``cp -p`` does); a symlink's own time and owner,
+  never its target's (a symlink has no mode of its own on Linux);
 - its name, its parent and what it holds are read from the root's absolute path,
   no symlink resolved (a relative root is the working directory's).
 """
@@ -24,6 +26,7 @@ trees is the fd-relative fast path (:mod:`rcp_core.engine.copyrun`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import stat
 from collections.abc import Iterator
@@ -46,14 +49,15 @@ LOCAL = Backend(
             Capability.MODES,
             Capability.MTIMES,
             Capability.OWNERS,
+            Capability.SYMLINKS,
             Capability.ATOMIC_RENAME,
         }
     ),
     1,
 )
 """A local tree as the generic engine writes it: mode and mtime to the nanosecond,
-owners where permitted, nothing else (xattrs, links and specials are the fast
-path's)."""
+owners where permitted, symlinks, nothing else (xattrs, hard links and specials
+are the fast path's)."""
 
 
 def entry_of(st: os.stat_result, target: str | None = None) -> Entry:
@@ -148,6 +152,25 @@ class PosixPort:
                 entries[dirent.name] = entry_of(st, target)
         return Listing(entries, {}, skipped)
 
+    def read_link(self, rel: str, entry: Entry) -> Entry:
+        """Its listing read the target already; a stat's entry has it read here."""
+        if entry.target is not None:
+            return entry
+        return dataclasses.replace(entry, target=os.readlink(self.describe(rel)))
+
+    def make_symlink(self, rel: str, link: Entry, replacing: Entry | None) -> None:
+        path = self.describe(rel)
+        directory, name = os.path.split(path)
+        temporary = os.path.join(directory, temp_name(name))
+        assert link.target is not None, "a symlink is made with its target"
+        os.symlink(link.target, temporary)
+        try:
+            os.replace(temporary, path)  # a directory there stays: EISDIR, ENOTEMPTY
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+            raise
+
     def make_dir(self, rel: str, replacing: Entry | None) -> None:
         path = self.describe(rel)
         if replacing is not None:
@@ -207,8 +230,9 @@ class PosixPort:
                 -1 if gid is None else gid,
                 follow_symlinks=False,
             )
-        if mode and entry.mode is not None:
+        link = entry.kind is EntryKind.SYMLINK
+        if mode and entry.mode is not None and not link:
             os.chmod(path, stat.S_IMODE(entry.mode))
         mtime_ns = entry.changed_ns
         if times and mtime_ns is not None:
-            os.utime(path, ns=(mtime_ns, mtime_ns))
+            os.utime(path, ns=(mtime_ns, mtime_ns), follow_symlinks=not link)

@@ -101,7 +101,8 @@ from rcp_core.engine.partials import Prefix, describe, open_partial
 from rcp_core.engine.removeentry import Protect, remove_entry
 from rcp_core.engine.temporaries import partial_stands_for, sweep
 from rcp_core.engine.tree import DIR_FLAGS, UNCOUNTED, Lifecycle
-from rcp_core.errors import ProtocolError
+from rcp_core.errors import ProtocolError, UnsafeNameError
+from rcp_core.names import check_link_target
 from rcp_core.remote.hardlinks import Link, LinkTable
 from rcp_core.remote.hello import MAX_PARTS
 from rcp_core.remote.incoming import Incoming, Part
@@ -756,9 +757,10 @@ class Receiver:
                 lambda: self._write_special(node, name, st),
             )
         if kind == "symlink":
-            target = entry.get("target")
-            if not isinstance(target, str) or not target or "\0" in target:
-                raise ProtocolError(f"{rel}: bad symlink target {target!r}")
+            try:
+                target = check_link_target(entry.get("target"))
+            except UnsafeNameError as exc:
+                raise ProtocolError(f"{rel}: bad symlink target: {exc}") from exc
             self._announce(node, link)
             return 0, lambda: self._entry_done(
                 node,

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from benchmarks.objectstores import Store
-from rcp_core.backends.port import Listing, page_key
+from rcp_core.backends.port import EntryKind, Listing, page_key
 from rcp_core.engine import portpages
 from rcp_core.engine.portcopy import copy_tree
 from rcp_core.engine.posixport import PosixPort
@@ -40,10 +40,10 @@ def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(storelisting, "S3_PAGE", PAGE)
 
 
-def _pages(place: Place, rel: str = "") -> Iterator[Listing]:
+def _pages(place: Place, rel: str = "", follow: bool = True) -> Iterator[Listing]:
     after: object | None = None
     while True:
-        page = place.page(rel, follow=True, after=after)
+        page = place.page(rel, follow=follow, after=after)
         yield page.listing
         if page.after is None:
             return
@@ -170,6 +170,28 @@ def test_a_copy_meets_each_name_with_what_a_paged_destination_holds(
         fs.cat_file(f"{top}/dst/e") == b"a file where the destination has a directory"
     )
     assert fs.cat_file(f"{top}/dst/c9/y") == b"a directory where it has a file"
+
+
+def test_a_symlink_listed_pages_after_its_name_meets_its_destination(
+    s3: Store, small_pages: None
+) -> None:
+    """A link object ``l.rclonelink`` sorts after ``l-0`` ... ``l-5`` (pages after
+    where the name ``l`` would): the window still meets it with the destination's
+    link, so an S3 -> S3 rerun leaves it unchanged."""
+    fs, top = s3.fs(), s3.bucket()
+    _fill(fs, f"{top}/src", [*(f"l-{i}" for i in range(6)), "m"])
+    fs.pipe_file(f"{top}/src/l.rclonelink", b"l-0")
+    source, target = Place(fs, f"{top}/src"), Place(fs, f"{top}/dst")
+    assert [n for p in _pages(source) for n in p.entries if n == "l"] == []  # follow
+    linked = [p.entries["l"] for p in _pages(source, follow=False) if "l" in p.entries]
+    assert [e.kind for e in linked] == [EntryKind.SYMLINK]
+    settings = CopySettings(existing=ExistingPolicy.OVERWRITE)
+    first = copy_tree(source, target, settings)
+    assert (first["copied.files"], first["copied.symlinks"]) == (7, 1)
+    assert fs.cat_file(f"{top}/dst/l.rclonelink") == b"l-0"
+    again = copy_tree(source, target, settings)
+    assert (again["unchanged.files"], again["unchanged.symlinks"]) == (7, 1), again
+    assert again["copied.symlinks"] == again["copied.files"] == 0
 
 
 def test_a_page_that_cannot_be_listed_is_the_directory_s_error(

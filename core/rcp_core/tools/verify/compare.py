@@ -69,6 +69,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rcp_core.backends.port import keeps_symlinks
 from rcp_core.errors import UsageError, VerificationError
 from rcp_core.run.pool import WorkPool
 from rcp_core.settings import (
@@ -313,7 +314,9 @@ def verify_copy(
         ``retry_delay``: the copy's.
     :param ports: each tree's port, for a copy to or from a URL (the generic
         engine's), compared as it copied: the source listed with its symlinks
-        followed to files, an attribute only where both ports keep it; without it,
+        followed to files where a side keeps none
+        (:func:`~rcp_core.backends.port.keeps_symlinks`), an attribute only where
+        both ports keep it; without it,
         the trees are this host's paths.
     :raises VerificationError: a copy differs.
     """
@@ -322,15 +325,17 @@ def verify_copy(
         a: str | Port = src
         b: str | Port = dst
         kept_by: tuple[Backend, ...] = ()
+        follow = False
         if ports is not None:
             a, b = ports(src), ports(dst)
             kept_by = (a.backend, b.backend)  # the generic copy kept what both keep
+            follow = not keeps_symlinks(a, b)
         result = compare(
             a,
             b,
             checksum=checksum,
             attrs=kept_attrs(preserve, *kept_by),
-            follow=ports is not None,
+            follow=follow,
             scope=(scopes or {}).get(dst, EVERYTHING),
             max_workers=max_workers,
             cancel=cancel,

@@ -45,6 +45,10 @@ Invariants:
 - **memory** follows the directories in flight: a directory's two listings live
   while its item runs; the pool's depth-first stack holds its subdirectories (a path
   and its filter state) and files to hash (a path and a size).
+
+Over 400 lines because :class:`PortWalk` is one walk: its work items (the roots, a
+directory, a pair of symlinks' targets, a pair of files' contents) and the reads
+they share, each method short.
 """
 
 from __future__ import annotations
@@ -58,7 +62,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
 from rcp_core.backends.checksums import StoreChecksum
-from rcp_core.backends.port import DIGEST_RANGE, Entry, EntryKind, Listing, Port
+from rcp_core.backends.port import (
+    DIGEST_RANGE,
+    Entry,
+    EntryKind,
+    KeepsSymlinks,
+    Listing,
+    Port,
+)
 from rcp_core.engine.filters import GitIgnores, Verdict
 from rcp_core.engine.portexisting import proven_same
 from rcp_core.engine.tree import joined
@@ -198,6 +209,33 @@ class PortWalk:
         finally:
             run.count(entries=examined)
 
+    def targets(self, tally: Tally, rel: str, a: Entry, b: Entry) -> None:
+        """Compare the targets of a pair of symlinks a listing gave without one
+        (a store's link object), each read where its port reads symlinks."""
+        if self.run.stopping:
+            return
+        found = self.run.tried(self._targets, rel, a, b)
+        if found is not None and found[0] is not None and found[1] is not None:
+            self.run.report_all(rel, link_differences(found[0], found[1]))
+
+    def _targets(self, rel: str, a: Entry, b: Entry) -> tuple[str | None, str | None]:
+        """Both symlinks' targets (``None`` where a port has no way to read it).
+
+        :raises EntryError: a target could not be read.
+        """
+        read = []
+        for port, entry, side in (
+            (self.src, a, "source"),
+            (self.dst, b, "destination"),
+        ):
+            if entry.target is None and isinstance(port, KeepsSymlinks):
+                try:
+                    entry = port.read_link(rel, entry)
+                except OSError as exc:
+                    raise EntryError(f"read {side} symlink", rel, exc) from exc
+            read.append(entry.target)
+        return read[0], read[1]
+
     def contents(self, tally: Tally, rel: str, size: int, recorded: Recorded) -> None:
         """Compare the contents of a pair of regular files of ``size`` bytes
         (``recorded``: the MD5s their stores recorded, where they did)."""
@@ -236,6 +274,8 @@ class PortWalk:
             self.pool.push(self.directory, rel, below, ignores)
         elif step is Next.TARGETS and a.target is not None and b.target is not None:
             found += link_differences(a.target, b.target)
+        elif step is Next.TARGETS:
+            self.pool.push(self.targets, rel, a, b)
         elif step is Next.CONTENTS:
             self.pool.push(self.contents, rel, a.size, (a.checksum, b.checksum))
         run.report_all(rel, found)
