@@ -13,7 +13,8 @@ service what a comparison needs, where the data is:
 - a file's digest is the service's ``digest`` request: hashed on its host, no data
   crosses the network;
 - an entry's owner, permission bits and mtime are set by the service's
-  ``setmeta`` request (1.17), as a local copy sets them;
+  ``setmeta`` request (1.17), as a local copy sets them; a symlink is made by its
+  ``symlink`` request (1.18), with its own time and owner;
 - these requests run on connections of the place's own
   (:class:`Connections`: one per request in flight, so several workers ask at
   once), closed when the last place sharing them goes; reading, writing and
@@ -34,7 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from rcp_core.backends.capabilities import Backend, Capability
-from rcp_core.backends.port import Entry, Listing
+from rcp_core.backends.port import Entry, EntryKind, Listing
 from rcp_core.engine.posixport import entry_of
 from rcp_core.errors import UsageError
 from rcp_core.remote.client import ServiceClient
@@ -90,12 +91,14 @@ class ServicePlace(Place):
     def backend(self) -> Backend:
         """A store's declaration (what a copy through the generic engine keeps
         here), whose listings give mtimes to the nanosecond, as ``lstat`` did, and
-        which keeps the permission bits and mtime :meth:`set_meta` gives."""
+        which keeps the owner, permission bits and mtime :meth:`set_meta` gives and
+        the symlinks :meth:`make_symlink` makes (their targets listed)."""
         store = store_backend_of(self.fs)
         kept = store.capabilities | {
             Capability.MODES,
             Capability.MTIMES,
             Capability.OWNERS,
+            Capability.SYMLINKS,
         }
         return dataclasses.replace(store, capabilities=kept, time_precision_ns=1)
 
@@ -107,6 +110,8 @@ class ServicePlace(Place):
         entries) and mtime (``times``), set by the service on its host
         (``setmeta``, 1.17); one it refuses (a symlink there, an older service) is
         a ``PermissionError`` of this entry."""
+        if entry.kind is EntryKind.SYMLINK:
+            return  # made with its time and owner (make_symlink)
         bits = entry.mode & 0o777 if mode and entry.mode is not None else None
         mtime_ns = entry.changed_ns if times else None
         uid, gid = (entry.uid, entry.gid) if owner else (None, None)
@@ -116,6 +121,23 @@ class ServicePlace(Place):
             try:
                 client.set_meta(
                     self.join(rel), mode=bits, mtime_ns=mtime_ns, uid=uid, gid=gid
+                )
+            except UsageError as exc:
+                raise PermissionError(errno.EPERM, str(exc)) from exc
+
+    def make_symlink(self, rel: str, link: Entry, replacing: Entry | None) -> None:
+        """Made by the service on its host (``symlink``, 1.18), whole, with the
+        time and owner ``link`` has; one it refuses (outside the roots, an older
+        service) is a ``PermissionError`` of this entry."""
+        assert link.target is not None, "a symlink is made with its target"
+        with self.connections.client() as client:
+            try:
+                client.symlink(
+                    self.join(rel),
+                    link.target,
+                    mtime_ns=link.mtime_ns,
+                    uid=link.uid,
+                    gid=link.gid,
                 )
             except UsageError as exc:
                 raise PermissionError(errno.EPERM, str(exc)) from exc

@@ -536,6 +536,51 @@ def test_setmeta_takes_permission_bits_nanoseconds_and_ids_only(served: Served) 
     assert stat.S_IMODE(os.stat(served.data / "f").st_mode) == 0o644
 
 
+def test_symlink_makes_a_symlink_whole_with_its_own_time_and_owner(
+    served: Served,
+) -> None:
+    """Made under a temporary name and renamed over: a file or a symlink there is
+    replaced, a directory stays (``failed``); the target is never followed, and no
+    temporary is left."""
+    data = served.data
+    (data / "f").write_bytes(b"a file\n")
+    (data / "d").mkdir()
+    os.symlink("old", data / "l")
+    with served.client() as client:
+        client.symlink(str(data / "new"), "../../nowhere", mtime_ns=T0 + 9, uid=4321)
+        client.symlink(str(data / "f"), "d")
+        client.symlink(str(data / "l"), "f", mtime_ns=T0 - 3)
+        with pytest.raises(RemoteFileError):
+            client.symlink(str(data / "d"), "f")
+    assert os.readlink(data / "new") == "../../nowhere"
+    new = os.lstat(data / "new")
+    assert (new.st_mtime_ns, new.st_uid) == (T0 + 9, 4321)
+    assert os.readlink(data / "f") == "d"
+    assert (os.readlink(data / "l"), os.lstat(data / "l").st_mtime_ns) == ("f", T0 - 3)
+    assert not (data / "d").is_symlink()
+    assert (data / "d").is_dir()
+    assert sorted(os.listdir(data)) == ["d", "escape", "f", "l", "new"]
+
+
+def test_symlink_takes_a_target_symlink_2_takes_only(served: Served) -> None:
+    """An empty target, a NUL or more than 4,095 bytes: a malformed request, the
+    connection given up, nothing made."""
+    for target, why in (
+        ("", "an empty symlink target"),
+        ("a\0b", "a NUL character"),
+        ("x" * 4096, "longer than 4095 bytes"),
+        (7, "not a str"),
+    ):
+        conn = raw(served)
+        try:
+            conn.send_control("symlink", path=str(served.data / "s"), target=target)
+            with pytest.raises(RemoteError, match=f"gave up: symlink: .*{why}"):
+                conn.read()
+        finally:
+            conn.close()
+    assert not os.path.lexists(served.data / "s")
+
+
 # -- confinement ----------------------------------------------------------------------
 
 ESCAPES = [
@@ -565,6 +610,7 @@ def test_paths_beyond_the_roots_are_refused_by_every_request(
             lambda: client.rename(target, str(served.data / "stolen")),
             lambda: client.rename(str(served.data / "escape"), target + "-moved"),
             lambda: client.set_meta(target, mode=0o777),
+            lambda: client.symlink(f"{target}-link", "/etc/passwd"),
         ):
             with pytest.raises(UsageError):
                 request()
@@ -602,6 +648,8 @@ def test_a_client_checks_the_service_speaks_file_requests(
                 client.digest(str(served.data / "f"), 0, 1)
             with pytest.raises(RemoteError, match=r"setmeta needs 1\.17"):
                 client.set_meta(str(served.data / "f"), mode=0o600)
+            with pytest.raises(RemoteError, match=r"symlink needs 1\.18"):
+                client.symlink(str(served.data / "s"), "f")
             assert client.stat(str(served.data / "f")).stat.st_size == 1
 
 

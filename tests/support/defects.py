@@ -47,20 +47,7 @@ class Defect:
         )
 
 
-def _service_and_store(source: str, destination: str) -> bool:
-    return {source, destination} & {"serve"} != set() and bool(
-        {source, destination} & {"s3", "gcs", "azure"}
-    )
-
-
-DEFECTS: tuple[Defect, ...] = (
-    Defect(
-        "test_symlinks_are_kept_or_followed_as_the_table_says",
-        "a service's port (ServicePlace) makes no symlinks (no file request for "
-        "one), so a copy between a service and an object store follows them",
-        _service_and_store,
-    ),
-)
+DEFECTS: tuple[Defect, ...] = ()
 """Today's breaches of the contract (see the module docstring), one per defect."""
 
 

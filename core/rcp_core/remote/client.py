@@ -315,6 +315,26 @@ class ServiceClient(ClientConnection):
             fields["gid"] = gid
         self._change("setmeta", **fields)
 
+    def symlink(
+        self,
+        path: str,
+        target: str,
+        *,
+        mtime_ns: int | None = None,
+        uid: int | None = None,
+        gid: int | None = None,
+    ) -> None:
+        """Make ``path`` (beneath the roots) the symlink to ``target``, with its own
+        time ``mtime_ns`` and owner (where the service is permitted), each where
+        given; made whole, replacing a file or symlink there.
+
+        :raises UsageError: ``path`` is not beneath the roots; or a service older
+            than 1.18.
+        """
+        given = {"mtime_ns": mtime_ns, "uid": uid, "gid": gid}
+        fields = {k: v for k, v in given.items() if v is not None}
+        self._change("symlink", path=path, target=target, **fields)
+
     def rename(self, path: str, to: str) -> None:
         """Rename ``path`` to ``to`` (both beneath the roots), replacing a file there
         as ``rename(2)`` does."""

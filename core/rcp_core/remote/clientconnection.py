@@ -42,6 +42,7 @@ from rcp_core.remote.hello import (
     LATE_DATA,
     RESUME,
     SET_META,
+    SYMLINK_REQUESTS,
     Role,
 )
 from rcp_core.remote.roles import SOFTWARE
@@ -251,6 +252,8 @@ def _needed(kind: str, fields: dict[str, Any]) -> tuple[tuple[int, int], str]:
         return DIGESTS, kind
     if kind == "setmeta":
         return SET_META, kind
+    if kind == "symlink":
+        return SYMLINK_REQUESTS, kind
     if kind in REQUESTS:
         return FILE_REQUESTS, kind
     settings = fields.get("settings")

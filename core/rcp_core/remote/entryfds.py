@@ -6,16 +6,20 @@ never what the name may lead to by the time it is used.
 - :func:`open_regular`: a regular file opened to read (``read``, ``digest``);
 - :func:`pread_all`: a range of it;
 - :func:`set_own_meta`: an entry's own owner, permission bits and times
-  (``setmeta``); a symlink refused.
+  (``setmeta``); a symlink refused;
+- :func:`make_own_symlink`: a symlink made whole with its own owner and time
+  (``symlink``): under a temporary name, then renamed over its name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
 
 from rcp_core.engine.metadata import chown_permitted
+from rcp_core.engine.temporaries import temp_name
 from rcp_core.errors import PathRefusedError
 from rcp_core.remote.roots import Confined
 
@@ -84,3 +88,37 @@ def set_own_meta(
             os.utime(pinned, ns=(mtime_ns, mtime_ns))
     finally:
         os.close(fd)
+
+
+def make_own_symlink(
+    at: Confined,
+    target: str,
+    owner: tuple[int | None, int | None],
+    mtime_ns: int | None,
+) -> None:
+    """Make the entry ``at`` names the symlink to ``target``, with the owner
+    ``owner`` (where permitted) and the time ``mtime_ns``, each where given: made
+    and given them under a temporary name beside it, then renamed over the name
+    (replacing a file or symlink there; a directory there stays, an error), so the
+    name is never a link without them."""
+    temporary = temp_name(at.name)
+    os.symlink(target, temporary, dir_fd=at.fd)
+    try:
+        if owner != (None, None):
+            uid, gid = owner
+            chown_permitted(
+                temporary,
+                -1 if uid is None else uid,
+                -1 if gid is None else gid,
+                dir_fd=at.fd,
+                follow_symlinks=False,
+            )
+        if mtime_ns is not None:
+            os.utime(
+                temporary, ns=(mtime_ns, mtime_ns), dir_fd=at.fd, follow_symlinks=False
+            )
+        os.rename(temporary, at.name, src_dir_fd=at.fd, dst_dir_fd=at.fd)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary, dir_fd=at.fd)
+        raise

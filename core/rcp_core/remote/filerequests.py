@@ -2,7 +2,8 @@
 
 What a filesystem layer (``rcp://host/path`` in fsspec) needs besides copy jobs:
 ``stat``, ``listdir``, ``read``, ``digest``, ``create``/``write``/``commit``/``abort``,
-``mkdir``, ``remove``, ``rename`` and ``setmeta`` (``docs/remote_protocol.md``, "File
+``mkdir``, ``remove``, ``rename``, ``setmeta`` and ``symlink``
+(``docs/remote_protocol.md``, "File
 requests"; limits and the wire form of entries in :mod:`rcp_core.remote.filewire`, a
 file being written in :mod:`rcp_core.remote.upload`).
 
@@ -46,8 +47,14 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
-from rcp_core.errors import PathRefusedError, ProtocolError, UsageError
-from rcp_core.remote.entryfds import open_regular, pread_all, set_own_meta
+from rcp_core.errors import PathRefusedError, ProtocolError, UnsafeNameError, UsageError
+from rcp_core.names import check_link_target
+from rcp_core.remote.entryfds import (
+    make_own_symlink,
+    open_regular,
+    pread_all,
+    set_own_meta,
+)
 from rcp_core.remote.filewire import (
     MAX_DIGEST,
     MAX_LISTINGS,
@@ -78,7 +85,7 @@ MAX_KEYS = 4096
 """Keyed answers a service remembers."""
 DIGEST_READ = 1 << 20
 """Bytes a ``digest`` reads at a time."""
-_KEYED = frozenset({"mkdir", "remove", "rename", "setmeta"})
+_KEYED = frozenset({"mkdir", "remove", "rename", "setmeta", "symlink"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +225,9 @@ class FileSession:
                 return done
             case "setmeta":
                 self._set_meta(request)
+                return done
+            case "symlink":
+                self._symlink(request)
                 return done
             case "rename":
                 with (
@@ -366,6 +376,20 @@ class FileSession:
         mode, mtime_ns = request_mode(request), request_time(request, "mtime_ns")
         with closing(self.roots.source(request_name(request))) as at:
             set_own_meta(at, owner, mode, mtime_ns)
+
+    def _symlink(self, request: dict[str, Any]) -> None:
+        """``symlink``: the destination ``path`` made the symlink to ``target``
+        (any text ``symlink(2)`` takes: never followed here) with its own owner
+        (where permitted) and time, whole
+        (:func:`~rcp_core.remote.entryfds.make_own_symlink`)."""
+        try:
+            target = check_link_target(request.get("target"))
+        except UnsafeNameError as exc:
+            raise ProtocolError(f"symlink: {exc}") from exc
+        owner = request_id(request, "uid"), request_id(request, "gid")
+        mtime_ns = request_time(request, "mtime_ns")
+        with closing(self.roots.destination(request_name(request))) as at:
+            make_own_symlink(at, target, owner, mtime_ns)
 
 
 def _refused(reason: str) -> Reply:

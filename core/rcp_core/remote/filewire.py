@@ -71,10 +71,11 @@ REQUESTS = frozenset(
         "rename",
         "digest",
         "setmeta",
+        "symlink",
     }
 )
-"""The file requests (version 1.7; ``digest`` 1.8, ``setmeta`` 1.17); ``write`` is a
-``CHUNK`` frame, the rest ``CONTROL``."""
+"""The file requests (version 1.7; ``digest`` 1.8, ``setmeta`` 1.17, ``symlink``
+1.18); ``write`` is a ``CHUNK`` frame, the rest ``CONTROL``."""
 
 EntryKind = Literal["file", "directory", "symlink", "other"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from rcp_core.errors import ProtocolError
 
-PROTOCOL = (1, 17)
+PROTOCOL = (1, 18)
 """The version this code speaks. 1.1 added hard links (``FILES`` entries of kind
 ``hardlink``, ``link`` on a file's entry or first chunk); 1.2 manifests
 (``dir_manifest``, entries of kind ``unchanged`` and ``kept``); 1.3 filters and
@@ -38,7 +38,8 @@ connections send at most: an older source would ignore it, so a master asks for
 (``more`` on the control ``attach``: its writer processes' connections), and a
 destination job's ``max_processes``; 1.16 large files split over several connections
 (``part`` on a first ``CHUNK``, ``group`` on a late data ``attach``); 1.17 a service's
-``setmeta`` file request (an entry's permission bits and modification time)."""
+``setmeta`` file request (an entry's permission bits and modification time); 1.18 its
+``symlink`` file request (a symlink made with its own time and owner)."""
 HARD_LINKS = (1, 1)
 """The first version whose destinations understand hard links."""
 MANIFESTS = (1, 2)
@@ -76,6 +77,8 @@ SPLIT = (1, 16)
 connections at once."""
 SET_META = (1, 17)
 """The first version whose services answer ``setmeta``."""
+SYMLINK_REQUESTS = (1, 18)
+"""The first version whose services answer ``symlink``."""
 MAX_PARTS = 64
 """Parts a large file is split into, at most."""
 MAX_MORE_DATA = 256

@@ -5,7 +5,8 @@ comes back the same (rsync sees nothing to change); an unchanged rerun asks no
 object's data; a changed target, a file replacing a link and the reverse are copied
 as ``-o`` says; what a store holds that no symlink can be (a hostile target, a link
 object beside a file of its name) is an entry error, never a symlink, and a local
-file named like a link object is refused."""
+file named like a link object is refused. A service keeps them too (store ->
+service)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,11 @@ import pytest
 from benchmarks import storeproxy
 from benchmarks.objectstores import SERVERS, Store
 from benchmarks.storeproxy import Kind, Proxy
+from rcp_core.engine.portcopy import copy_tree
 from rcp_provider.fsspec import objectmeta
+from rcp_provider.fsspec.storetree import Place, port_of
 from support.rcprun import Run, program
+from support.services import RcpdServe, service_fs
 from support.treespec import Dir, File, Symlink, make_tree
 
 T1 = 1_600_000_000_123_456_789
@@ -241,3 +245,19 @@ def test_rcmp_compares_link_targets_and_rrm_removes_link_objects(
     fs = s3.fs()
     fs.invalidate_cache()
     assert fs.find(f"{bucket}/tree") == []
+
+
+def test_symlinks_go_from_a_store_to_a_service_with_their_times(
+    s3: Store, served: tuple[RcpdServe, Path], area: Path, tmp_path: Path
+) -> None:
+    """The generic engine between two ports that keep symlinks, neither of them
+    this host's files: the service makes each (its ``symlink`` request) whole, with
+    its own time."""
+    src = make_tree(tmp_path / "src", TREE)
+    where = f"{s3.bucket()}/tree"
+    _rcp(s3, str(src), s3.url(where))
+    copied = copy_tree(
+        Place(s3.fs(), where), port_of(service_fs(served[0]), str(area / "tree"))
+    )
+    assert copied["copied.symlinks"] == len(LINKS), copied
+    assert _rsync_differences(src, area / "tree") == ""
