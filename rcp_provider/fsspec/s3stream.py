@@ -84,16 +84,31 @@ def _client_errors() -> type[Exception]:
 
 
 @contextlib.contextmanager
-def get_object(fs: Any, path: str) -> Iterator[tuple[Stream, dict[str, str]]]:
+def get_object(
+    fs: Any,
+    path: str,
+    span: tuple[int, int] | None = None,
+    etag: str | None = None,
+) -> Iterator[tuple[Stream, dict[str, str]]]:
     """The object at ``path`` (``bucket/key``) on the s3fs filesystem ``fs``: its
-    body as a stream, and its user metadata; the body released on exit.
+    body as a stream (of ``span``'s ``(offset, length)`` only, where given), and
+    its user metadata; the body released on exit. With ``etag``, only the object
+    that has it (``If-Match``).
 
     :raises OSError: as s3fs translates the store's errors (``FileNotFoundError``
-        where there is no such object).
+        where there is no such object, ``EIO`` where the range is not what was
+        asked).
     """
     bucket, key, version = fs.split_path(path)
-    extra = {"VersionId": version} if version else {}
+    extra: dict[str, str] = {"VersionId": version} if version else {}
+    if span is not None:
+        extra["Range"] = f"bytes={span[0]}-{span[0] + span[1] - 1}"
+    if etag is not None:
+        extra["IfMatch"] = etag
     response = fs.call_s3("get_object", Bucket=bucket, Key=key, **extra)
+    if span is not None and int(response["ContentLength"]) != span[1]:
+        response["Body"].close()
+        raise OSError(errno.EIO, f"asked {span[1]} bytes, got a range of another size")
     stream = Stream(fs, response["Body"], int(response["ContentLength"]))
     try:
         yield stream, dict(response.get("Metadata") or {})

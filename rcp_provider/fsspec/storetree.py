@@ -466,6 +466,27 @@ class Place:
             completed = objectmeta.applied(entry, objectmeta.decode(metadata))
             yield cast("BinaryIO", stream), completed
 
+    @contextlib.contextmanager
+    def read_range(
+        self, rel: str, entry: Entry, offset: int, length: int
+    ) -> Iterator[tuple[BinaryIO, Entry]]:
+        """On S3 one ``GetObject`` of the range, of the object whose ETag the
+        listing gave (``If-Match``), completed by its metadata; elsewhere the
+        client's ranged reads from ``offset``, and :meth:`complete`."""
+        if protocol_of(self.fs) not in objectmeta.S3:
+            with self.fs.open(self.join(rel), "rb") as reader:
+                reader.seek(offset)
+                yield reader, self.complete(rel, entry)
+            return
+        etag = None if entry.checksum is None else entry.checksum.etag()
+        span = (offset, length)
+        with s3stream.get_object(self.fs, self.join(rel), span, etag) as (
+            stream,
+            metadata,
+        ):
+            completed = objectmeta.applied(entry, objectmeta.decode(metadata))
+            yield cast("BinaryIO", stream), completed
+
     def write(self, rel: str, chunks: Iterator[bytes], kept: Entry) -> None:
         """Uploaded with ``kept`` as its metadata where the store keeps it; on S3
         by :mod:`~rcp_provider.fsspec.s3upload` (parts in parallel, under the

@@ -51,6 +51,11 @@ class StoreChecksum:
         if len(self.md5) != 16 or self.parts < 0:
             raise ValueError(f"not an MD5 checksum: {self.md5!r}, {self.parts} parts")
 
+    def etag(self) -> str:
+        """As S3 names it in an ETag (what :func:`of_etag` reads), quotes and all."""
+        parts = f"-{self.parts}" if self.parts else ""
+        return f'"{self.md5.hex()}{parts}"'
+
 
 def of_etag(etag: Any) -> StoreChecksum | None:
     """The checksum an S3 ETag (``"<32 hex>"`` or ``"<32 hex>-<parts>"``, quotes

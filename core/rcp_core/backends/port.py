@@ -32,6 +32,10 @@ Invariants every port keeps:
 - **trees name trees**: :meth:`Port.at` and :meth:`Port.parent` are ports of the
   same storage, made without I/O, so a front-end applies ``rcp``'s operand rules
   (:func:`rcp_core.paths.port_target`) to any port before anything is written.
+
+Over 400 lines because the port is one contract: :class:`Port` and the optional
+parts a storage may add to it (pages, symlinks, ranges, reads that complete an
+entry), each a short declaration whose docstring states its invariant.
 """
 
 from __future__ import annotations
@@ -259,6 +263,53 @@ def keeps_symlinks(source: Port, target: Port) -> bool:
         port.backend.has(Capability.SYMLINKS) and isinstance(port, KeepsSymlinks)
         for port in (source, target)
     )
+
+
+@runtime_checkable
+class ReadsRanges(Protocol):
+    """A port that reads a byte range of a file in a request of its own (an S3
+    ``GetObject`` with a ``Range``), so a large file is read by several streams
+    at once (:mod:`rcp_core.engine.portranges`)."""
+
+    def read_range(
+        self, rel: str, entry: Entry, offset: int, length: int
+    ) -> AbstractContextManager[tuple[BinaryIO, Entry]]:
+        """``length`` bytes of the file ``rel`` (listed as ``entry``) from
+        ``offset``, and ``entry`` completed as :meth:`ReadsCompleted.read_completed`
+        completes it. Every range is of the object the listing gave (its recorded
+        checksum, where listed, is asked for: a replaced object is an error).
+
+        :raises OSError: the store's error; fewer bytes than asked is ``EIO``.
+        """
+        ...
+
+
+class RangeWriter(Protocol):
+    """A file being written at offsets (:meth:`WritesRanges.write_ranges`): under a
+    temporary name until :meth:`commit`, removed by :meth:`discard`."""
+
+    def write_at(self, offset: int, data: bytes) -> None:
+        """Write ``data`` at ``offset`` (from any thread)."""
+        ...
+
+    def commit(self) -> None:
+        """Publish the file whole under its name (replacing what was there)."""
+        ...
+
+    def discard(self) -> None:
+        """Remove what was written; nothing is left under the name."""
+        ...
+
+
+@runtime_checkable
+class WritesRanges(Protocol):
+    """A port that writes a file at offsets, in any order (this host's files:
+    ``pwrite`` into a temporary), so several streams of a large file write it at
+    once."""
+
+    def write_ranges(self, rel: str, size: int) -> RangeWriter:
+        """The file ``rel`` of ``size`` bytes, open to be written at offsets."""
+        ...
 
 
 @runtime_checkable

@@ -37,10 +37,11 @@ the pieces (directory lifecycle, entries, metadata, filters). Modules:
                  ``--delete``)
 ``portcopy``     the generic engine: a tree copied between two backend ports
                  (``copy_tree``), and its operations on one entry
-``portexisting`` the generic engine's decision on a file its destination holds (a
-                 store's recorded checksum before any request)
+``portexisting`` the generic engine's decision on a file or symlink its destination
+                 holds (a store's recorded checksum before any request)
 ``portpages``    a directory's listing in the generic walks: unsafe names refused, a
                  directory a page at a time with the destination's beside it
+``portranges``   a large file copied by several ranges at once (a store to this host)
 ``portwalk``     the generic engine's walk: one directory at a time, post-order
                  finish, filters, ``--delete`` pruning
 ``posixport``    this host's files as a backend port (the generic engine's side of a

@@ -38,8 +38,10 @@ engine's rules:
   :class:`~rcp_core.errors.UsageError` before anything is written;
 - **the data path** of each file: the destination's own faster path where the pair
   has one (:meth:`~rcp_core.backends.port.Port.copy_in`: a store's server-side
-  copy, its upload of a local file), else streamed in chunks through this process;
-  either way the file is published whole or not at all;
+  copy, its upload of a local file), a large file in ranges at once where the pair
+  can (:mod:`~rcp_core.engine.portranges`: a store to this host), else streamed in
+  chunks through this process; either way the file is published whole or not at
+  all;
 - **cancel**: setting ``cancel`` stops the copy: no entry is started after it, a file
   being streamed stops at its next chunk and is never published, and the run raises
   :class:`~rcp_core.errors.CopyFailedError` (``stopped``);
@@ -97,10 +99,13 @@ from rcp_core.backends.port import (
     KeepsSymlinks,
     Port,
     ReadsCompleted,
+    ReadsRanges,
+    WritesRanges,
     keep_meta,
     keeps_symlinks,
 )
 from rcp_core.backends.routing import Engine
+from rcp_core.engine import portranges
 from rcp_core.engine.existing import NEW, Action
 from rcp_core.engine.portexisting import ExistingFiles
 from rcp_core.engine.portwalk import Made, PortWalk
@@ -367,8 +372,20 @@ class PortCopy(Runtime):
         incomplete = self.existing.timed and entry.mtime_ns is None
         if incomplete and not isinstance(source, ReadsCompleted):
             entry = source.complete(rel, entry)  # the time its copy keeps: a request
-        if self.target.copy_in(source, rel, rel, self.kept(entry)):
+        target = self.target
+        if target.copy_in(source, rel, rel, self.kept(entry)):
             tally.moved(entry.size)
+        elif (
+            entry.size >= portranges.RANGED_LEAST
+            and isinstance(source, ReadsRanges)
+            and isinstance(target, WritesRanges)
+        ):
+            try:
+                entry = portranges.copy_ranges(
+                    source, target, rel, entry, tally.moved, lambda: self.stopping
+                )
+            except portranges.Stopped as exc:
+                raise _Stopped from exc
         elif incomplete and isinstance(source, ReadsCompleted):
             with source.read_completed(rel, entry) as (reader, entry):
                 chunks = self._chunks(reader, tally)

@@ -10,7 +10,8 @@ trees is the fd-relative fast path (:mod:`rcp_core.engine.copyrun`).
   symlink its target;
 - a file is written to a temporary beside it (:func:`rcp_core.engine.temporaries.
   temp_name`, the shape a later run sweeps) and renamed over its name once complete;
-  a symlink is made under such a name and renamed over its name the same way;
+  a symlink is made under such a name and renamed over its name the same way, and
+  a file written at offsets by several streams (:class:`RangeFile`) too;
 - a directory is made ``0o777`` less the umask (its mode follows with its metadata);
   an entry of another kind in its place is unlinked first, so a symlink there is
   never written through;
@@ -84,6 +85,42 @@ def entry_of(st: os.stat_result, target: str | None = None) -> Entry:
         rdev,
         st.st_dev,
     )
+
+
+class RangeFile:
+    """A file of this host written at offsets (``pwrite``, from any thread) into a
+    temporary beside ``path``, renamed over it by :meth:`commit`."""
+
+    def __init__(self, path: str, size: int) -> None:
+        directory, name = os.path.split(path)
+        self.path, self.temporary = path, os.path.join(directory, temp_name(name))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        self.fd = os.open(self.temporary, flags, 0o666)
+        try:
+            os.ftruncate(self.fd, size)
+        except BaseException:
+            self.discard()
+            raise
+
+    def write_at(self, offset: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(self.fd, view, offset)
+            view, offset = view[written:], offset + written
+
+    def commit(self) -> None:
+        os.close(self.fd)
+        try:
+            os.replace(self.temporary, self.path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.temporary)
+            raise
+
+    def discard(self) -> None:
+        os.close(self.fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.temporary)
 
 
 class PosixPort:
@@ -211,6 +248,9 @@ class PosixPort:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
             raise
+
+    def write_ranges(self, rel: str, size: int) -> RangeFile:
+        return RangeFile(self.describe(rel), size)
 
     def digest(self, rel: str, offset: int, length: int) -> bytes | None:
         return None  # the data is here: read it
