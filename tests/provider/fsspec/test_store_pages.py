@@ -29,6 +29,7 @@ from rcp_core.engine.portcopy import copy_tree
 from rcp_core.engine.posixport import PosixPort
 from rcp_core.errors import CopyFailedError
 from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_core.tools.remove.portremove import remove_ports
 from rcp_provider.fsspec import s3stream, storelisting
 from rcp_provider.fsspec.storetree import Place
 
@@ -192,6 +193,33 @@ def test_a_symlink_listed_pages_after_its_name_meets_its_destination(
     again = copy_tree(source, target, settings)
     assert (again["unchanged.files"], again["unchanged.symlinks"]) == (7, 1), again
     assert again["copied.symlinks"] == again["copied.files"] == 0
+
+
+def test_rrm_removes_a_level_a_page_at_a_time_and_misses_nothing(
+    s3: Store, small_pages: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys removed while the level is still paged (by the continuation token of
+    a listing whose earlier keys are gone) are each listed once: all go, and no
+    listing of the level is ever asked whole."""
+    fs, top = s3.fs(), s3.bucket()
+    names = [f"k{i:02d}" for i in range(20)]
+    _fill(fs, f"{top}/t", [*names, "d/x", "d/y"])
+    fs.pipe_file(f"{top}/t/", b"")  # the level's marker
+    pages: list[int] = []
+    listing = storelisting.s3_page
+
+    def paging(fs_: Any, path: str, token: str | None) -> Any:
+        found = listing(fs_, path, token)
+        pages.append(len(found[0]))
+        return found
+
+    monkeypatch.setattr(storelisting, "s3_page", paging)
+    monkeypatch.setattr(Place, "list", lambda *a, **k: pytest.fail("listed whole"))
+    summary = remove_ports([Place(fs, f"{top}/t")])
+    assert summary["removed.files"] == len(names) + 2
+    assert max(pages) <= PAGE
+    fs.invalidate_cache()
+    assert fs.find(f"{top}/t", withdirs=True) == []
 
 
 def test_a_page_that_cannot_be_listed_is_the_directory_s_error(

@@ -6,8 +6,10 @@ The same removal as this host's (:mod:`rcp_core.tools.remove.rmtree`), with the
 rules of :mod:`rcp_core.tools.remove.removal` (selection, age, dry run, emptied
 directories, errors, the run's end), walked one directory at a time through each
 operand's :class:`~rcp_core.backends.port.Port`: a directory is listed one level
-(:meth:`~rcp_core.backends.port.Port.list`, symlinks not followed) when a worker
-scans it, each non-directory that goes is removed
+(:meth:`~rcp_core.backends.port.Port.list`, symlinks not followed; a page at a
+time where the port :class:`~rcp_core.backends.port.ListsInPages`, so a prefix of a
+million objects is removed in the memory of the pages in flight, by as many
+workers as pages) when a worker scans it, each non-directory that goes is removed
 (:meth:`~rcp_core.backends.port.Port.remove`, which counts it), each subdirectory is
 a work item, and a directory emptied of everything is removed after its last child
 (:meth:`~rcp_core.backends.port.Port.remove_dir`: nothing on a store of prefixes,
@@ -55,7 +57,7 @@ from dataclasses import dataclass
 import pluggy
 
 from rcp_core.backends.capabilities import Capability
-from rcp_core.backends.port import Entry, EntryKind, Port
+from rcp_core.backends.port import Entry, EntryKind, ListsInPages, Port
 from rcp_core.engine.portpages import refuse_unsafe
 from rcp_core.engine.removeentry import count_removed
 from rcp_core.errors import UsageError
@@ -204,16 +206,43 @@ class _PortRemoval(Removal[_PortDir]):
         self._drop(tally, None, port, "", where, name, entry)
 
     def _scan(self, tally: Tally, node: _PortDir) -> None:
-        """List ``node`` one level (tried again on a transient error) and hand each
-        entry to the rules; then drop the scan's own reference."""
+        """List ``node`` one level (tried again on a transient error; a page at a
+        time where its port lists in pages, :meth:`_page`) and hand each entry to
+        the rules; then drop the scan's own reference."""
         try:
             if self.stopping:
                 node.incomplete = True
                 return
             port = node.port
+            if isinstance(port, ListsInPages):
+                self.tree.hold(node)  # the first page's, released by it
+                self._page(tally, node, None)
+                return
             listing = self.attempt(lambda: port.list(node.rel, follow=False))
             refuse_unsafe(self, tally, node, listing)
             self._empty(tally, node, listing.entries)
+        except OSError as exc:
+            node.incomplete = True
+            self.failed(tally, "read directory", node.display, exc)
+        finally:
+            self.tree.release(tally, node)
+
+    def _page(self, tally: Tally, node: _PortDir, after: object | None) -> None:
+        """One page of ``node``'s listing: the next page pushed first (an idle
+        worker lists it while this one removes this page's entries), then each
+        entry handed to the rules; then drop the page's reference."""
+        try:
+            if self.stopping:
+                node.incomplete = True
+                return
+            port = node.port
+            assert isinstance(port, ListsInPages), "paged only where it lists in pages"
+            page = self.attempt(lambda: port.page(node.rel, follow=False, after=after))
+            if page.after is not None:
+                self.tree.hold(node)
+                self.pool.push(self._page, node, page.after)
+            refuse_unsafe(self, tally, node, page.listing)
+            self._empty(tally, node, page.listing.entries)
         except OSError as exc:
             node.incomplete = True
             self.failed(tally, "read directory", node.display, exc)
