@@ -4,8 +4,9 @@ table a cell (:mod:`benchmarks.stores`).
 Targets, rcp against the peers in the same run:
 
 - up and down, small and large files: no more requests a file than ``s3fs`` and
-  ``rclone copy`` (an upload's directory markers, one a directory, allowed: the
-  peers keep no directories), wall time at most ``s3fs``'s and below ``rclone``'s;
+  ``rclone copy`` (directory markers, one a directory, allowed: an upload's writes
+  of them, a download's HEADs of them; the peers keep no directories' metadata),
+  wall time at most ``s3fs``'s and below ``rclone``'s;
 - an unchanged rerun: no request moving object data, and no HEAD an object (at most
   one a directory, for its marker, and two more);
 - a rerun after touching 1% of the files: exactly those uploaded;
@@ -111,8 +112,9 @@ def _ran(report: Report, cell: str, tool: str) -> tuple[Figures, Spread] | None:
 
 
 def _versus_peers(report: Report, cell: Cell) -> Iterator[TargetResult]:
-    """Requests a file and wall time, rcp against each peer (an upload's directory
-    markers, one a directory, not counted against it)."""
+    """Requests a file and wall time, rcp against each peer (directory markers,
+    one a directory, not counted against it: an upload's writes, a download's
+    HEADs)."""
     for peer in ("s3fs", "rclone"):
         requests = f"requests a file, rcp <= {peer}"
         wall = f"wall, rcp {'<=' if peer == 's3fs' else '<'} {peer}"
@@ -121,12 +123,13 @@ def _versus_peers(report: Report, cell: Cell) -> Iterator[TargetResult]:
             yield from (_result(cell.title, requests), _result(cell.title, wall))
             continue
         tree = report.trees[cell.id]
-        markers = tree["directories"] if cell.direction == "up" else 0
+        markers = tree["directories"]
+        if cell.direction != "up":
+            markers = min(markers, round(ours[0].of(Kind.HEAD)))
         mine = (ours[0].total - markers) / tree["files"]
         peers = theirs[0].total / tree["files"]
-        shown = f"{mine:.3f} vs {peers:.3f}" + (
-            f" (+{markers} markers)" * bool(markers)
-        )
+        read = "markers" if cell.direction == "up" else "marker reads"
+        shown = f"{mine:.4f} vs {peers:.4f}" + (f" (+{markers} {read})" * bool(markers))
         yield _result(cell.title, requests, shown, mine <= peers)
         a, b = ours[1].median, theirs[1].median
         yield _result(

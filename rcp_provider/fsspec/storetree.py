@@ -289,9 +289,10 @@ class Place:
         with ``follow`` a symlink is its target's file, else skipped and counted
         (a store's link object, :mod:`~rcp_provider.fsspec.storelinks`, leads
         nowhere this port can follow: skipped); a name listed twice (a file and
-        a prefix) is its first, or a file of ``shadowing`` (listed on an
-        earlier page), but a link object whose name another entry has is
-        unsafe (neither would read back as what it is)."""
+        a prefix) is the file's (listed first, or on an earlier page: a file of
+        ``shadowing``), and the prefix is unsafe (an entry error: its keys are
+        not listed), as is a link object whose name another entry has (neither
+        would read back as what it is)."""
         entries: dict[str, Entry] = {}
         unsafe: dict[str, UnsafeNameError] = {}
         skipped = 0
@@ -335,6 +336,10 @@ class Place:
                 info = followed
             if name not in entries and name not in shadowing:
                 entries[name] = entry_of(info)
+            elif info.get("type") == "directory":  # never dropped unsaid
+                unsafe[f"{name}/"] = UnsafeNameError(
+                    f"{name}/", "a prefix beside an object of the same name"
+                )
         files = {n for n, e in entries.items() if not e.is_dir}
         return Listing(entries, unsafe, skipped), files
 

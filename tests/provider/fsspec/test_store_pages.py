@@ -4,7 +4,8 @@ memory of a page), against a real S3 API (``moto_server``) with pages of a few k
 dozen keys spans several pages as a level of a million spans a thousand.
 
 - the pages of a level hold what its whole listing holds, in key order, each name
-  once (a file and the prefix of the same name, pages apart, are the file);
+  once (a file and the prefix of the same name, pages apart, are the file, and the
+  prefix an unsafe name: never dropped unsaid);
 - the walk asks for a page only once the entries before it are taken: with one
   worker, each page's objects are read before the next page is listed;
 - a copy onto a destination that lists in pages too meets each source name with
@@ -92,7 +93,9 @@ def test_a_file_keeps_its_name_from_a_prefix_listed_pages_later(
     names = [n for p in pages for n in p.entries]
     assert sorted(names) == ["a", *(f"a-{i}" for i in range(6))]
     assert not pages[0].entries["a"].is_dir
-    assert place.list("", follow=True).entries["a"] == pages[0].entries["a"]
+    whole = place.list("", follow=True)
+    assert whole.entries["a"] == pages[0].entries["a"]
+    assert [n for p in pages for n in p.unsafe] == list(whole.unsafe) == ["a/"]
 
 
 def test_an_empty_or_missing_level_is_one_page_as_its_listing_says(
