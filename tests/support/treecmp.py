@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import subprocess
 from collections.abc import Iterator
 from typing import BinaryIO, Protocol
 
@@ -123,6 +124,21 @@ def compare_trees(
     if hardlinks:
         diffs.extend(_hardlink_diff(left, right))
     return diffs
+
+
+def rsync_differences(src: os.PathLike[str], dst: os.PathLike[str]) -> str:
+    """What ``rsync -a -c`` would change to make ``dst`` ``src`` (contents, kinds,
+    symlink targets, modes, owners, times to the ns), one itemized line a
+    difference; ``""`` when the trees are the same: a second opinion, by another
+    tool, beside :func:`compare_trees`."""
+    rsync = subprocess.run(
+        ["rsync", "-a", "-n", "-c", "-i", "--delete", f"{src}/", f"{dst}/"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return rsync.stdout
 
 
 def _walk(root: bytes) -> Iterator[tuple[bytes, os.stat_result]]:

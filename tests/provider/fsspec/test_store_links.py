@@ -26,6 +26,7 @@ from rcp_provider.fsspec import objectmeta
 from rcp_provider.fsspec.storetree import Place, port_of
 from support.rcprun import Run, program
 from support.services import RcpdServe, service_fs
+from support.treecmp import rsync_differences
 from support.treespec import Dir, File, Symlink, make_tree
 
 T1 = 1_600_000_000_123_456_789
@@ -62,19 +63,6 @@ def _rcp(store: Store, *args: str, code: int = 0) -> Run:
     return run
 
 
-def _rsync_differences(src: Path, dst: Path) -> str:
-    """What rsync would change to make ``dst`` ``src`` (content, kinds, link
-    targets, modes and times); ``""`` when the trees are the same."""
-    done = subprocess.run(
-        ["rsync", "-a", "-n", "-c", "-i", "--delete", f"{src}/", f"{dst}/"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return done.stdout
-
-
 def _metadata(store: Store, path: str) -> dict[str, str]:
     fs = store.fs()
     if store.protocol == "s3":
@@ -89,7 +77,7 @@ def test_a_tree_with_symlinks_comes_back_the_same(store: Store, tmp_path: Path) 
     assert up.counts("copied")["symlinks"] == len(LINKS), up
     down = _rcp(store, store.url(where), str(tmp_path / "back"))
     assert down.counts("copied")["symlinks"] == len(LINKS), down
-    assert _rsync_differences(src, tmp_path / "back") == ""
+    assert rsync_differences(src, tmp_path / "back") == ""
     for rel in LINKS:
         assert os.readlink(tmp_path / "back" / rel) == os.readlink(src / rel)
 
@@ -260,4 +248,4 @@ def test_symlinks_go_from_a_store_to_a_service_with_their_times(
         Place(s3.fs(), where), port_of(service_fs(served[0]), str(area / "tree"))
     )
     assert copied["copied.symlinks"] == len(LINKS), copied
-    assert _rsync_differences(src, area / "tree") == ""
+    assert rsync_differences(src, area / "tree") == ""

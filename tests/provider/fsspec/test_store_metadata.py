@@ -7,7 +7,6 @@ copied; an empty directory survives."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 
 from benchmarks.objectstores import SERVERS, Store
 from support.rcprun import program
-from support.treecmp import compare_trees
+from support.treecmp import compare_trees, rsync_differences
 from support.treespec import Dir, File, make_tree
 
 T1 = 1_600_000_000_123_456_789
@@ -50,19 +49,6 @@ def _compared(src: Path, dst: Path) -> list[str]:
     return compare_trees(src, dst, mode=True, times=True)
 
 
-def _rsync_differences(src: Path, dst: Path) -> str:
-    """What rsync would change to make ``dst`` ``src``: by content, modes, owners
-    and times (to the ns); ``""`` when the trees are the same."""
-    rsync = subprocess.run(
-        ["rsync", "-a", "-n", "-c", "-i", "--delete", f"{src}/", f"{dst}/"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return rsync.stdout
-
-
 def test_a_tree_comes_back_from_the_store_with_its_modes_and_times(
     store: Store, tmp_path: Path
 ) -> None:
@@ -71,7 +57,7 @@ def test_a_tree_comes_back_from_the_store_with_its_modes_and_times(
     _rcp(store, tmp_path, str(src), where)
     _rcp(store, tmp_path, where, str(tmp_path / "back"))
     assert _compared(src, tmp_path / "back") == []
-    assert _rsync_differences(src, tmp_path / "back") == ""
+    assert rsync_differences(src, tmp_path / "back") == ""
 
 
 OWNED = {
@@ -98,7 +84,7 @@ def test_owners_go_to_the_store_and_come_back_with_p_owner(
     _rcp(store, tmp_path, "-p", "mode,times,owner", where, str(back))
     assert compare_trees(src, back, mode=True, times=True, owner=True) == []
     assert (back / "tools").stat().st_uid == 4321
-    assert _rsync_differences(src, back) == ""
+    assert rsync_differences(src, back) == ""
     # Without -p owner the copy is the copier's, as cp's is.
     _rcp(store, tmp_path, where, str(tmp_path / "mine"))
     assert (tmp_path / "mine" / "private").stat().st_uid == os.getuid()
