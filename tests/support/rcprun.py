@@ -16,6 +16,7 @@ import contextlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -143,11 +144,21 @@ def program(
 
 
 def start(args: Sequence[str], launch: Launch = NOTHING) -> subprocess.Popen[str]:
-    """The ``rcp`` program with ``args``, started (stdout and stderr piped)."""
+    """The ``rcp`` program with ``args``, started (stdout and stderr piped).
+
+    SIGINT is set back to its default in the child: a suite launched in the background
+    (``nohup``, ``&`` without job control) inherits it ignored, and Python installs its
+    interrupt handler only where SIGINT was not ignored at start-up.
+    """
     return subprocess.Popen(
         [RCP, *launch.args, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, **launch.environ},
+        preexec_fn=_interruptible,
     )
+
+
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
