@@ -208,10 +208,10 @@ def answers(endpoint: str) -> bool:
         return False
 
 
-def _indexed_s3(store: Store, fill: Sequence[str]) -> list[str]:
+def _benchmark_s3(store: Store, fill: Sequence[str]) -> list[str]:
     """The command of the benchmark's moto (:mod:`benchmarks.moto_emulator`: listed
-    from an index, holding the objects of each ``BUCKET/PREFIX=COUNT`` of ``fill``)
-    serving ``store``'s endpoint."""
+    from an index, ranges read alone, holding the objects of each
+    ``BUCKET/PREFIX=COUNT`` of ``fill``) serving ``store``'s endpoint."""
     port = store.endpoint.rsplit(":", 1)[1]
     emulator = [sys.executable, "-m", "benchmarks.moto_emulator", "--port", port]
     return [*emulator, *(f"--fill={spec}" for spec in fill)]
@@ -219,11 +219,15 @@ def _indexed_s3(store: Store, fill: Sequence[str]) -> list[str]:
 
 @contextmanager
 def serve(
-    name: str, *, fill: Sequence[str] = (), start_timeout: float = START_TIMEOUT
+    name: str,
+    *,
+    benchmark: bool = False,
+    fill: Sequence[str] = (),
+    start_timeout: float = START_TIMEOUT,
 ) -> Iterator[Store]:
     """The store ``name`` (a key of :data:`SERVERS`) for the duration of the block;
-    with ``fill`` (S3 only), the benchmark's moto holding those objects
-    (:func:`_indexed_s3`).
+    with ``benchmark`` or ``fill`` (S3 only), the benchmark's moto, holding
+    ``fill``'s objects (:func:`_benchmark_s3`).
 
     :raises RuntimeError: its emulator is missing, exited, or did not answer within
         ``start_timeout`` seconds.
@@ -232,10 +236,10 @@ def serve(
     if why is not None:
         raise RuntimeError(why)
     argv, store = SERVERS[name](free_port())
-    if fill:
+    if benchmark or fill:
         if name != "s3":
-            raise ValueError(f"only S3 is filled before it starts, not {name}")
-        argv = _indexed_s3(store, fill)
+            raise ValueError(f"only S3 has a benchmark's emulator, not {name}")
+        argv = _benchmark_s3(store, fill)
     root = str(HERE.parent)
     environ = {**os.environ, "PYTHONPATH": root, **store.variables}
     with tempfile.TemporaryFile() as log:

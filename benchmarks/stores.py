@@ -1,7 +1,9 @@
 """Trees to, from, between and within object stores: rcp beside s3fs, rclone and
 Airflow's ``ObjectStoragePath`` (issue 26's benchmarks).
 
-Every store is an emulator (:mod:`benchmarks.objectstores`) behind the counting proxy
+Every store is an emulator (:mod:`benchmarks.objectstores`; S3 the benchmark's moto,
+:mod:`benchmarks.moto_emulator`, which lists from an index and reads a ranged GET's
+bytes alone, as a real store does) behind the counting proxy
 (:mod:`benchmarks.storeproxy`), which holds each request ``--delay-ms`` (20 ms: a
 real store's latency) and counts requests by kind and object bytes each way. The
 emulator's CPU bounds every tool's wall time on this machine, so each row shows it
@@ -544,6 +546,7 @@ def _stores(
     with contextlib.ExitStack() as stack:
         s3_served = objectstores.serve(
             "s3",
+            benchmark=True,
             fill=[f"{LISTED_BUCKET}/{prefix}={n}" for prefix, n in fill.items()],
             start_timeout=LISTED_START_S if fill else objectstores.START_TIMEOUT,
         )

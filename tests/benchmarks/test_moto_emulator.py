@@ -1,5 +1,6 @@
 """The benchmark's moto (:mod:`benchmarks.moto_emulator`): its indexed listing serves
-moto's own pages, and its server holds the objects ``--fill`` names."""
+moto's own pages, its ranged GETs moto's own answers, and its server holds the
+objects ``--fill`` names."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import fsspec.asyn
 import pytest
 from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.s3 import models
@@ -124,3 +126,77 @@ def test_the_server_holds_the_filled_objects_and_lists_them_in_pages() -> None:
         assert listed[-1]["name"] == "filled/p/f0002499"
         assert {item["size"] for item in listed} == {1}
         assert fs.cat_file("filled/p/f0001234") == b"x"
+
+
+RANGES = [
+    "bytes=0-0",
+    "bytes=0-",
+    "bytes=5-99",
+    "bytes=1000-1999",
+    "bytes=4000-",
+    "bytes=4000-999999",
+    "bytes=4095-4095",
+    "bytes=4096-",
+    "bytes=9-3",
+    "bytes=-100",
+    "bytes=0-1,5-9",
+    "bytes=x-3",
+    "items=0-9",
+]
+
+
+def _get(fs: Any, key: str, **asked: str) -> tuple[Any, ...]:
+    """Status, bytes and Content-Range of a ``GetObject`` of ``key`` (the error s3fs
+    made of a refusal)."""
+    bucket, name = key.split("/", 1)
+    try:
+        got = fs.call_s3("get_object", Bucket=bucket, Key=name, **asked)
+    except OSError as refused:
+        return type(refused).__name__, refused.errno, str(refused)
+    status = got["ResponseMetadata"]["HTTPStatusCode"]
+    body = fsspec.asyn.sync(fs.loop, got["Body"].read)
+    return status, body, got.get("ContentRange", "")
+
+
+def test_a_ranged_get_is_answered_as_moto_answers_it(s3: objectstores.Store) -> None:
+    """Status, bytes and Content-Range of each range, from the benchmark's moto and
+    the unchanged one, for the same object (4,096 bytes) and the same precondition."""
+    body = bytes(range(256)) * 16
+    with objectstores.serve("s3", benchmark=True) as ours:
+        answers = []
+        for store in (ours, s3):
+            bucket = store.bucket()
+            fs = store.fs()
+            fs.pipe_file(f"{bucket}/k", body)
+            etag = fs.info(f"{bucket}/k")["ETag"]
+            seen: list[tuple[Any, ...]] = []
+            for spec in RANGES:
+                seen.extend(
+                    _get(fs, f"{bucket}/k", Range=spec, **precondition)
+                    for precondition in ({}, {"IfMatch": etag}, {"IfMatch": '"x"'})
+                )
+            seen.append(_get(fs, f"{bucket}/k"))
+            answers.append(seen)
+    ours_seen, theirs = answers
+    assert ours_seen == theirs
+    assert (206, body[5:100], "bytes 5-99/4096") in ours_seen
+
+
+def test_a_range_reads_its_bytes_alone(
+    bucket: tuple[models.S3Backend, models.FakeBucket],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    backend, made = bucket
+    key = backend.put_object(made.name, "big", bytes(range(256)) * 4096)
+    buffer = key._value_buffer
+    sizes: list[int] = []
+
+    def counted(size: int = -1) -> bytes:
+        sizes.append(size)
+        read: bytes = type(buffer).read(buffer, size)
+        return read
+
+    monkeypatch.setattr(buffer, "read", counted)
+    monkeypatch.setattr(moto_emulator._ranged, "spec", "bytes=1000-1009", raising=False)
+    assert moto_emulator._value(key) == (bytes(range(256)) * 4)[1000:1010]
+    assert (sizes, moto_emulator._ranged.served) == ([10], (1000, 1009, 1 << 20))
