@@ -364,15 +364,13 @@ class PortCopy(Runtime):
             tally["copied.files"] += 1
             tally["copied.bytes"] += entry.size
             return
-        source = self.source
+        source, target = self.source, self.target
         if there is not None and there.kind is EntryKind.SYMLINK:
-            self.target.remove(
-                rel, there, Tally(), None
-            )  # a link's name may be its own
+            # A link's own name may differ (a store's link object): it goes first.
+            target.remove(rel, there, Tally(), None)
         incomplete = self.existing.timed and entry.mtime_ns is None
         if incomplete and not isinstance(source, ReadsCompleted):
             entry = source.complete(rel, entry)  # the time its copy keeps: a request
-        target = self.target
         if target.copy_in(source, rel, rel, self.kept(entry)):
             tally.moved(entry.size)
         elif (
@@ -389,10 +387,10 @@ class PortCopy(Runtime):
         elif incomplete and isinstance(source, ReadsCompleted):
             with source.read_completed(rel, entry) as (reader, entry):
                 chunks = self._chunks(reader, tally)
-                self.target.write(rel, chunks, self.kept(entry))
+                target.write(rel, chunks, self.kept(entry))
         else:
             with source.read(rel) as reader:
-                self.target.write(rel, self._chunks(reader, tally), self.kept(entry))
+                target.write(rel, self._chunks(reader, tally), self.kept(entry))
         self.set_meta(rel, entry)
         tally["copied.files"] += 1
         tally["copied.bytes"] += entry.size

@@ -8,8 +8,8 @@ trees is the fd-relative fast path (:mod:`rcp_core.engine.copyrun`).
   followed symlink, a ``readlink`` of one not followed); names come from this host's
   kernel; an entry has everything ``lstat`` says (owner, device number) and a
   symlink its target;
-- a file is written to a temporary beside it (:func:`rcp_core.engine.temporaries.
-  temp_name`, the shape a later run sweeps) and renamed over its name once complete;
+- a file is written to a temporary beside it (:class:`rcp_core.engine.temporaries.
+  Beside`, the shape a later run sweeps) and renamed over its name once complete;
   a symlink is made under such a name and renamed over its name the same way, and
   a file written at offsets by several streams (:class:`RangeFile`) too;
 - a directory is made ``0o777`` less the umask (its mode follows with its metadata);
@@ -26,7 +26,6 @@ trees is the fd-relative fast path (:mod:`rcp_core.engine.copyrun`).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import stat
@@ -38,7 +37,7 @@ from rcp_core.backends.capabilities import Backend, Capability
 from rcp_core.backends.port import Entry, EntryKind, Listing, Port, Protect
 from rcp_core.engine.metadata import chown_permitted
 from rcp_core.engine.removeentry import remove_entry
-from rcp_core.engine.temporaries import temp_name
+from rcp_core.engine.temporaries import Beside, made_beside
 from rcp_core.engine.tree import DIR_FLAGS
 from rcp_core.run.summary import Tally
 
@@ -92,10 +91,9 @@ class RangeFile:
     temporary beside ``path``, renamed over it by :meth:`commit`."""
 
     def __init__(self, path: str, size: int) -> None:
-        directory, name = os.path.split(path)
-        self.path, self.temporary = path, os.path.join(directory, temp_name(name))
+        self.beside = Beside(path)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-        self.fd = os.open(self.temporary, flags, 0o666)
+        self.fd = os.open(self.beside.temporary, flags, 0o666)
         try:
             os.ftruncate(self.fd, size)
         except BaseException:
@@ -110,17 +108,11 @@ class RangeFile:
 
     def commit(self) -> None:
         os.close(self.fd)
-        try:
-            os.replace(self.temporary, self.path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.temporary)
-            raise
+        self.beside.commit()
 
     def discard(self) -> None:
         os.close(self.fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.temporary)
+        self.beside.discard()
 
 
 class PosixPort:
@@ -196,17 +188,9 @@ class PosixPort:
         return dataclasses.replace(entry, target=os.readlink(self.describe(rel)))
 
     def make_symlink(self, rel: str, link: Entry, replacing: Entry | None) -> None:
-        path = self.describe(rel)
-        directory, name = os.path.split(path)
-        temporary = os.path.join(directory, temp_name(name))
         assert link.target is not None, "a symlink is made with its target"
-        os.symlink(link.target, temporary)
-        try:
-            os.replace(temporary, path)  # a directory there stays: EISDIR, ENOTEMPTY
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
-            raise
+        with made_beside(self.describe(rel)) as temporary:
+            os.symlink(link.target, temporary)
 
     def make_dir(self, rel: str, replacing: Entry | None) -> None:
         path = self.describe(rel)
@@ -236,18 +220,9 @@ class PosixPort:
         return open(self.describe(rel), "rb")
 
     def write(self, rel: str, chunks: Iterator[bytes], kept: Entry) -> None:
-        path = self.describe(rel)
-        directory, name = os.path.split(path)
-        temporary = os.path.join(directory, temp_name(name))
-        try:
-            with open(temporary, "xb") as out:
-                for chunk in chunks:
-                    out.write(chunk)
-            os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
-            raise
+        with made_beside(self.describe(rel)) as temporary, open(temporary, "xb") as out:
+            for chunk in chunks:
+                out.write(chunk)
 
     def write_ranges(self, rel: str, size: int) -> RangeFile:
         return RangeFile(self.describe(rel), size)

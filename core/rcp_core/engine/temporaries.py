@@ -7,6 +7,10 @@ failure path removes its temporary); a run that is killed (SIGKILL, power loss) 
 The next run into that directory removes them (:func:`sweep`), so rerunning an
 interrupted copy yields an exact copy.
 
+A path-named entry is made beside its name by :class:`Beside` (or the block of
+:func:`made_beside`): the name holds the old entry or the whole new one, never a
+part, and the temporary is gone whichever way it ends.
+
 Under ``--partial`` a large file is written under the one name
 ``.rcp-partial.NAME`` (:func:`partial_name`) instead, which a cut-off copy leaves
 for the next run to resume from (:mod:`rcp_core.engine.partials`).
@@ -20,10 +24,11 @@ that long cannot be told from another).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 log = logging.getLogger("rcp_core")
 
@@ -44,6 +49,43 @@ def temp_name(name: str) -> str:
     prefix = f"{PREFIX}{os.urandom(4).hex()}."
     raw = os.fsencode(name)[:TRUNCATED]
     return prefix + os.fsdecode(raw)
+
+
+class Beside:
+    """A temporary name beside ``path`` (:func:`temp_name`), for an entry made
+    there: :meth:`commit` renames it over ``path``; :meth:`discard`, or a failed
+    commit, removes it."""
+
+    def __init__(self, path: str) -> None:
+        directory, name = os.path.split(path)
+        self.path, self.temporary = path, os.path.join(directory, temp_name(name))
+
+    def commit(self) -> None:
+        """Rename the temporary over ``path`` (a directory there stays: ``EISDIR``,
+        ``ENOTEMPTY``); removed where that fails."""
+        try:
+            os.replace(self.temporary, self.path)
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        """Remove the temporary, if anything was made under it."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.temporary)
+
+
+@contextlib.contextmanager
+def made_beside(path: str) -> Iterator[str]:
+    """The temporary name of a :class:`Beside` ``path``, for the block to make an
+    entry under: committed when the block ends, discarded when it raises."""
+    beside = Beside(path)
+    try:
+        yield beside.temporary
+    except BaseException:
+        beside.discard()
+        raise
+    beside.commit()
 
 
 def partial_name(name: str) -> str:
