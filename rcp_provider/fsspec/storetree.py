@@ -359,12 +359,12 @@ class Place:
 
     def read_link(self, rel: str, entry: Entry) -> Entry:
         """Its link object's target, read (:func:`storelinks.read
-        <rcp_provider.fsspec.storelinks.read>`); a filesystem's own symlink (an
-        ``islink`` info) gives it in its listing."""
-        if protocol_of(self.fs) not in storelinks.KEPT_ON:
-            if entry.target is None:
-                raise OSError(errno.EINVAL, "its listing gave no target", rel)
+        <rcp_provider.fsspec.storelinks.read>`) once; a filesystem's own symlink
+        (an ``islink`` info) gives it in its listing."""
+        if entry.target is not None:
             return entry
+        if protocol_of(self.fs) not in storelinks.KEPT_ON:
+            raise OSError(errno.EINVAL, "its listing gave no target", rel)
         return storelinks.read(self.fs, protocol_of(self.fs), self.join(rel), entry)
 
     def make_symlink(self, rel: str, link: Entry, replacing: Entry | None) -> None:

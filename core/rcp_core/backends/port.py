@@ -240,7 +240,9 @@ class KeepsSymlinks(Protocol):
     def read_link(self, rel: str, entry: Entry) -> Entry:
         """The symlink ``rel`` as its listing gave it (``entry``), with its
         :attr:`Entry.target` (checked: :func:`rcp_core.names.check_link_target`)
-        and what only a request of its own tells (an S3 object's metadata).
+        and what only a request of its own tells (an S3 object's metadata). An
+        entry with its target is whole (a listing gave it, or this read it): it is
+        returned as it is, nothing read.
 
         :raises OSError: it cannot be read, or its target is not one a symlink
             can have (``EINVAL``).

@@ -103,11 +103,11 @@ class ExistingFiles:
         :meth:`decision` says, but a symlink there with the same target is
         unchanged where the policy would replace it. The same target is proven by
         the MD5 a store recorded of one side's link object (:func:`same_link`:
-        no request), else by both targets, each read where its listing lacked it
-        (:meth:`~rcp_core.backends.port.KeepsSymlinks.read_link`, which also
-        completes a store's link: ``--update`` reads both first, for their
-        times). The source is returned with its target wherever it is to be made.
-        Both ports keep symlinks.
+        no request), else by both targets, each read once, where its listing lacked
+        it (:meth:`~rcp_core.backends.port.KeepsSymlinks.read_link`, which also
+        completes a store's link: ``--update`` first reads a side whose listing
+        lacked its time). The source is returned with its target wherever it is to
+        be made. Both ports keep symlinks.
 
         :raises OSError: a target could not be read.
         """
@@ -115,11 +115,12 @@ class ExistingFiles:
         assert isinstance(source, KeepsSymlinks), "a copy that keeps symlinks"
         assert isinstance(target, KeepsSymlinks), "a copy that keeps symlinks"
         two_links = there is not None and there.kind is EntryKind.SYMLINK
-        if not two_links or self.settings.existing is ExistingPolicy.UPDATE:
+        update = self.settings.existing is ExistingPolicy.UPDATE
+        if not two_links or (update and entry.mtime_ns is None):
             entry = source.read_link(rel, entry)
         if there is None:
             return entry, Action.REPLACE, NEW
-        if two_links and self.settings.existing is ExistingPolicy.UPDATE:
+        if two_links and update and there.mtime_ns is None:
             there = target.read_link(rel, there)
         action, reason = self.decision(entry, there)
         if action is not Action.REPLACE or not two_links:

@@ -126,6 +126,37 @@ def test_an_unchanged_rerun_reads_no_link_and_a_changed_one_is_replaced(
     assert rerun_down.counts("unchanged")["symlinks"] == len(LINKS), rerun_down
 
 
+def test_a_link_is_read_once_and_rcmp_reads_none_its_md5_proves(
+    proxy: Proxy, tmp_path: Path
+) -> None:
+    """``-u`` reads a store link once, even the one whose target changed, and only
+    where its listing lacked its time (S3: every link) or its target is wanted; ``rcmp``
+    of a tree and its copy reads no link object (the MD5 its store recorded proves
+    each target)."""
+    store = proxy.store
+    src = make_tree(tmp_path / "src", TREE)
+    where = store.url(f"{store.bucket()}/tree")
+    back = tmp_path / "back"
+    _rcp(store, str(src), where)
+    _rcp(store, where, str(back))
+    proxy.reset()
+    same = _tool("rcmp", store, str(src), where)
+    counts = proxy.reset()
+    assert same.returncode == 0, same
+    assert counts.of(Kind.GET) == 0, counts
+    (src / "link").unlink()
+    os.symlink("d", src / "link")
+    os.utime(src / "link", ns=(T1 + 10**9, T1 + 10**9), follow_symlinks=False)
+    _rcp(store, "-o", str(src), where)
+    proxy.reset()
+    update = _rcp(store, "-u", where, str(back))
+    counts = proxy.reset()
+    assert update.counts("copied")["symlinks"] == 1, update
+    assert os.readlink(back / "link") == "d"
+    reads = len(LINKS) if store.protocol == "s3" else 1
+    assert counts.of(Kind.GET) == reads, counts
+
+
 def test_a_file_and_a_symlink_replace_each_other_with_o(
     s3: Store, tmp_path: Path
 ) -> None:
