@@ -217,7 +217,7 @@ class PortWalk:
             follow = copy.follows_links
             listing = copy.attempt(lambda: self.source.list(node.rel, follow=follow))
             tally["scanned.dirs"] += 1
-            there = {} if node.fresh else self._destination(node)
+            there = {} if node.fresh else self._destination(node).entries
             ignore_file = listing.entries.get(".gitignore")
             if self.filter.gitignore and _is_file(ignore_file):
                 node.ignores = self._gitignores(node)
@@ -243,7 +243,7 @@ class PortWalk:
         attempt, follow = self.copy.attempt, self.copy.follows_links
         if target is not None and not node.fresh:
             return PagedScan(source, node.rel, attempt, follow, target=target)
-        there = {} if node.fresh else self._destination(node)
+        there = None if node.fresh else self._destination(node)
         return PagedScan(source, node.rel, attempt, follow, whole=there)
 
     def _page(self, tally: Tally, node: PortDir, scan: PagedScan) -> None:
@@ -259,7 +259,7 @@ class PortWalk:
             if scan.more:  # ``scan`` is the next page's from here
                 self.tree.hold(node)
                 self.pool.push(self._page, node, scan)
-            self._push(tally, node, listing, there)
+            self._push(tally, node, listing, there.entries)
         except OSError as exc:
             node.incomplete = True
             self.copy.record(
@@ -268,17 +268,15 @@ class PortWalk:
         finally:
             self.tree.release(tally, node)
 
-    def _destination(self, node: PortDir) -> dict[str, Entry]:
-        """What the destination directory of ``node`` holds, by name ({} if nothing:
-        an object store's prefix need not exist). A name that is not safe is left
-        out: no source name (all safe) matches it, and it is never joined."""
+    def _destination(self, node: PortDir) -> Listing:
+        """What the destination directory of ``node`` holds (nothing where nothing
+        is there: an object store's prefix need not exist). A name that is not safe
+        is never matched: no source name (all safe) is one, and it is never
+        joined."""
         try:
-            listing = self.copy.attempt(
-                lambda: self.target.list(node.rel, follow=False)
-            )
+            return self.copy.attempt(lambda: self.target.list(node.rel, follow=False))
         except FileNotFoundError:
-            return {}
-        return listing.entries
+            return Listing({}, {})
 
     def _gitignores(self, node: PortDir) -> GitIgnores:
         """``node``'s stack with its source's ``.gitignore`` (read as git reads it)."""

@@ -11,7 +11,9 @@ dozen keys spans several pages as a level of a million spans a thousand.
 - a copy onto a destination that lists in pages too meets each source name with
   what the destination holds under it (the destination read a window at a time):
   an unchanged rerun copies nothing, a changed file and a new one are copied, a
-  file where the source has a directory is replaced.
+  file where the source has a directory is replaced;
+- a comparison (``rcmp``, ``--verify``) of a paged level finds what the whole
+  listings' comparison finds, each name only the destination holds once.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ from rcp_core.engine import portpages
 from rcp_core.engine.portcopy import copy_tree
 from rcp_core.engine.posixport import PosixPort
 from rcp_core.errors import CopyFailedError
-from rcp_core.settings import CopySettings, ExistingPolicy
+from rcp_core.settings import CompareAttr, CopySettings, ExistingPolicy
 from rcp_core.tools.remove.portremove import remove_ports
+from rcp_core.tools.verify.compare import compare
+from rcp_core.tools.verify.differences import Comparison, DiffKind
 from rcp_provider.fsspec import s3stream, storelisting
 from rcp_provider.fsspec.storetree import Place
 
@@ -72,8 +76,10 @@ def test_the_pages_of_a_level_are_its_listing_in_key_order(
     assert {n for p in pages for n in p.entries} == set(whole.entries)
     assert {n for p in pages for n in p.unsafe} == set(whole.unsafe) == {"../", "n\0ul"}
     assert sum(len(p.entries) for p in pages) == len(whole.entries) == 13
-    keys = [sorted(page_key(n, e.is_dir) for n, e in p.entries.items()) for p in pages]
-    assert all(a[-1] < b[0] for a, b in itertools.pairwise(k for k in keys if k))
+    ordered = [
+        sorted(page_key(n, e.is_dir) for n, e in p.entries.items()) for p in pages
+    ]
+    assert all(a[-1] < b[0] for a, b in itertools.pairwise(k for k in ordered if k))
     for page in pages:
         for name, entry in page.entries.items():
             assert entry == whole.entries[name], name
@@ -249,3 +255,56 @@ def test_a_page_that_cannot_be_listed_is_the_directory_s_error(
     assert [op for op, _, _ in caught.value.errors] == [
         "read directory: AccessDenied"
     ], caught.value.errors
+
+
+SAME_KEYS = [f"{c}{i}" for c, i in itertools.product("bdfh", range(4))]
+"""Keys both sides hold, the same bytes."""
+ONLY_THERE = ["a0", "c9", "e/x", "g0", "g1/deep/k", "z9", "zz/y"]
+"""Keys only the destination holds: before, between and after the source's."""
+
+
+def _differing_trees(fs: Any, top: str) -> None:
+    _fill(fs, f"{top}/src", [*SAME_KEYS, "k/inner", "k/gone", "m1", "n/only"])
+    _fill(fs, f"{top}/dst", [*SAME_KEYS, "k/inner", *ONLY_THERE])
+    fs.pipe_file(f"{top}/dst/f2", b"other bytes, longer")
+    fs.pipe_file(f"{top}/dst/h1", b"hX")  # same size, other bytes
+    fs.pipe_file(f"{top}/dst/m1/x", b"a directory where the source has a file")
+
+
+def _found(result: Comparison) -> set[tuple[str, DiffKind]]:
+    return {(d.path, d.kind) for d in result.differences}
+
+
+def test_rcmp_of_a_paged_level_finds_what_a_whole_listing_finds(
+    s3: Store, small_pages: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """S3 -> S3 (the destination read a window at a time) and S3 -> local (listed
+    whole) find every difference the local trees' comparison finds: names only the
+    destination holds before, between and after the source's pages, each once;
+    no level of a store is listed whole, and the window stays a few pages."""
+    fs, top = s3.fs(), s3.bucket()
+    _differing_trees(fs, top)
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    fs.get(f"{top}/src", str(src), recursive=True)
+    fs.get(f"{top}/dst", str(dst), recursive=True)
+    size_only = frozenset({CompareAttr.SIZE})
+    expected = compare(src, dst, checksum=True, attrs=size_only)
+    assert {p for p, _ in _found(expected)} >= {"a0", "zz", "f2", "h1", "m1"}
+    monkeypatch.setattr(Place, "list", lambda *a, **k: pytest.fail("listed whole"))
+    windows: list[int] = []
+    read = portpages.PagedScan._read_target
+
+    def reading(scan: portpages.PagedScan, need: str | None) -> None:
+        read(scan, need)
+        windows.append(len(scan._window))
+
+    monkeypatch.setattr(portpages.PagedScan, "_read_target", reading)
+    source = Place(fs, f"{top}/src")
+    both = compare(source, Place(fs, f"{top}/dst"), checksum=True, attrs=size_only)
+    assert _found(both) == _found(expected)
+    assert both.counts == expected.counts
+    assert both.entries == expected.entries
+    assert max(windows) <= 3 * PAGE, windows
+    down = compare(source, PosixPort(str(dst)), checksum=True, attrs=size_only)
+    assert _found(down) == _found(expected)
+    assert down.counts == expected.counts

@@ -44,7 +44,12 @@ Invariants:
   result is ``cancelled``, never same;
 - **memory** follows the directories in flight: a directory's two listings live
   while its item runs; the pool's depth-first stack holds its subdirectories (a path
-  and its filter state) and files to hash (a path and a size).
+  and its filter state) and files to hash (a path and a size). Where the source
+  lists in pages (:class:`~rcp_core.backends.port.ListsInPages`) and no
+  ``.gitignore`` rules ask for a directory's whole listing first, a directory is
+  compared a page at a time (:class:`~rcp_core.engine.portpages.PagedScan`, as the
+  copy reads it: a destination that lists in pages too is read a window at a
+  time), so a million-key prefix is compared in the memory of a few pages.
 
 Over 400 lines because :class:`PortWalk` is one walk: its work items (the roots, a
 directory, a pair of symlinks' targets, a pair of files' contents) and the reads
@@ -68,10 +73,12 @@ from rcp_core.backends.port import (
     EntryKind,
     KeepsSymlinks,
     Listing,
+    ListsInPages,
     Port,
 )
 from rcp_core.engine.filters import GitIgnores, Verdict
-from rcp_core.engine.portexisting import proven_same
+from rcp_core.engine.portexisting import proven_same, same_link
+from rcp_core.engine.portpages import PagedScan
 from rcp_core.engine.tree import joined
 from rcp_core.errors import EntryError
 from rcp_core.run.pool import WorkPool
@@ -155,13 +162,65 @@ class PortWalk:
         ancestor was included; ``ignores``: its parent's ``.gitignore`` stack)."""
         if self.run.stopping:
             return
-        run, scope = self.run, self.scope
+        run = self.run
+        paged = self.src if isinstance(self.src, ListsInPages) else None
+        if paged is not None and ignores is None:
+            target = self.dst if isinstance(self.dst, ListsInPages) else None
+            whole = None
+            if target is None:
+                whole = run.tried(self._list, self.dst, rel, "destination", False)
+                if whole is None:
+                    return
+            scan = PagedScan(
+                paged,
+                rel,
+                run.attempt,
+                self.follow,
+                target=target,
+                whole=whole,
+                unmatched=True,
+            )
+            self.page(tally, rel, under, scan)
+            return
         mine = run.tried(self._list, self.src, rel, "source", self.follow)
         if mine is None:
             return
         theirs = run.tried(self._list, self.dst, rel, "destination", False)
         if theirs is None:
             return
+        self._level(rel, under, ignores, mine, theirs)
+
+    def page(self, tally: Tally, rel: str, under: bool, scan: PagedScan) -> None:
+        """Compare the next page of a directory whose source lists in pages
+        (:class:`~rcp_core.engine.portpages.PagedScan`: what the destination holds
+        under its names, and what only the destination holds, each once): the
+        page after it goes below its entries on the pool, so the pages in flight
+        stay few. A page that cannot be listed (after the run's tries of each
+        request) is an ``error`` difference of the directory, and its scan ends."""
+        run = self.run
+        if run.stopping:
+            return
+        try:
+            mine, theirs = scan.next_page()
+        except OSError as exc:
+            run.failed(EntryError("read directory", rel, exc))
+            return
+        if scan.more:
+            self.pool.push(self.page, rel, under, scan)
+        self._level(rel, under, None, mine, theirs)
+
+    def _level(
+        self,
+        rel: str,
+        under: bool,
+        ignores: GitIgnores | None,
+        mine: Listing,
+        theirs: Listing,
+    ) -> None:
+        """Compare what the source listed of the directory ``rel`` (``mine``) with
+        what the destination holds under those names and nothing else of it: the
+        whole level, or a page with the destination's part (``theirs``)."""
+        run, scope = self.run, self.scope
         for name, error in sorted({**theirs.unsafe, **mine.unsafe}.items()):
             run.report(joined(rel, name), DiffKind.ERROR, str(error))
         if ignores is not None:
@@ -211,8 +270,10 @@ class PortWalk:
 
     def targets(self, tally: Tally, rel: str, a: Entry, b: Entry) -> None:
         """Compare the targets of a pair of symlinks a listing gave without one
-        (a store's link object), each read where its port reads symlinks."""
-        if self.run.stopping:
+        (a store's link object): the same where the MD5 a store recorded of one
+        proves it (:func:`~rcp_core.engine.portexisting.same_link`: no request),
+        else each read where its port reads symlinks."""
+        if self.run.stopping or same_link(a, b):
             return
         found = self.run.tried(self._targets, rel, a, b)
         if found is not None and found[0] is not None and found[1] is not None:
