@@ -67,6 +67,8 @@ class Kind(enum.Enum):
     COPY = "copy"
     """A copy within the store, no data through the client."""
     DELETE = "delete"
+    """An object's removal, or many objects' in one request (S3's DeleteObjects,
+    a ``POST ?delete``)."""
     OTHER = "other"
 
 
@@ -74,7 +76,7 @@ def kind_of(
     method: str, path: str, query: dict[str, str], headers: dict[str, str]
 ) -> Kind:
     """What the request ``method path?query`` (``headers`` lowercased) does."""
-    if method == "DELETE":
+    if method == "DELETE" or (method == "POST" and "delete" in query):
         return Kind.DELETE
     if method == "HEAD":
         return Kind.HEAD

@@ -31,6 +31,7 @@ MiB = 1 << 20
         ("POST", "/b/k", {"uploadId": "u"}, {}, Kind.COMMIT),
         ("PUT", "/b/k", {}, {"x-amz-copy-source": "/b/j"}, Kind.COPY),
         ("DELETE", "/b/k", {}, {}, Kind.DELETE),
+        ("POST", "/b", {"delete": ""}, {}, Kind.DELETE),
         ("GET", "/storage/v1/b/b/o", {"prefix": "p/"}, {}, Kind.LIST),
         ("GET", "/storage/v1/b/b/o/p%2Fk", {}, {}, Kind.HEAD),
         ("GET", "/storage/v1/b/b/o/p%2Fk", {"alt": "media"}, {}, Kind.GET),

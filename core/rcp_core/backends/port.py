@@ -35,7 +35,7 @@ Invariants every port keeps:
 
 Over 400 lines because the port is one contract: :class:`Port` and the optional
 parts a storage may add to it (pages, symlinks, ranges, reads that complete an
-entry), each a short declaration whose docstring states its invariant.
+entry, removals in batches), each a short declaration whose docstring states its invariant.
 """
 
 from __future__ import annotations
@@ -214,6 +214,30 @@ class ListsInPages(Protocol):
         asked for again).
 
         :raises FileNotFoundError: nothing is there (asked for the first page).
+        """
+        ...
+
+
+@runtime_checkable
+class RemovesInBatches(Protocol):
+    """A port whose storage can remove many objects in one request (S3's
+    ``DeleteObjects``: a thousand), where each :meth:`Port.remove` is a request of
+    its own."""
+
+    def batch_most(self, rel: str) -> int:
+        """How many non-directories of the directory ``rel`` one
+        :meth:`remove_batch` removes at most; 1 where each is a request of its own
+        (a batch is then no faster than :meth:`Port.remove`)."""
+        ...
+
+    def remove_batch(self, rel: str, entries: dict[str, Entry]) -> dict[str, OSError]:
+        """Remove the non-directories ``entries`` (by name, at most
+        :meth:`batch_most`) of the directory ``rel`` in one request; what it could
+        not remove, by name, with why. A name gone already is removed. Counts
+        nothing: the caller counts what went.
+
+        :raises OSError: the request failed (some may have gone: asked again, it
+            removes the rest).
         """
         ...
 

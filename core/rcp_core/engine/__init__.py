@@ -42,6 +42,8 @@ the pieces (directory lifecycle, entries, metadata, filters). Modules:
 ``portpages``    a directory's listing in the generic walks: unsafe names refused, a
                  directory a page at a time with the destination's beside it
 ``portranges``   a large file copied by several ranges at once (a store to this host)
+``portremovals`` non-directories of a directory removed a batch in a request (S3's
+                 ``DeleteObjects``), for ``rrm`` and ``--delete``
 ``portwalk``     the generic engine's walk: one directory at a time, post-order
                  finish, filters, ``--delete`` pruning
 ``posixport``    this host's files as a backend port (the generic engine's side of a

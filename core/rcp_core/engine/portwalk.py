@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 from rcp_core.backends.port import Entry, EntryKind, Listing, ListsInPages, Protect
 from rcp_core.engine.filters import Filter, GitIgnores, Verdict
 from rcp_core.engine.portpages import PagedScan, refuse_unsafe
+from rcp_core.engine.portremovals import RemovalBatches
 from rcp_core.engine.tree import Lifecycle, Node, joined
 from rcp_core.run.pool import WorkPool
 from rcp_core.run.summary import Tally
@@ -379,6 +380,12 @@ class PortWalk:
         protect = None
         if self.filter.active and not settings.delete_excluded:
             protect = excluded
+        target = self.target
+
+        def one(name: str, entry: Entry) -> None:
+            target.remove(node.child_rel(name), entry, tally, protect)
+
+        files = RemovalBatches(target, node.rel, tally, copy.attempt, one)
         for name, entry in sorted(node.there.items()):
             rel = node.child_rel(name)
             is_dir = entry.is_dir
@@ -388,8 +395,13 @@ class PortWalk:
             elif name in node.names:
                 continue
             copy.dry("remove", "entry", rel, "not in source")
-            if settings.dry_run is None:
-                self.target.remove(rel, entry, tally, protect)
+            if settings.dry_run is not None:
+                continue
+            if is_dir:
+                one(name, entry)
+            else:
+                files.add(name, entry)
+        files.flush()
         return True
 
 

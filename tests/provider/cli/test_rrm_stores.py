@@ -22,13 +22,16 @@ import fsspec
 import fsspec.config
 import pytest
 
+from benchmarks import storeproxy
 from benchmarks.objectstores import Store
+from benchmarks.storeproxy import Kind, Proxy
 from rcp_core import hookimpl
 from rcp_core.errors import CopyFailedError
 from rcp_core.run.summary import Summary
 from rcp_core.tools.remove.portremove import remove_ports
 from rcp_provider.cli.rrm import main
-from rcp_provider.fsspec.storetree import port_of_url
+from rcp_provider.fsspec import storeremoval, storetree
+from rcp_provider.fsspec.storetree import port_of, port_of_url
 from support import services
 
 Run = tuple[int, str, str]
@@ -285,6 +288,71 @@ def test_a_whole_bucket_needs_force(rrm: Any, bucket: tuple[Any, str]) -> None:
     assert len(keys(fs, name)) == 5
     assert rrm("--force", f"s3://{name}")[0] == 0
     assert keys(fs, name) == []
+
+
+BIG = 2500
+"""Objects of one level: three ``DeleteObjects`` requests (a thousand each)."""
+
+
+@pytest.fixture
+def counted(s3: Store) -> Iterator[tuple[Proxy, Any, str]]:
+    """S3 behind the counting proxy; a bucket holding ``big/``: :data:`BIG` objects,
+    a symlink's object and a prefix below."""
+    with storeproxy.proxied(s3, delay=0.0) as proxy:
+        fs, name = proxy.store.fs(), proxy.store.bucket()
+        fs.pipe({f"{name}/big/f{i:04d}": b"x" * 10 for i in range(BIG)})
+        fs.pipe({f"{name}/big/l.rclonelink": b"f0000", f"{name}/big/d/y": b"yy"})
+        yield proxy, fs, name
+
+
+def test_a_level_goes_a_thousand_objects_a_request(
+    counted: tuple[Proxy, Any, str],
+) -> None:
+    proxy, fs, name = counted
+    proxy.reset()
+    summary = remove_ports([port_of(fs, f"{name}/big")])
+    requests = proxy.reset()
+    assert summary["removed.files"] == BIG + 1, summary
+    assert summary["removed.symlinks"] == 1, summary
+    assert summary["removed.bytes"] == BIG * 10 + 2  # a symlink's counts none
+    # 3 batches of the level's 2,501 objects, 1 of the prefix's one object, and a
+    # request for each prefix's directory marker (big/d/, big/)
+    assert requests.of(Kind.DELETE) == 4 + 2, requests
+    fs.invalidate_cache()
+    assert fs.find(f"{name}/big") == []
+
+
+def test_what_a_batch_leaves_goes_one_at_a_time(
+    counted: tuple[Proxy, Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key a ``DeleteObjects`` answer names as failed, and every key of a
+    request that failed (injected: moto refuses neither), is removed on its own;
+    nothing is left, nothing is counted twice."""
+    proxy, fs, name = counted
+    batches: list[int] = []
+
+    def refusing(fs_: Any, paths: list[str]) -> dict[str, OSError]:
+        batches.append(len(paths))
+        if len(batches) == 1:
+            raise PermissionError(13, "AccessDenied")
+        rest = paths[1:]
+        failed = storeremoval.delete_s3_objects(fs_, rest) if rest else {}
+        return {**failed, paths[0]: OSError(5, "InternalError: try again")}
+
+    monkeypatch.setattr(storetree, "delete_s3_objects", refusing)
+    proxy.reset()
+    summary = remove_ports([port_of(fs, f"{name}/big")])
+    requests = proxy.reset()
+    assert sorted(batches) == [1, 502, 999, 1000]  # the first page holds d/ too
+    assert summary["removed.files"] == BIG + 1, summary
+    assert summary["errors"] == 0
+    # the failed request's keys each alone; each later batch's request (the one
+    # of a single key made none) and its first key alone; the 2 markers
+    went = sum(1 for n in batches[1:] if n > 1)
+    alone = batches[0] + len(batches) - 1
+    assert requests.of(Kind.DELETE) == went + alone + 2, requests
+    fs.invalidate_cache()
+    assert fs.find(f"{name}/big") == []
 
 
 # -- rcpd serve -----------------------------------------------------------------------

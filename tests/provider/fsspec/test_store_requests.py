@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -251,3 +252,31 @@ def test_a_copy_within_one_s3_store_moves_no_object_data_through_rcp(
                 objectmeta.Kept(None, (src / "f07").stat().st_mtime_ns), decimal=True
             )["mtime"]
         )
+
+
+def test_delete_removes_a_directory_s_objects_a_thousand_a_request_on_s3(
+    proxy: Proxy, tmp_path: Path
+) -> None:
+    """``--delete`` of a directory only the destination holds: on S3 its 30 objects
+    go in one ``DeleteObjects``; a store without batches removes each alone."""
+    store = proxy.store
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "keep").write_bytes(b"k")
+    where = f"{store.bucket()}/t"
+    store.fs().pipe({f"{where}/gone/f{i:02d}": b"x" for i in range(30)})
+    proxy.reset()
+    run = program(["-o", "--delete", str(src), store.url(where)], store.environ())
+    counts = proxy.reset()
+    assert run.code == 0, run
+    assert run.counts("removed")["files"] == 30, run
+    changes = [urllib.parse.unquote(change) for change in counts.changes]
+    batches = [c for c in changes if c.startswith("POST") and "?delete" in c]
+    alone = [c for c in changes if c.startswith("DELETE /") and "/gone/f" in c]
+    if store.protocol == "s3":
+        assert (len(batches), len(alone)) == (1, 0), changes
+    else:
+        assert (len(batches), len(alone)) == (0, 30), changes
+    fs = store.fs()
+    fs.invalidate_cache()
+    assert [k for k in fs.find(where) if "gone" in k] == []

@@ -10,7 +10,10 @@ operand's :class:`~rcp_core.backends.port.Port`: a directory is listed one level
 time where the port :class:`~rcp_core.backends.port.ListsInPages`, so a prefix of a
 million objects is removed in the memory of the pages in flight, by as many
 workers as pages) when a worker scans it, each non-directory that goes is removed
-(:meth:`~rcp_core.backends.port.Port.remove`, which counts it), each subdirectory is
+(:meth:`~rcp_core.backends.port.Port.remove`, which counts it; where the port
+:class:`~rcp_core.backends.port.RemovesInBatches`, a listing's non-directories that
+go are removed a batch in a request, an S3 page of a thousand keys in one
+``DeleteObjects``: :mod:`rcp_core.engine.portremovals`), each subdirectory is
 a work item, and a directory emptied of everything is removed after its last child
 (:meth:`~rcp_core.backends.port.Port.remove_dir`: nothing on a store of prefixes,
 where a prefix goes with its last key, counted all the same). At most
@@ -59,6 +62,7 @@ import pluggy
 from rcp_core.backends.capabilities import Capability
 from rcp_core.backends.port import Entry, EntryKind, ListsInPages, Port
 from rcp_core.engine.portpages import refuse_unsafe
+from rcp_core.engine.portremovals import RemovalBatches
 from rcp_core.engine.removeentry import count_removed
 from rcp_core.errors import UsageError
 from rcp_core.run.monitor import Observer
@@ -203,7 +207,8 @@ class _PortRemoval(Removal[_PortDir]):
     def _leaf(self, tally: Tally, port: Port, entry: Entry) -> None:
         """An operand that is not a directory."""
         where, name = posixpath.split(port.describe(""))
-        self._drop(tally, None, port, "", where, name, entry)
+        if self._goes(tally, None, entry):
+            self._drop(tally, None, port, "", where, name, entry)
 
     def _scan(self, tally: Tally, node: _PortDir) -> None:
         """List ``node`` one level (tried again on a transient error; a page at a
@@ -250,26 +255,44 @@ class _PortRemoval(Removal[_PortDir]):
             self.tree.release(tally, node)
 
     def _empty(self, tally: Tally, node: _PortDir, entries: dict[str, Entry]) -> None:
-        """Each listed entry of ``node``, until the run stops."""
+        """Each listed entry of ``node``, until the run stops: the non-directories
+        that go removed a batch at a time where the port removes in batches (not in
+        a dry run, which removes nothing)."""
+        port = node.port
+
+        def one(name: str, entry: Entry) -> None:
+            rel = node.child_rel(name)
+            self._drop(tally, node, port, rel, node.display, name, entry)
+
+        if self.settings.dry_run:
+            batches = None
+        else:
+            batches = RemovalBatches(port, node.rel, tally, self.attempt, one)
         for name, entry in entries.items():
             if self.stopping:
                 node.incomplete = True
                 return
-            self._entry(tally, node, name, entry)
+            if not self._entry(tally, node, name, entry):
+                continue
+            if batches is None:
+                one(name, entry)
+            else:
+                batches.add(name, entry)
+        if batches is not None:
+            batches.flush()
 
-    def _entry(self, tally: Tally, node: _PortDir, name: str, entry: Entry) -> None:
-        """One listed entry of ``node``: removed, kept, or queued."""
+    def _entry(self, tally: Tally, node: _PortDir, name: str, entry: Entry) -> bool:
+        """One listed entry of ``node``: kept, or queued (a directory); whether it
+        is a non-directory that goes (the age rule let it)."""
         rel = node.child_rel(name)
         under = node.under_include
         if self.filter.active:
             selected = self.selected(tally, node, rel, entry.is_dir)
             if selected is None:
-                return
+                return False
             under = selected
         if not entry.is_dir:
-            if under:
-                self._drop(tally, node, node.port, rel, node.display, name, entry)
-            return
+            return under and self._goes(tally, node, entry)
         display = posixpath.join(node.display, name)
         if (
             node.dev is not None
@@ -280,7 +303,7 @@ class _PortRemoval(Removal[_PortDir]):
             node.incomplete = True
             tally["skipped.dirs"] += 1
             log.warning("%s: another filesystem is mounted here; kept", display)
-            return
+            return False
         self.tree.hold(node)
         child = _PortDir(
             parent=node,
@@ -291,6 +314,16 @@ class _PortRemoval(Removal[_PortDir]):
             under_include=under,
         )
         self.pool.push(self._scan, child)
+        return False
+
+    def _goes(self, tally: Tally, node: _PortDir | None, entry: Entry) -> bool:
+        """Whether the age rule lets the non-directory ``entry`` go (else it is
+        kept, counted)."""
+        changed = entry.changed_ns
+        if self.too_young(changed / 1e9 if changed is not None else None):
+            self.kept(tally, node, _KINDS[entry.kind])
+            return False
+        return True
 
     def _drop(
         self,
@@ -302,13 +335,8 @@ class _PortRemoval(Removal[_PortDir]):
         name: str,
         entry: Entry,
     ) -> None:
-        """Remove the non-directory ``rel`` of ``port`` if the age rule lets it go
-        (the port counts it; a dry run counts it here)."""
-        kind = _KINDS[entry.kind]
-        changed = entry.changed_ns
-        if self.too_young(changed / 1e9 if changed is not None else None):
-            self.kept(tally, node, kind)
-            return
+        """Remove the non-directory ``rel`` of ``port``, one that goes (the port
+        counts it; a dry run counts it here)."""
         gone = self.drop(
             tally, node, where, name, lambda: port.remove(rel, entry, tally, None)
         )
