@@ -31,7 +31,12 @@ Invariants:
 - **pruning** removes only destination names the source directory does not list
   (names from a port's listing: each one safe component); names the filters exclude
   are kept unless ``delete_excluded``, and so are the directories holding them
-  (:meth:`~rcp_core.backends.port.Port.remove`).
+  (:meth:`~rcp_core.backends.port.Port.remove`); files a batch in a request where
+  the destination removes in batches (:mod:`~rcp_core.engine.portremovals`).
+
+Over 400 lines because :class:`PortWalk` is one walk: its work items (a directory's
+scan and its pages, a file, a subdirectory's visit, the post-order finish with its
+pruning) share the walk's state, each method short.
 """
 
 from __future__ import annotations
