@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -107,7 +108,16 @@ def test_a_stop_while_ranges_come_leaves_nothing(
 ) -> None:
     fs, tree, _ = _object(s3, 5 * MiB)
     cancel = threading.Event()
-    _recording(monkeypatch, lambda count: cancel.set())
+
+    def stopped_first(count: int) -> None:
+        """Cancel at the first request, held until the run's monitor (which
+        watches ``cancel`` every few tens of ms) has surely seen it: on a loaded
+        machine the 5 MiB came whole before it looked."""
+        if count == 1:
+            cancel.set()
+            time.sleep(1.0)
+
+    _recording(monkeypatch, stopped_first)
     down = tmp_path / "down"
     with pytest.raises(CopyFailedError) as failed:
         copy_tree(Place(fs, tree), PosixPort(str(down)), cancel=cancel)
