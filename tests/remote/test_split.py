@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -250,14 +251,24 @@ def test_the_files_behind_a_large_one_go_on_other_connections(
 ) -> None:
     """Eight 16 MiB files of one directory (one batch): the sender that meets the
     first hands the rest back, so the others are sent on other connections at the
-    same time, not one after another on the first."""
+    same time, not one after another on the first. The first large send is held
+    until another connection has begun one (bounded): on a loaded machine the first
+    could otherwise finish before the others were even connected."""
     from rcp_core.remote import sendbatch
 
     carriers: set[int] = set()
+    guard = threading.Lock()
+    another = threading.Event()
     real = sendbatch.send_large
 
     def spied(conn: Any, *args: Any) -> None:
-        carriers.add(id(conn))
+        with guard:
+            first = not carriers
+            carriers.add(id(conn))
+            if len(carriers) > 1:
+                another.set()
+        if first:
+            another.wait(timeout=60)
         real(conn, *args)
 
     monkeypatch.setattr(sendbatch, "send_large", spied)
