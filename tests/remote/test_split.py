@@ -15,6 +15,7 @@ import logging
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -251,15 +252,27 @@ def test_the_files_behind_a_large_one_go_on_other_connections(
 ) -> None:
     """Eight 16 MiB files of one directory (one batch): the sender that meets the
     first hands the rest back, so the others are sent on other connections at the
-    same time, not one after another on the first. The first large send is held
-    until another connection has begun one (bounded): on a loaded machine the first
-    could otherwise finish before the others were even connected."""
-    from rcp_core.remote import sendbatch
+    same time, not one after another on the first, even when the walk ended before
+    the rest was handed back (the hand-back is held until then: the other senders
+    used to end at the walk's end). The first large send is held until another
+    connection has begun one (bounded): on a loaded machine the first could
+    otherwise finish before the others took the rest."""
+    from rcp_core.remote import send, sendbatch, sendwork
 
     carriers: set[int] = set()
     guard = threading.Lock()
-    another = threading.Event()
+    another, walked = threading.Event(), threading.Event()
     real = sendbatch.send_large
+    real_end, real_hand_back = sendwork.Work.end, send.Sender._hand_back
+
+    def end(work: sendwork.Work) -> None:
+        real_end(work)
+        walked.set()
+
+    def hand_back(sender: send.Sender, batch: Any) -> None:
+        walked.wait(timeout=60)
+        time.sleep(0.2)  # the other senders see the end first
+        real_hand_back(sender, batch)
 
     def spied(conn: Any, *args: Any) -> None:
         with guard:
@@ -272,6 +285,8 @@ def test_the_files_behind_a_large_one_go_on_other_connections(
         real(conn, *args)
 
     monkeypatch.setattr(sendbatch, "send_large", spied)
+    monkeypatch.setattr(sendwork.Work, "end", end)
+    monkeypatch.setattr(send.Sender, "_hand_back", hand_back)
     src = tmp_path / "src"
     src.mkdir()
     for i in range(8):

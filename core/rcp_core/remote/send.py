@@ -179,8 +179,6 @@ class Sender:
             (conn, 0) for conn in data
         ]
         """Connections whose sender :meth:`run` starts, with their groups."""
-        self._walked = False
-        """The walk has ended: every sender's end marker is queued, or will be."""
         self._drained = False
         """Every sender has ended: no more are added."""
 
@@ -199,10 +197,7 @@ class Sender:
         try:
             self._walk(tally)
         finally:
-            with self._lock:
-                self._walked = True
-                ends = len(self._senders)
-            self._work.end(ends)
+            self._work.end()
             self._join_senders()
             for part in self._work.leftover_parts():
                 part.file.abandon()
@@ -221,9 +216,8 @@ class Sender:
     def add_data(self, conn: Connection, group: int | None) -> bool:
         """A data connection the destination added while the copy runs (its writer
         processes', protocol 1.15; ``group``: the writer's number, 1.16): one more
-        sender takes batches for it, until its own end marker (queued after the
-        others' when the walk has ended). ``False`` once every sender has ended (the
-        caller closes it)."""
+        sender takes batches for it, until the walk has ended and every batch is
+        sent. ``False`` once every sender has ended (the caller closes it)."""
         with self._lock:
             if self._drained:
                 return False
@@ -232,9 +226,6 @@ class Sender:
                 self._waiting.append((conn, group))
                 return True
             self._start_sender(conn, group)
-            walked = self._walked
-        if walked:
-            self._work.end(1)
         return True
 
     def _join_senders(self) -> None:
@@ -488,6 +479,7 @@ class Sender:
                 self._failure = exc
             finally:
                 self.tree.release(tally, item.node)
+                self._work.sent()
 
     def _send_part(self, tally: Tally, conn: Connection, part: OutgoingPart) -> None:
         """A part of a split file (protocol 1.16), abandoned once the transfer

@@ -4,15 +4,18 @@
 - the walk's batches, at most ``depth`` waiting: the walk never runs far ahead of
   the network; the rest of a batch a sender handed back (the files behind a large
   one) goes first;
-- one end marker (``None``) per sender, after the last batch (no batch comes
-  after an end marker);
+- the end, once the walk has ended: a sender takes ``None`` when no batch is
+  queued and none is being sent (a batch being sent may still hand back its rest,
+  which the other senders then share: a sender that ended at the walk's end would
+  leave the files behind a large one to the connection of that large one);
 - the parts of split files (protocol 1.16), each for the senders of one *group*
   (the connections of one destination process, which writes every part of a
   file), taken before any batch: a split file's parts travel at once.
 
-Invariant: a part is never stranded. The sender that split a file takes parts of
-its own group before its next batch or end marker, so if no other sender of the
-group is left it sends them itself.
+Invariants: a part is never stranded: the sender that split a file takes parts of
+its own group before its next batch or the end, so if no other sender of the
+group is left it sends them itself. No sender ends while a batch is being sent
+(:meth:`Work.sent` ends each one taken), so a handed-back rest always finds them.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ class Work:
     def __init__(self, depth: int) -> None:
         self._depth = depth
         self._changed = threading.Condition()
-        self._batches: deque[Batch | None] = deque()
+        self._batches: deque[Batch] = deque()
         self._parts: dict[int, deque[OutgoingPart]] = {}
+        self._sending = 0
+        self._ended = False
 
     def put(self, batch: Batch, timeout: float) -> bool:
         """Queue a batch, waiting up to ``timeout`` seconds for room; ``False`` when
@@ -50,10 +55,18 @@ class Work:
             self._changed.notify_all()
         return True
 
-    def end(self, senders: int) -> None:
-        """Queue an end marker for each of ``senders`` senders, after every batch."""
+    def end(self) -> None:
+        """The walk has ended: no batch is put after this; senders end once every
+        batch is sent."""
         with self._changed:
-            self._batches.extend([None] * senders)
+            self._ended = True
+            self._changed.notify_all()
+
+    def sent(self) -> None:
+        """A batch :meth:`take` gave is sent (or given up): nothing more of it can
+        be handed back."""
+        with self._changed:
+            self._sending -= 1
             self._changed.notify_all()
 
     def hand_back(self, batch: Batch) -> None:
@@ -70,16 +83,21 @@ class Work:
 
     def take(self, group: int) -> Batch | OutgoingPart | None:
         """The next thing for a sender of ``group`` to send: a part of its group,
-        else the next batch; ``None``: it ends."""
+        else the next batch (the caller calls :meth:`sent` once it is sent);
+        ``None``: it ends (the walk has ended and no batch is queued or being
+        sent)."""
         with self._changed:
             while True:
                 parts = self._parts.get(group)
                 if parts:
                     return parts.popleft()
                 if self._batches:
-                    item = self._batches.popleft()
+                    batch = self._batches.popleft()
+                    self._sending += 1
                     self._changed.notify_all()
-                    return item
+                    return batch
+                if self._ended and not self._sending:
+                    return None
                 self._changed.wait()
 
     def leftover_parts(self) -> list[OutgoingPart]:
