@@ -21,6 +21,7 @@
                        kind, size, times, kept metadata, recorded MD5
 ``azureblobs``         Azure blob calls through adlfs's client: a local file in one
                        Put Blob with its metadata, a marker's blob
+``s3session``          the aiobotocore session of rcp's S3 clients: timestamps parsed fast
 ``s3stream``           an S3 object read in one GET, its user metadata with it
 ``s3upload``           an S3 object uploaded by rcp: one PUT, or parts in parallel under
                        the process's transfer budget, aborted on failure

@@ -75,6 +75,7 @@ from rcp_provider.fsspec import (
     azureblobs,
     markers,
     objectmeta,
+    s3session,
     s3stream,
     s3upload,
     storelinks,
@@ -108,7 +109,7 @@ def filesystem_of(url: str, **storage_options: Any) -> tuple[Any, str]:
         missing.
     """
     try:
-        options = _with_connections(urlsplit(url).scheme, storage_options)
+        options = _s3_client_options(urlsplit(url).scheme, storage_options)
         fs, path = fsspec.url_to_fs(url, **options)
     except ImportError as exc:
         raise UsageError(f"{url}: its fsspec package is not installed ({exc})") from exc
@@ -117,18 +118,22 @@ def filesystem_of(url: str, **storage_options: Any) -> tuple[Any, str]:
     return fs, str(path)
 
 
-def _with_connections(scheme: str, options: dict[str, Any]) -> dict[str, Any]:
+def _s3_client_options(scheme: str, options: dict[str, Any]) -> dict[str, Any]:
     """An S3 client's options with room for :data:`STORE_CONNECTIONS` in its
     connection pool, unless the options or fsspec's configuration name a number
-    (what they name of the client's configuration otherwise kept)."""
+    (what they name of the client's configuration otherwise kept), made in
+    :func:`~rcp_provider.fsspec.s3session.fast_session` unless they name a
+    session of their own."""
     if scheme not in objectmeta.S3:
         return options
+    protocol_conf = fsspec.config.conf.get(scheme, {})
     configured = {
-        **fsspec.config.conf.get(scheme, {}).get("config_kwargs", {}),
+        **protocol_conf.get("config_kwargs", {}),
         **options.get("config_kwargs", {}),
     }
     pool = {"max_pool_connections": STORE_CONNECTIONS, **configured}
-    return {**options, "config_kwargs": pool}
+    with_pool = {**options, "config_kwargs": pool}
+    return s3session.session_options(with_pool, protocol_conf)
 
 
 def port_of(fs: Any, path: str) -> Port:
