@@ -23,6 +23,7 @@ median of an even count is the mean of the middle two; a missing figure prints `
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +34,8 @@ from benchmarks.storeproxy import Kind
 from benchmarks.stores import CELLS, Cell, MiB, Report, Run, Scale
 
 ACROSS_SPEEDUP = 5.0
+CORES = os.cpu_count() or 1
+"""The cores a report whose runs did not record theirs is taken to have had."""
 LISTED_RSS = 1.5
 DATA = (Kind.PUT, Kind.PART, Kind.START, Kind.COMMIT, Kind.GET)
 """Requests that move object data through the client (a server-side COPY does not)."""
@@ -94,13 +97,39 @@ def figures(report: Report, cell: str, tool: str) -> Figures | None:
 
 
 def _result(
-    scenario: str, target: str, measured: str = "-", ok: bool | None = None
+    scenario: str,
+    target: str,
+    measured: str = "-",
+    ok: bool | None = None,
+    missed_because: str = "",
 ) -> TargetResult:
     """A target's row as the harness's reports give it: ``not measured`` where a
-    side has no verified run (``ok`` is ``None``)."""
+    side has no verified run (``ok`` is ``None``); a missed one says what was
+    measured to miss it (``missed_because``)."""
     status: Status = "not measured" if ok is None else "met" if ok else "missed"
-    why = "no verified run on a side" if ok is None else ""
+    why = "no verified run on a side" if ok is None else "" if ok else missed_because
     return TargetResult(target, scenario, measured, status, why)
+
+
+def _extra_requests(ours: Figures, theirs: Figures) -> str:
+    """The kinds of request rcp made more (and fewer) of than a peer, by count."""
+    kinds = sorted(ours.requests.keys() | theirs.requests.keys())
+    deltas = {k: ours.requests.get(k, 0.0) - theirs.requests.get(k, 0.0) for k in kinds}
+    more = ", ".join(f"+{d:.0f} {k.upper()}" for k, d in deltas.items() if d > 0)
+    fewer = ", ".join(f"{d:.0f} {k.upper()}" for k, d in deltas.items() if d < 0)
+    return f"rcp made {more or 'none more'}" + (f"; {fewer}" if fewer else "")
+
+
+def _cpu_bound(ours: Figures, theirs: Figures, wall: float, cores: int) -> str:
+    """How busy the machine's cores were during rcp's run, and the tools' own CPU:
+    the emulator, the proxy and the tool share the cores here."""
+    used = ours.cpu + ours.emulator_cpu + ours.proxy_cpu
+    return (
+        f"{cores} cores {used / (cores * wall):.0%} busy in rcp's run (tool "
+        f"{num(ours.cpu)} + emulator {num(ours.emulator_cpu)} + proxy "
+        f"{num(ours.proxy_cpu)} CPU-s); tool CPU {num(ours.cpu)} s vs "
+        f"{num(theirs.cpu)} s"
+    )
 
 
 def _ran(report: Report, cell: str, tool: str) -> tuple[Figures, Spread] | None:
@@ -130,13 +159,15 @@ def _versus_peers(report: Report, cell: Cell) -> Iterator[TargetResult]:
         peers = theirs[0].total / tree["files"]
         read = "markers" if cell.direction == "up" else "marker reads"
         shown = f"{mine:.4f} vs {peers:.4f}" + (f" (+{markers} {read})" * bool(markers))
-        yield _result(cell.title, requests, shown, mine <= peers)
+        extra = _extra_requests(ours[0], theirs[0])
+        yield _result(cell.title, requests, shown, mine <= peers, extra)
         a, b = ours[1].median, theirs[1].median
         yield _result(
             cell.title,
             wall,
             f"{num(a)} s vs {num(b)} s ({a / b:.2f}x)",
             a <= b if peer == "s3fs" else a < b,
+            _cpu_bound(ours[0], theirs[0], a, report.meta.get("cores", CORES)),
         )
 
 
@@ -301,7 +332,7 @@ def render(report: Report) -> str:
         "## Targets",
         "",
         *md_table(
-            ("target", "scenario", "measured", "status", "margin"),
+            ("target", "scenario", "measured", "status", "missed because (measured)"),
             (
                 (t.target, t.scenario, t.measured, f"**{t.status}**", t.margin)
                 for t in targets(report)

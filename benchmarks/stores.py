@@ -583,6 +583,7 @@ def bench(
             if any(RCLONE in c.tools for c in cells)
             else "not run",
             "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+            "cores": os.cpu_count() or 1,
         }
     )
     rcp = str(Path(python).with_name("rcp"))

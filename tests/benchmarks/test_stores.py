@@ -130,6 +130,41 @@ def test_the_targets_come_from_verified_runs_only(report: Report) -> None:
     assert "| true | FAILED 1/1: 0 files, expected 6" in text, text
 
 
+def _figures(requests: dict[str, float], cpu: float) -> storereport.Figures:
+    return storereport.Figures(
+        runs=1,
+        failures=0,
+        problem="",
+        wall=None,
+        requests=requests,
+        sent=0.0,
+        received=0.0,
+        emulator_cpu=1.0,
+        proxy_cpu=0.5,
+        cpu=cpu,
+        rss_mib=50.0,
+    )
+
+
+def test_a_missed_target_says_what_was_measured_to_miss_it() -> None:
+    """The requests rcp made beyond a peer's, by kind (and those it saved); how busy
+    the shared cores were; a met target or one not measured says no such thing."""
+    ours = _figures({"get": 10, "head": 3, "list": 2}, cpu=3.0)
+    theirs = _figures({"get": 10, "list": 1, "put": 4}, cpu=1.0)
+    assert storereport._extra_requests(ours, theirs) == (
+        "rcp made +3 HEAD, +1 LIST; -4 PUT"
+    )
+    assert storereport._cpu_bound(ours, theirs, 5.0, 2) == (
+        "2 cores 45% busy in rcp's run (tool 3.00 + emulator 1.00 + proxy 0.500 "
+        "CPU-s); tool CPU 3.00 s vs 1.00 s"
+    )
+    missed = storereport._result("s", "t", "m", False, "because")
+    assert (missed.status, missed.margin) == ("missed", "because")
+    assert storereport._result("s", "t", "m", True, "because").margin == ""
+    unmeasured = storereport._result("s", "t", missed_because="because")
+    assert unmeasured.margin == "no verified run on a side"
+
+
 def test_a_report_reads_back_as_written_and_renders_again(
     report: Report, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
