@@ -18,11 +18,12 @@ from airflow.sdk.exceptions import AirflowFailException
 from rcp_core.errors import UsageError
 from rcp_core.settings import CompareAttr
 from rcp_operators.failures import airflow_errors
+from rcp_operators.lineage import Lineage, Sides
 from rcp_provider.hooks.objectstorage import Operand, stores_of
 from rcp_provider.hooks.rcp import RcpHook
 
 
-class RcpCompareOperator(BaseOperator):
+class RcpCompareOperator(BaseOperator, Lineage):
     """Compare the tree ``src`` with ``dst`` (its copy).
 
     :param src: the reference tree: a path of the worker's storage, a URL (any store
@@ -47,6 +48,7 @@ class RcpCompareOperator(BaseOperator):
         "dst_conn_id",
     )
     ui_color = "#e4f9d7"
+    lineage_operation = "compare"
 
     def __init__(
         self,
@@ -88,6 +90,7 @@ class RcpCompareOperator(BaseOperator):
                 cancel=self._cancel,
                 stores=stores,
             )
+        self.lineage_summary = result
         self.log.info(
             "rcmp: %s entries, %s files hashed: %s",
             f"{result['entries']:,}",
@@ -101,6 +104,14 @@ class RcpCompareOperator(BaseOperator):
                 f"first differences: {first}"
             )
         return result
+
+    def lineage_sides(self) -> tuple[Sides, Sides]:
+        """Both trees read (on their side's store, else on ``conn_id``'s place);
+        nothing written."""
+        return [
+            ([self.src], self.src_conn_id or self.conn_id),
+            ([self.dst], self.dst_conn_id or self.conn_id),
+        ], []
 
     def on_kill(self) -> None:
         self._cancel.set()

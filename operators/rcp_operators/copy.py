@@ -22,6 +22,7 @@ from rcp_core.errors import UsageError
 from rcp_core.remote.outcome import job_summary
 from rcp_core.schema import Front, offered, settings_from
 from rcp_operators.failures import airflow_errors, failed_event
+from rcp_operators.lineage import Lineage, Sides
 from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.hooks.objectstorage import ConnectedStores, Operand, stores_of
 from rcp_provider.hooks.rcp import RcpHook
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from rcp_core.tools.verify.compare import Scope
 
 
-class RcpCopyOperator(BaseOperator):
+class RcpCopyOperator(BaseOperator, Lineage):
     """Copy ``src`` to ``dst`` with ``rcp``'s rules, in parallel, keeping metadata.
 
     The copy's settings are the options of ``rcp`` under their one name
@@ -104,6 +105,7 @@ class RcpCopyOperator(BaseOperator):
         "manifest",
     )
     ui_color = "#d7ecf9"
+    lineage_operation = "copy"
 
     def __init__(
         self,
@@ -203,6 +205,14 @@ class RcpCopyOperator(BaseOperator):
                 stores=stores,
             )
             return self._finish(summary, verify, sources, dst, source, scopes, stores)
+
+    def lineage_sides(self) -> tuple[Sides, Sides]:
+        """The sources read (a shard's are its plan's: none named here) and the
+        destination written."""
+        read: Sides = (
+            [] if self.manifest is not None else [(self._sources(), self.src_conn_id)]
+        )
+        return read, [([self.dst], self.dst_conn_id)]
 
     def settings_options(self) -> dict[str, Any]:
         """The copy's options as given (the table's operator options, by name)."""
@@ -328,6 +338,7 @@ class RcpCopyOperator(BaseOperator):
             cancel=self._cancel,
         )
         self.log.info("rcp: shard %d: %s", self.shard, one_line(summary))
+        self.lineage_summary = summary
         return summary
 
     def _finish(
@@ -343,6 +354,7 @@ class RcpCopyOperator(BaseOperator):
         """Log the summary line, verify if asked (``scopes``: what the copy was
         asked to copy, :meth:`_scopes`); the XCom value."""
         self.log.info("rcp: %s", one_line(summary))
+        self.lineage_summary = summary
         if scopes is None:
             return summary
         result = source.verify(
@@ -355,7 +367,8 @@ class RcpCopyOperator(BaseOperator):
             stores=stores,
         )
         self.log.info("rcp: verified (%s): the copy is the same", verify)
-        return {**summary, "verify": result}
+        self.lineage_summary = {**summary, "verify": result}
+        return self.lineage_summary
 
 
 def one_line(summary: dict[str, Any]) -> str:

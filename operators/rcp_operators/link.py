@@ -17,11 +17,12 @@ from airflow.sdk import BaseOperator, Context
 from rcp_core.schema import Front, settings_from
 from rcp_core.settings import CompareAttr
 from rcp_operators.failures import airflow_errors
+from rcp_operators.lineage import Lineage, Sides
 from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.hooks.rcp import RcpHook
 
 
-class RcpLinkOperator(BaseOperator):
+class RcpLinkOperator(BaseOperator, Lineage):
     """Make ``dst`` a snapshot sharing ``src``'s unchanged files.
 
     :param src: the earlier tree (a snapshot), on the worker's storage.
@@ -37,6 +38,7 @@ class RcpLinkOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("src", "dst", "update", "conn_id")
     ui_color = "#f0e4f9"
+    lineage_operation = "link"
 
     def __init__(
         self,
@@ -90,7 +92,14 @@ class RcpLinkOperator(BaseOperator):
             f"{summary['copied']['files'] - summary['methods']['link']:,}",
             f"{summary['copied']['bytes']:,}",
         )
+        self.lineage_summary = summary
         return summary
+
+    def lineage_sides(self) -> tuple[Sides, Sides]:
+        """The earlier snapshot (and the tree it is updated from) read; the new
+        snapshot written."""
+        read = [self.src] if self.update is None else [self.src, self.update]
+        return [(read, self.conn_id)], [([self.dst], self.conn_id)]
 
     def on_kill(self) -> None:
         self._cancel.set()

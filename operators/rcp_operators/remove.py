@@ -15,13 +15,14 @@ from airflow.sdk import BaseOperator, Context
 
 from rcp_core.tools.remove.removal import RemoveSettings
 from rcp_operators.failures import airflow_errors
+from rcp_operators.lineage import Lineage, Sides
 from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.hooks.objectstorage import Operand, stores_of
 from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.options import globs, parse_time, whole_number
 
 
-class RcpRemoveOperator(BaseOperator):
+class RcpRemoveOperator(BaseOperator, Lineage):
     """Remove ``paths`` (files or whole trees) as ``rrm`` does.
 
     :param paths: a path or several, on the worker's storage, or URLs as ``rrm``
@@ -53,6 +54,7 @@ class RcpRemoveOperator(BaseOperator):
         "created_before",
     )
     ui_color = "#f9d7d7"
+    lineage_operation = "remove"
 
     def __init__(
         self,
@@ -119,7 +121,15 @@ class RcpRemoveOperator(BaseOperator):
             f"{summary['skipped']['files']:,}",
             summary["errors"],
         )
+        self.lineage_summary = summary
         return summary
+
+    def lineage_sides(self) -> tuple[Sides, Sides]:
+        """Nothing read; the trees removed from are written."""
+        given = self.paths
+        if isinstance(given, str) or not isinstance(given, Sequence):
+            given = [given]
+        return [], [(given, self.conn_id)]
 
     def on_kill(self) -> None:
         """Stop: every directory in flight is finished or left as it is."""

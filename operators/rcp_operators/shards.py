@@ -24,6 +24,7 @@ from airflow.sdk import BaseOperator, Context
 from rcp_core.errors import UsageError
 from rcp_core.schema import Front, settings_from
 from rcp_operators.failures import airflow_errors
+from rcp_operators.lineage import Lineage, Sides
 from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.options import verify_mode
 
@@ -32,7 +33,7 @@ MAX_SHARDS = 1024
 DEFAULT_SHARDS = 32
 
 
-class RcpPlanOperator(BaseOperator):
+class RcpPlanOperator(BaseOperator, Lineage):
     """Split ``src`` into at most ``shards`` balanced shards and write the plan.
 
     :param src: the tree to copy (on the workers' shared storage), or its URL (a
@@ -45,6 +46,7 @@ class RcpPlanOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = ("src", "manifest", "shards")
+    lineage_operation = "plan"
 
     def __init__(
         self,
@@ -71,8 +73,12 @@ class RcpPlanOperator(BaseOperator):
         )
         return descriptors
 
+    def lineage_sides(self) -> tuple[Sides, Sides]:
+        """The tree planned read; the plan written."""
+        return [([self.src], None)], [([self.manifest], None)]
 
-class RcpFinalizeOperator(BaseOperator):
+
+class RcpFinalizeOperator(BaseOperator, Lineage):
     """After every shard of a plan is copied: directory metadata, then verification.
 
     :param manifest: the plan the shards came from.
@@ -82,6 +88,7 @@ class RcpFinalizeOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = ("manifest", "dst")
+    lineage_operation = "finalize"
 
     def __init__(
         self,
@@ -105,6 +112,7 @@ class RcpFinalizeOperator(BaseOperator):
             settings = settings_from({"preserve": self.preserve}, Front.OPERATOR)
             done = hook.finalize(self.manifest, self.dst, settings)
             self.log.info("rcp: metadata of %d directories set", done["directories"])
+            self.lineage_summary = done
             if verify == "none":
                 return done
             result = hook.verify(
@@ -114,7 +122,12 @@ class RcpFinalizeOperator(BaseOperator):
                 preserve=settings.preserve,
             )
             self.log.info("rcp: verified (%s): the copy is the same", verify)
-            return {**done, "verify": result}
+            self.lineage_summary = {**done, "verify": result}
+            return self.lineage_summary
+
+    def lineage_sides(self) -> tuple[Sides, Sides]:
+        """The plan read; the destination (its directories' metadata) written."""
+        return [([self.manifest], None)], [([self.dst], None)]
 
 
 def _count(value: int | str) -> int:
