@@ -9,6 +9,7 @@ lists its modules. Imports go ``rcp_operators -> rcp_provider -> rcp_core``.
                        the one place that starts work
 ``triggers``           ``RcpJobTrigger``: a deferred task waiting for a service's job
 ``fs``                 the ``rcp://`` scheme of Airflow's ``ObjectStoragePath``
+``assets``             the ``rcp://`` scheme of Airflow's assets
 ``fsspec``             the fsspec filesystem ``rcp``, and copies to and from any store
 ``cli``                the command-line tools (``rcp``, ``rcpd``, ``rrm``, ``rcmp``, ...)
 ``options``            arguments written as text (operators', ``rrm``'s) -> engine values

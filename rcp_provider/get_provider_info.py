@@ -60,6 +60,16 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "filesystems": ["rcp_provider.fs.rcp"],
+        "asset-uris": [
+            {
+                "schemes": ["rcp"],
+                "handler": "rcp_provider.assets.rcp.sanitize_uri",
+                "factory": "rcp_provider.assets.rcp.create_asset",
+                "to_openlineage_converter": (
+                    "rcp_provider.assets.rcp.convert_asset_to_openlineage"
+                ),
+            }
+        ],
         "connection-types": [
             {
                 "connection-type": "rcp",

@@ -15,14 +15,14 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator, Context, ObjectStoragePath, conf
+from airflow.sdk import Asset, BaseOperator, Context, ObjectStoragePath, conf
 
 from rcp_core import CopySettings, Preserve
 from rcp_core.errors import UsageError
 from rcp_core.remote.outcome import job_summary
 from rcp_core.schema import Front, offered, settings_from
 from rcp_operators.failures import airflow_errors, failed_event
-from rcp_operators.lineage import Lineage, Sides
+from rcp_operators.lineage import Lineage, Sides, asset_uri
 from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.hooks.objectstorage import ConnectedStores, Operand, stores_of
 from rcp_provider.hooks.rcp import RcpHook
@@ -88,6 +88,14 @@ class RcpCopyOperator(BaseOperator, Lineage):
     :param manifest: a plan written by :class:`~rcp_operators.shards.RcpPlanOperator`;
         with ``shard``, copy that shard of it.
     :param shard: the shard's index in ``manifest``.
+    :param dst_asset: the destination as the task's outlet asset, so the copy's
+        success schedules the DAGs that consume it (``file:///path`` on the worker,
+        ``file://host/path`` over SSH, the URL of a store or of an
+        ``ObjectStoragePath``). ``None`` (default): where ``dst`` is known when the DAG
+        is parsed (not templated) and on the worker's side or a store (a service's
+        tree needs its connection: give ``outlets`` with
+        ``rcp_provider.assets.rcp.create_asset``), and ``outlets`` are not given;
+        ``True``: always, refused where it cannot be; ``False``: never.
     :param deferrable: for a copy that is one job of a service: submit it, free the
         worker slot, and resume when the service says it ended.
     :param poll_interval: seconds the triggerer waits on each question to the service.
@@ -135,6 +143,7 @@ class RcpCopyOperator(BaseOperator, Lineage):
         verify: str = "none",
         manifest: str | None = None,
         shard: int | None = None,
+        dst_asset: bool | None = None,
         deferrable: bool = conf.getboolean(
             "operators", "default_deferrable", fallback=False
         ),
@@ -172,6 +181,17 @@ class RcpCopyOperator(BaseOperator, Lineage):
         self.poll_interval = poll_interval
         self.progress_interval = progress_interval
         self._cancel = threading.Event()
+        if dst_asset is not False and not kwargs.get("outlets"):
+            uri = asset_uri(dst, dst_conn_id)
+            if uri is not None:
+                self.outlets = [Asset(uri)]
+            elif dst_asset:
+                raise UsageError(
+                    f"dst_asset: {dst!r} is templated or on a connection's place: "
+                    "give outlets (rcp_provider.assets.rcp.create_asset for a service)"
+                )
+        elif dst_asset and kwargs.get("outlets"):
+            raise UsageError("dst_asset=True and outlets: give one of them")
 
     def execute(self, context: Context) -> dict[str, Any]:
         with airflow_errors(f"copy {self._what()}"):

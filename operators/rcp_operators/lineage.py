@@ -17,7 +17,7 @@ a path on the worker             ``file://{the worker's host name}``    the abso
 a path on an ``rcpd serve``      ``rcp://{host}:{port}``                the path
 ``s3://bucket/key``              ``s3://bucket``                        ``key``
 ``gs://bucket/key``              ``gs://bucket``                        ``key``
-``rcp://host:port/path``         ``rcp://host:port``                    ``/path``
+``rcp://host[:port]/path``       ``rcp://host:port`` (port 7450 unsaid)  ``/path``
 any other ``scheme://authority`` ``scheme://authority``                 the path
 ================================ ====================================== ==============
 
@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from rcp_core.backends.operands import parse_operand, split_url
+from rcp_core.remote import SERVICE_PORT
 from rcp_provider.hooks.rcp import RcpHook
 
 if TYPE_CHECKING:
@@ -59,8 +60,10 @@ def dataset_name(operand: Any, conn_id: str | None) -> tuple[str, str]:
         parts = urlsplit(text)
         scheme = SCHEMES.get(parts.scheme, parts.scheme)
         netloc = parts.hostname or ""
-        if parts.port is not None:
-            netloc = f"{netloc}:{parts.port}"
+        if scheme == "rcp" and not netloc:  # rcp:///path: this host's tree
+            return dataset_name(parts.path, None)
+        if parts.port is not None or scheme == "rcp":
+            netloc = f"{netloc}:{parts.port or SERVICE_PORT}"
         path = parts.path.rstrip("/") or "/"
         if scheme in ("s3", "gs"):
             path = path.lstrip("/") or "/"
@@ -72,6 +75,26 @@ def dataset_name(operand: Any, conn_id: str | None) -> tuple[str, str]:
     if endpoint is not None:
         return f"rcp://{endpoint.host}:{endpoint.port}", _clean(text)
     return f"file://{socket.gethostname()}", _clean(os.path.abspath(text))
+
+
+def asset_uri(operand: Any, conn_id: str | None) -> str | None:
+    """The URI of the asset ``operand`` (on the side of connection ``conn_id``) is,
+    where it is known before the task runs: a path on the worker ``file:///path``
+    (Airflow's ``file`` assets), ``host:/path`` ``file://host/path``, a URL (an
+    ``ObjectStoragePath``'s without its connection) as it is; ``None`` for a
+    templated operand (known only when rendered) and for a path on a connection's
+    place (a service: which one is known only from the connection)."""
+    text = _url_of(operand)
+    if "{{" in text or "{%" in text:
+        return None
+    if split_url(text) is not None:
+        return text.rstrip("/") if urlsplit(text).path.strip("/") else text
+    if conn_id is not None:
+        return None
+    remote = parse_operand(text)
+    if remote is not None:
+        return f"file://{remote.host}{_clean(remote.path)}"
+    return f"file://{_clean(os.path.abspath(text))}"
 
 
 def _url_of(operand: Any) -> str:

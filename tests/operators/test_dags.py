@@ -71,6 +71,8 @@ def test_every_example_dag_imports_without_errors() -> None:
         "example_rcp_nightly_sync",
         "example_rcp_snapshot",
         "example_rcp_object_store",
+        "example_rcp_asset_producer",
+        "example_rcp_asset_consumer",
     }
 
 
