@@ -197,3 +197,37 @@ def test_every_console_script_runs_its_tool_through_the_launcher() -> None:
         ("rcp", "rcp-filegen", "rcpd", "rrm", "rcmp", "rlink"),
         "rcp_provider.cli.launch",
     )
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel ``pip wheel`` builds from this tree (the declared build backend)."""
+    out = tmp_path_factory.mktemp("wheel")
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    [found] = out.glob("airflow_provider_rcp-*.whl")
+    return found
+
+
+def test_the_wheel_is_typed_and_carries_its_licence(wheel: Path) -> None:
+    """Each package ships ``py.typed`` (PEP 561: its annotations are for its users'
+    type checkers); the LICENSE file is the declared MIT licence's."""
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        [metadata] = [n for n in names if n.endswith(".dist-info/METADATA")]
+        text = archive.read(metadata).decode()
+        [licence] = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        licence_text = archive.read(licence).decode()
+    for package in ("rcp_core", "rcp_operators", "rcp_provider"):
+        assert f"{package}/py.typed" in names
+    assert "License-Expression: MIT" in text
+    assert licence_text.startswith("MIT License")

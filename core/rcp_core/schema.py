@@ -192,10 +192,16 @@ def _choice(enum_type: type[enum.Enum]) -> Callable[[Any], Any]:
 
 
 def _dry_run(value: Any) -> DryRun | None:
-    if value is None or value is False or value == "":
+    """A level, from a level's name, or a flag (``True``: brief; ``False``, ``None``,
+    ``""``: none) or its text (a templated operator field renders ``True``)."""
+    if value is None or value == "":
         return None
+    if isinstance(value, str) and value.strip().lower() in _BOOLEANS:
+        value = _BOOLEANS[value.strip().lower()]
     if value is True:
         return DryRun.BRIEF
+    if value is False:
+        return None
     return _choice(DryRun)(value)  # type: ignore[no-any-return]
 
 

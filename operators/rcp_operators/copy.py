@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 class RcpCopyOperator(BaseOperator, Lineage):
     """Copy ``src`` to ``dst`` with ``rcp``'s rules, in parallel, keeping metadata.
 
+    Returns (to XCom) the run's JSON summary with ``src`` (a list) and ``dst`` as
+    given (a shard's: ``dst``; its sources are its plan's), and ``verify``'s result
+    when asked. ``existing``, ``delete``, ``preserve``, ``verify`` and ``dry_run``
+    are templated as the paths are (their text is parsed as ``rcp`` parses it).
+
     The copy's settings are the options of ``rcp`` under their one name
     (:mod:`rcp_core.schema`, the table every front-end is made from; ``rcp
     --help`` says what each does), parsed from Python values or their text.
@@ -107,6 +112,11 @@ class RcpCopyOperator(BaseOperator, Lineage):
         "dst",
         "src_conn_id",
         "dst_conn_id",
+        "existing",
+        "delete",
+        "preserve",
+        "verify",
+        "dry_run_level",
         "includes",
         "excludes",
         "filter_file",
@@ -358,8 +368,8 @@ class RcpCopyOperator(BaseOperator, Lineage):
             cancel=self._cancel,
         )
         self.log.info("rcp: shard %d: %s", self.shard, one_line(summary))
-        self.lineage_summary = summary
-        return summary
+        self.lineage_summary = {**summary, "dst": self.dst}
+        return self.lineage_summary
 
     def _finish(
         self,
@@ -372,8 +382,10 @@ class RcpCopyOperator(BaseOperator, Lineage):
         stores: ConnectedStores,
     ) -> dict[str, Any]:
         """Log the summary line, verify if asked (``scopes``: what the copy was
-        asked to copy, :meth:`_scopes`); the XCom value."""
+        asked to copy, :meth:`_scopes`); the XCom value: the summary, with the
+        operands as given (``src`` a list, ``dst``) and the verification's result."""
         self.log.info("rcp: %s", one_line(summary))
+        summary = {**summary, "src": sources, "dst": dst}
         self.lineage_summary = summary
         if scopes is None:
             return summary

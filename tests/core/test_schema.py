@@ -91,6 +91,24 @@ def test_lists_of_names_and_globs() -> None:
 
 
 @pytest.mark.parametrize(
+    ("given", "level"),
+    [
+        ("True", DryRun.BRIEF),
+        ("yes", DryRun.BRIEF),
+        ("False", None),
+        ("0", None),
+        ("all", DryRun.ALL),
+        ("", None),
+    ],
+)
+def test_a_dry_run_rendered_as_text_reads_as_its_flag_or_level(
+    given: str, level: DryRun | None
+) -> None:
+    """A templated operator field renders a boolean as ``True``/``False``."""
+    assert settings_from({"dry_run": given}, Front.OPERATOR).dry_run is level
+
+
+@pytest.mark.parametrize(
     ("values", "message"),
     [
         ({"max_workers": 0}, "max_workers=0: an integer >= 1"),

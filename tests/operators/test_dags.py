@@ -136,6 +136,37 @@ def test_the_nightly_sync_example_mirrors_deletions(
     assert not (tmp_path / "mirror" / "a" / "one").exists()
 
 
+def test_the_policy_fields_are_templated_and_the_xcom_names_the_operands(
+    tmp_path: Path,
+) -> None:
+    """``existing``, ``delete``, ``verify``, ``preserve`` and ``dry_run`` rendered
+    from the run's params (text, parsed as rcp parses it): a dry run changes
+    nothing; then an overwrite with delete mirrors the source and verifies it. The
+    XCom value names ``src`` and ``dst``."""
+    src = make_tree(tmp_path / "src", TREE)
+    dst = tmp_path / "dst"
+    (dst / "stale").mkdir(parents=True)
+    (dst / "stale" / "old").write_bytes(b"old")
+    conf: dict[str, Any] = {
+        "src": str(src),
+        "dst": str(dst),
+        "existing": "overwrite",
+        "delete": True,
+        "preserve": "all",
+        "verify": "checksum",
+        "dry_run": True,
+    }
+    dry = _xcom(_run("rcp_test_policy", conf, TEST_DAGS), "copy")
+    assert (dst / "stale" / "old").exists()
+    assert not (dst / "a").exists()
+    assert (dry["src"], dry["dst"]) == ([str(src)], str(dst))
+    assert "verify" not in dry
+    done = _xcom(_run("rcp_test_policy", {**conf, "dry_run": False}, TEST_DAGS), "copy")
+    assert not (dst / "stale").exists()
+    assert done["verify"]["same"] is True
+    assert (done["src"], done["dst"]) == ([str(src)], str(dst))
+
+
 def test_an_upstream_xcom_feeds_src_through_the_template(
     tmp_path: Path, tree_compare: TreeCompare
 ) -> None:
