@@ -33,6 +33,11 @@ if TYPE_CHECKING:
     from rcp_core.tools.verify.compare import Scope
 
 
+MAPPED_LABEL = "{{ 'shard %d' % task.shard if task.shard is not none else task.src }}"
+"""What Airflow's grid calls each copy of a mapped ``RcpCopyOperator`` (its
+``map_index_template``, unless one is given): ``shard N``, or its ``src``."""
+
+
 class RcpCopyOperator(BaseOperator, Lineage):
     """Copy ``src`` to ``dst`` with ``rcp``'s rules, in parallel, keeping metadata.
 
@@ -92,7 +97,9 @@ class RcpCopyOperator(BaseOperator, Lineage):
         on the worker's storage.
     :param manifest: a plan written by :class:`~rcp_operators.shards.RcpPlanOperator`;
         with ``shard``, copy that shard of it.
-    :param shard: the shard's index in ``manifest``.
+    :param shard: the shard's index in ``manifest``. Each copy of a mapped operator
+        is labelled in Airflow's grid by its shard (``shard N``) or its ``src``
+        (``map_index_template``, unless given).
     :param dst_asset: the destination as the task's outlet asset, so the copy's
         success schedules the DAGs that consume it (``file:///path`` on the worker,
         ``file://host/path`` over SSH, the URL of a store or of an
@@ -235,6 +242,13 @@ class RcpCopyOperator(BaseOperator, Lineage):
                 stores=stores,
             )
             return self._finish(summary, verify, sources, dst, source, scopes, stores)
+
+    @classmethod
+    def partial(cls, **kwargs: Any) -> Any:
+        """Airflow's ``partial``, each mapped copy labelled in the grid by its shard
+        or its source (:data:`MAPPED_LABEL`) unless ``map_index_template`` is given."""
+        kwargs.setdefault("map_index_template", MAPPED_LABEL)
+        return super().partial(**kwargs)
 
     def lineage_sides(self) -> tuple[Sides, Sides]:
         """The sources read (a shard's are its plan's: none named here) and the

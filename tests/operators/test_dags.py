@@ -121,6 +121,26 @@ def test_the_sharded_example_equals_a_single_copy(
     shards = _xcom(run, "plan")
     assert 1 < len(shards) <= 4
     assert _xcom(run, "finalize")["verify"]["same"] is True
+    assert _labels(run, "copy_shard") == [f"shard {i}" for i in range(len(shards))]
+
+
+def _labels(run: Any, task_id: str) -> list[str]:
+    """The grid's labels of a mapped task's instances (``rendered_map_index``)."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        rows = session.execute(
+            select(TaskInstance.rendered_map_index)
+            .where(
+                TaskInstance.dag_id == run.dag_id,
+                TaskInstance.run_id == run.run_id,
+                TaskInstance.task_id == task_id,
+            )
+            .order_by(TaskInstance.map_index)
+        ).all()
+    return [str(label) for (label,) in rows]
 
 
 def test_the_nightly_sync_example_mirrors_deletions(
