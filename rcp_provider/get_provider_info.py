@@ -47,6 +47,12 @@ def get_provider_info() -> dict[str, Any]:
                 ],
             }
         ],
+        "sensors": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": ["rcp_operators.sensors"],
+            }
+        ],
         "hooks": [
             {
                 "integration-name": INTEGRATION,

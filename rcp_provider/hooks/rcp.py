@@ -31,6 +31,7 @@ Connection fields are read when the hook first needs them; a wrong one is a
 
 from __future__ import annotations
 
+import os
 import resource
 import threading
 import time
@@ -46,10 +47,12 @@ from rcp_core import CopySettings, UsageError
 from rcp_core import copy as engine_copy
 from rcp_core.backends import routing
 from rcp_core.backends.routing import Engine, refuse_route
+from rcp_core.errors import RemoteFileNotFoundError
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.outcome import between_summary, job_summary
 from rcp_core.run.progress import Progress
 from rcp_core.run.summary import Resources, merge
+from rcp_provider import ports
 from rcp_provider.hooks.endpoint import Endpoint, endpoint_of, typed_extras
 from rcp_provider.hooks.objectstorage import ConnectedStores
 from rcp_provider.hooks.workerstorage import Report, WorkerStorage, relay
@@ -276,6 +279,31 @@ class RcpHook(WorkerStorage, BaseHook):
             if str(job.get("key", "")).startswith(stem) and job["state"] in ACTIVE:
                 return job
         return None
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` exists (a symlink counts, not followed) on this
+        connection's place: a service's tree (its ``lstat``), a store's URL (read
+        with this store connection's credentials, if it is one), or the worker's
+        storage (a path or a URL fsspec reaches).
+
+        :raises UsageError: a path outside a service's roots, or an operand no
+            backend reaches.
+        """
+        if self.endpoint is not None:
+            with self.client() as client:
+                try:
+                    client.stat(path)
+                except RemoteFileNotFoundError:
+                    return False
+                return True
+        given = routing.operand(path)
+        if given.storage is routing.Storage.LOCAL:
+            return os.path.lexists(given.path)
+        if self.store_conn_id is not None:
+            from airflow.sdk import ObjectStoragePath
+
+            return bool(ObjectStoragePath(path, conn_id=self.store_conn_id).exists())
+        return ports.port(given).stat("", follow=False) is not None
 
     def job(self, job_id: str) -> dict[str, Any]:
         with self.client() as client:
