@@ -120,6 +120,11 @@ class CopyFailedError(RcpError):
         self.stopped = stopped
 
 
+class StoppedError(RcpError):
+    """Work that makes one result at its end (a shard plan) was asked to stop (a
+    killed task) before it finished: nothing of it was written."""
+
+
 class VerificationError(RcpError):
     """A finished copy differs from its source (``rcp --verify``, Airflow's
     ``verify=``).

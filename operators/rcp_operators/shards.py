@@ -16,6 +16,7 @@ source's metadata once every shard is done, then verifies if asked.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,11 +61,14 @@ class RcpPlanOperator(BaseOperator, Lineage):
         self.src = src
         self.manifest = manifest
         self.shards = shards
+        self._cancel = threading.Event()
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
         with airflow_errors(f"plan {self.src}"):
             shards = _count(self.shards)
-            descriptors = RcpHook(None).plan(self.src, self.manifest, shards)
+            descriptors = RcpHook(None).plan(
+                self.src, self.manifest, shards, cancel=self._cancel
+            )
         self.log.info(
             "rcp: %s planned as %d shard(s) in %s",
             self.src,
@@ -76,6 +80,10 @@ class RcpPlanOperator(BaseOperator, Lineage):
     def lineage_sides(self) -> tuple[Sides, Sides]:
         """The tree planned read; the plan written."""
         return [([self.src], None)], [([self.manifest], None)]
+
+    def on_kill(self) -> None:
+        """Stop reading the tree: no plan is written."""
+        self._cancel.set()
 
 
 class RcpFinalizeOperator(BaseOperator, Lineage):
@@ -104,6 +112,7 @@ class RcpFinalizeOperator(BaseOperator, Lineage):
         self.dst = dst
         self.preserve = preserve
         self.verify = verify
+        self._cancel = threading.Event()
 
     def execute(self, context: Context) -> dict[str, Any]:
         with airflow_errors(f"finalize {self.dst}"):
@@ -120,6 +129,7 @@ class RcpFinalizeOperator(BaseOperator, Lineage):
                 self.dst,
                 checksum=verify == "checksum",
                 preserve=settings.preserve,
+                cancel=self._cancel,
             )
             self.log.info("rcp: verified (%s): the copy is the same", verify)
             self.lineage_summary = {**done, "verify": result}
@@ -128,6 +138,10 @@ class RcpFinalizeOperator(BaseOperator, Lineage):
     def lineage_sides(self) -> tuple[Sides, Sides]:
         """The plan read; the destination (its directories' metadata) written."""
         return [([self.manifest], None)], [([self.dst], None)]
+
+    def on_kill(self) -> None:
+        """Stop the verification (the directories' metadata is set quickly)."""
+        self._cancel.set()
 
 
 def _count(value: int | str) -> int:

@@ -37,15 +37,25 @@ class WorkerStorage:
         @property
         def endpoint(self) -> Endpoint | None: ...
 
-    def plan(self, src: str, manifest: str, shards: int) -> list[dict[str, Any]]:
+    def plan(
+        self,
+        src: str,
+        manifest: str,
+        shards: int,
+        *,
+        cancel: threading.Event | None = None,
+    ) -> list[dict[str, Any]]:
         """Split ``src`` (a path, or a URL: :func:`rcp_provider.ports.tree`) into at
         most ``shards`` balanced shards, write the plan to ``manifest`` (where every
         worker can read it); one ``{"manifest", "shard"}`` per shard: the arguments
-        of a mapped copy task."""
+        of a mapped copy task.
+
+        :raises StoppedError: ``cancel`` was set first (no manifest is written).
+        """
         from rcp_core.tools.shards.planner import plan_shards, write_manifest
 
         self._on_worker("a shard plan")
-        plan = plan_shards(tree(src), shards)
+        plan = plan_shards(tree(src), shards, cancel=cancel)
         write_manifest(plan, manifest)
         return [{"manifest": manifest, "shard": shard.index} for shard in plan.shards]
 

@@ -159,3 +159,38 @@ def test_a_url_store_is_planned_copied_by_shards_and_finalized(
     }
     assert got == files
     fs.rm(name, recursive=True)
+
+
+def test_a_killed_plan_stops_reading_and_writes_no_manifest(tmp_path: Path) -> None:
+    """``on_kill`` stops the plan's walk before its next directory: the task fails
+    at once (no retry) and no manifest is written."""
+    src = make_tree(
+        tmp_path / "src",
+        {f"d{i}/e{j}/f": File(b"x") for i in range(5) for j in range(5)},
+    )
+    manifest = tmp_path / "plan.json"
+    plan = RcpPlanOperator(
+        task_id="plan", src=str(src), manifest=str(manifest), shards=4
+    )
+    plan.on_kill()
+    with pytest.raises(AirflowFailException, match="stopped"):
+        plan.execute(context={})
+    assert not manifest.exists()
+
+
+def test_a_killed_finalize_does_not_call_its_copy_verified(tmp_path: Path) -> None:
+    """``on_kill`` stops the finalize's verification: a cancelled comparison is
+    never "the same"."""
+    src = make_tree(tmp_path / "src", {f"d{i}/f": File(b"x") for i in range(6)})
+    manifest, dst = tmp_path / "plan.json", tmp_path / "dst"
+    shards = RcpPlanOperator(
+        task_id="plan", src=str(src), manifest=str(manifest), shards=2
+    ).execute(context={})
+    for shard in shards:
+        RcpCopyOperator(task_id="copy", dst=str(dst), **shard).execute(context={})
+    finalize = RcpFinalizeOperator(
+        task_id="fin", manifest=str(manifest), dst=str(dst), verify="checksum"
+    )
+    finalize.on_kill()
+    with pytest.raises(AirflowFailException, match="cancelled"):
+        finalize.execute(context={})

@@ -48,6 +48,7 @@ import errno
 import heapq
 import math
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
@@ -55,7 +56,7 @@ from typing import Generic, Protocol, TypeVar
 from rcp_core.backends.port import EntryKind, Port
 from rcp_core.engine.context import log
 from rcp_core.engine.tree import DIR_FLAGS, joined
-from rcp_core.errors import UsageError
+from rcp_core.errors import StoppedError, UsageError
 from rcp_core.tools.shards.copier import copy_shard, finalize
 from rcp_core.tools.shards.manifest import (
     FILE_COST,
@@ -227,8 +228,12 @@ def _add(parent: _Node, child: _Node) -> None:
     parent.bytes += child.bytes
 
 
-def _walk(reader: _Reader[H], root: H, count: int) -> _Node:
+def _walk(
+    reader: _Reader[H], root: H, count: int, cancel: threading.Event | None
+) -> _Node:
     """The tree at ``root`` as a node whose heavy subtrees keep their children.
+
+    :raises StoppedError: ``cancel`` was set (checked before each directory).
 
     A directory is dropped to a leaf when it finishes no heavier than the *running*
     unit limit; the running total only grows, so such a directory is a unit under the
@@ -240,6 +245,8 @@ def _walk(reader: _Reader[H], root: H, count: int) -> _Node:
     try:
         while True:
             frame = stack[-1]
+            if cancel is not None and cancel.is_set():
+                raise StoppedError("the shard plan was stopped before it was made")
             if frame.subdirs:
                 name = frame.subdirs.pop()
                 rel = joined(frame.node.rel, name)
@@ -271,7 +278,9 @@ def _walk(reader: _Reader[H], root: H, count: int) -> _Node:
             reader.close(frame.handle)
 
 
-def _tree(source: str | os.PathLike[str] | Port, count: int) -> tuple[str, _Node]:
+def _tree(
+    source: str | os.PathLike[str] | Port, count: int, cancel: threading.Event | None
+) -> tuple[str, _Node]:
     """The source's root as a plan names it (an absolute path, a port's URL), and
     its tree (:func:`_walk`) read through descriptors or the port.
 
@@ -282,7 +291,7 @@ def _tree(source: str | os.PathLike[str] | Port, count: int) -> tuple[str, _Node
         entry = source.stat("")
         if entry is None or not entry.is_dir:
             raise UsageError(f"source {shown!r}: not a directory")
-        return shown, _walk(_Listings(source), "", count)
+        return shown, _walk(_Listings(source), "", count, cancel)
     absolute = os.path.abspath(os.fspath(source))
     if os.path.realpath(absolute) == "/":
         raise UsageError("refusing to shard '/' as a source")
@@ -290,10 +299,15 @@ def _tree(source: str | os.PathLike[str] | Port, count: int) -> tuple[str, _Node
         root_fd = os.open(absolute, DIR_FLAGS)
     except OSError as exc:
         raise UsageError(f"source {absolute!r}: {exc.strerror}") from exc
-    return absolute, _walk(_Descriptors(), root_fd, count)
+    return absolute, _walk(_Descriptors(), root_fd, count, cancel)
 
 
-def plan_shards(source: str | os.PathLike[str] | Port, count: int) -> ShardPlan:
+def plan_shards(
+    source: str | os.PathLike[str] | Port,
+    count: int,
+    *,
+    cancel: threading.Event | None = None,
+) -> ShardPlan:
     """Split the directory ``source`` into at most ``count`` balanced shards: a path
     of this host (walked through descriptors), or a backend port's tree (a URL
     store's, a service's, a site's: walked through its listings, the plan's root
@@ -305,10 +319,11 @@ def plan_shards(source: str | os.PathLike[str] | Port, count: int) -> ShardPlan:
 
     :raises UsageError: ``count`` outside 1..:data:`MAX_SHARDS`, the root not a
         readable directory, a port's root listing an unsafe name, or ``/``.
+    :raises StoppedError: ``cancel`` was set while the tree was read.
     """
     if isinstance(count, bool) or not 1 <= count <= MAX_SHARDS:
         raise UsageError(f"shard count {count!r} must be between 1 and {MAX_SHARDS}")
-    root, tree = _tree(source, count)
+    root, tree = _tree(source, count, cancel)
     limit = math.inf if count == 1 else UNIT_SHARE * tree.weight / count
     units: list[_Node] = []
     parents = [""]
