@@ -22,10 +22,11 @@ from rcp_core.errors import UsageError
 from rcp_core.remote.outcome import job_summary
 from rcp_core.schema import Front, offered, settings_from
 from rcp_operators.failures import airflow_errors, failed_event
-from rcp_operators.lineage import Lineage, Sides, asset_uri
+from rcp_operators.lineage import Lineage, Sides
 from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.hooks.objectstorage import ConnectedStores, Operand, stores_of
 from rcp_provider.hooks.rcp import RcpHook
+from rcp_provider.lineage import asset_uri
 from rcp_provider.options import verify_mode
 from rcp_provider.triggers.rcp import POLL_INTERVAL, RcpJobTrigger
 

@@ -56,6 +56,7 @@ from rcp_provider import ports
 from rcp_provider.hooks.endpoint import Endpoint, endpoint_of, typed_extras
 from rcp_provider.hooks.objectstorage import ConnectedStores
 from rcp_provider.hooks.workerstorage import Report, WorkerStorage, relay
+from rcp_provider.lineage import collect
 from rcp_provider.ports import copy_store
 
 ACTIVE = frozenset({"queued", "running"})
@@ -138,6 +139,39 @@ class RcpHook(WorkerStorage, BaseHook):
     # -- copies ----------------------------------------------------------------------
 
     def copy(
+        self,
+        sources: Sequence[str],
+        destination: str,
+        settings: CopySettings,
+        *,
+        to: RcpHook | None = None,
+        key: str | None = None,
+        on_progress: Report | None = None,
+        cancel: threading.Event | None = None,
+        stores: ConnectedStores | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`_copy`, and Airflow's hook lineage told of the trees it read and
+        wrote (:func:`rcp_provider.lineage.collect`) once it copied them."""
+        summary = self._copy(
+            sources,
+            destination,
+            settings,
+            to=to,
+            key=key,
+            on_progress=on_progress,
+            cancel=cancel,
+            stores=stores,
+        )
+        if settings.dry_run is None:
+            there = (to or self).endpoint
+            collect(
+                self,
+                [(source, self.endpoint) for source in sources],
+                [(destination, there)],
+            )
+        return summary
+
+    def _copy(
         self,
         sources: Sequence[str],
         destination: str,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from rcp_core import CompareAttr, CopySettings, Preserve, UsageError
 from rcp_core.backends.routing import operand
 from rcp_core.run.progress import Progress
+from rcp_provider.lineage import collect
 from rcp_provider.ports import port, remove, tree
 
 if TYPE_CHECKING:
@@ -127,13 +128,16 @@ class WorkerStorage:
         :raises CopyFailedError: something selected could not be removed.
         """
         self._on_worker("removal")
-        return remove(
+        summary = remove(
             paths,
             settings,
             on_progress=relay(on_progress),
             cancel=cancel,
             plugins=[stores] if stores else (),
         ).as_dict()
+        if not settings.dry_run:
+            collect(self, [], [(path, None) for path in paths])
+        return summary
 
     def compare(
         self,
@@ -154,7 +158,9 @@ class WorkerStorage:
         self._on_worker("comparison")
         ports = _ports_of([src], dst, stores)
         a, b = (src, dst) if ports is None else (ports(src), ports(dst))
-        return compare(a, b, checksum=checksum, attrs=attrs, cancel=cancel).as_dict()
+        result = compare(a, b, checksum=checksum, attrs=attrs, cancel=cancel).as_dict()
+        collect(self, [(src, None), (dst, None)], [])
+        return result
 
     def verify(
         self,

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from rcp_operators.lineage import dataset_name, run_facet
+from rcp_operators.lineage import run_facet
+from rcp_provider.lineage import dataset_name
 from support.airflow import airflow, connection_env
 
 pytestmark = pytest.mark.usefixtures("airflow_db")
@@ -123,6 +124,13 @@ def test_each_task_reports_what_it_read_and_wrote(
     assert _names(remove["outputs"]) == [path("snap")]
     assert remove["run"]["facets"]["rcp"]["operation"] == "remove"
     assert not os.path.exists(root / "snap")
+    # The hook's own lineage (Airflow's hook lineage collector, an Airflow file
+    # asset named as OpenLineage names it: namespace "file"). Under ``dags test``
+    # every task runs in one process, whose collector also kept the earlier tasks'
+    # hook calls: the tree only this task wrote shows it is this task's.
+    by_hook = by_task["hook_copy"]["COMPLETE"]
+    assert ("file", str(root / "src")) in _names(by_hook["inputs"]), by_hook
+    assert ("file", str(root / "by-hook")) in _names(by_hook["outputs"]), by_hook
 
 
 def test_a_plan_and_a_finalize_name_what_they_read_and_write() -> None:

@@ -12,12 +12,12 @@ from airflow.sdk import Asset, ObjectStoragePath
 
 from rcp_core.errors import UsageError
 from rcp_operators.copy import RcpCopyOperator
-from rcp_operators.lineage import dataset_name
 from rcp_provider.assets.rcp import (
     convert_asset_to_openlineage,
     create_asset,
     sanitize_uri,
 )
+from rcp_provider.lineage import dataset_name
 
 
 @pytest.mark.parametrize(

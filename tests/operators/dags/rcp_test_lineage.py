@@ -1,11 +1,12 @@
-"""A test DAG: each kind of rcp operator on the worker's storage, for the lineage
-its tasks report (tests/operators/test_lineage.py)."""
+"""A test DAG: each kind of rcp operator on the worker's storage, and a task that
+calls the hook, for the lineage its tasks report (tests/operators/test_lineage.py)."""
 
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
-from airflow.sdk import DAG, Param
+from airflow.sdk import DAG, Param, task
 
 from rcp_operators.compare import RcpCompareOperator
 from rcp_operators.copy import RcpCopyOperator
@@ -32,4 +33,15 @@ with DAG(
         task_id="link", src="{{ params.root }}/copy", dst="{{ params.root }}/snap"
     )
     remove = RcpRemoveOperator(task_id="remove", paths="{{ params.root }}/snap")
-    copy >> compare >> link >> remove
+
+    @task
+    def hook_copy(params: dict[str, Any] | None = None) -> None:
+        """A task that calls the hook itself: its lineage is the hook's."""
+        from rcp_core import CopySettings
+        from rcp_provider.hooks.rcp import RcpHook
+
+        assert params is not None
+        root = params["root"]
+        RcpHook(None).copy([f"{root}/src"], f"{root}/by-hook", CopySettings())
+
+    copy >> compare >> link >> remove >> hook_copy()
