@@ -150,45 +150,14 @@ class RcpHook(WorkerStorage, BaseHook):
         cancel: threading.Event | None = None,
         stores: ConnectedStores | None = None,
     ) -> dict[str, Any]:
-        """:meth:`_copy`, and Airflow's hook lineage told of the trees it read and
-        wrote (:func:`rcp_provider.lineage.collect`) once it copied them."""
-        summary = self._copy(
-            sources,
-            destination,
-            settings,
-            to=to,
-            key=key,
-            on_progress=on_progress,
-            cancel=cancel,
-            stores=stores,
-        )
-        if settings.dry_run is None:
-            there = (to or self).endpoint
-            collect(
-                self,
-                [(source, self.endpoint) for source in sources],
-                [(destination, there)],
-            )
-        return summary
-
-    def _copy(
-        self,
-        sources: Sequence[str],
-        destination: str,
-        settings: CopySettings,
-        *,
-        to: RcpHook | None = None,
-        key: str | None = None,
-        on_progress: Report | None = None,
-        cancel: threading.Event | None = None,
-        stores: ConnectedStores | None = None,
-    ) -> dict[str, Any]:
         """Copy ``sources`` (here) to ``destination`` (at ``to``, by default here)
         by ``rcp``'s operand rules; the run's JSON summary. On the worker, a URL
         operand is copied through the generic engine
         (:func:`rcp_provider.ports.copy_store`), reached through its store
         connection where ``stores`` has one for it
-        (:func:`rcp_provider.hooks.objectstorage.stores_of`).
+        (:func:`rcp_provider.hooks.objectstorage.stores_of`). Once it copied them,
+        Airflow's hook lineage is told of the trees it read and wrote
+        (:func:`rcp_provider.lineage.collect`; not for a dry run).
 
         Every way of copying ends by the engine's rule
         (:mod:`rcp_core.remote.outcome`): the summary when nothing failed, else
@@ -209,35 +178,41 @@ class RcpHook(WorkerStorage, BaseHook):
                 "a store connection's URLs are copied on the worker: the other side "
                 "must be the worker's storage or a store connection, not a service"
             )
+        summary: dict[str, Any]
         if here is None and there is None:
             if settings.max_workers is None and self.max_workers is not None:
                 settings = replace(settings, max_workers=self.max_workers)
             route = routing.route([*sources, destination])
             if route.engine is Engine.STORE:
                 refuse_route(route)
-                return copy_store(
+                summary = copy_store(
                     route,
                     settings,
                     on_progress=relay(on_progress),
                     cancel=cancel,
                     plugins=[stores] if stores else (),
                 ).as_dict()
-            summary = engine_copy(
-                list(sources),
-                destination,
-                settings,
-                on_progress=relay(on_progress),
-                cancel=cancel,
-            )
-            return summary.as_dict()
-        if here == there:
+            else:
+                summary = engine_copy(
+                    list(sources),
+                    destination,
+                    settings,
+                    on_progress=relay(on_progress),
+                    cancel=cancel,
+                ).as_dict()
+        elif here == there:
             assert here is not None
             with here.client() as client:
                 job = self.find(key, client=client) if key else None
                 if job is None:
                     job = client.submit(sources, destination, settings, key=key)
-                return job_summary(self.wait(job, client, on_progress, cancel))
-        return self._between(sources, destination, settings, to, on_progress)
+                summary = job_summary(self.wait(job, client, on_progress, cancel))
+        else:
+            summary = self._between(sources, destination, settings, to, on_progress)
+        if settings.dry_run is None:
+            read = [(source, here) for source in sources]
+            collect(self, read, [(destination, there)])
+        return summary
 
     def _between(
         self,
