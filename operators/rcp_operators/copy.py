@@ -15,18 +15,17 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import Asset, BaseOperator, Context, ObjectStoragePath, conf
+from airflow.sdk import BaseOperator, Context, ObjectStoragePath, conf
 
 from rcp_core import CopySettings, Preserve
 from rcp_core.errors import UsageError
 from rcp_core.remote.outcome import job_summary
 from rcp_core.schema import Front, offered, settings_from
 from rcp_operators.failures import airflow_errors, failed_event
-from rcp_operators.lineage import Lineage, Sides
+from rcp_operators.lineage import Lineage, Sides, destination_outlet
 from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.hooks.objectstorage import ConnectedStores, Operand, stores_of
 from rcp_provider.hooks.rcp import RcpHook
-from rcp_provider.lineage import asset_uri
 from rcp_provider.options import verify_mode
 from rcp_provider.triggers.rcp import POLL_INTERVAL, RcpJobTrigger
 
@@ -108,7 +107,8 @@ class RcpCopyOperator(BaseOperator, Lineage):
         is parsed (not templated) and on the worker's side or a store (a service's
         tree needs its connection: give ``outlets`` with
         ``rcp_provider.assets.rcp.create_asset``), and ``outlets`` are not given;
-        ``True``: always, refused where it cannot be; ``False``: never.
+        ``True``: always, refused where it cannot be; ``False``: never. A shard's
+        copy declares none (it is not the whole destination: the finalize is).
     :param deferrable: for a copy that is one job of a service: submit it, free the
         worker slot, and resume when the service says it ended.
     :param poll_interval: seconds the triggerer waits on each question to the service.
@@ -199,17 +199,13 @@ class RcpCopyOperator(BaseOperator, Lineage):
         self.poll_interval = poll_interval
         self.progress_interval = progress_interval
         self._cancel = threading.Event()
-        if dst_asset is not False and not kwargs.get("outlets"):
-            uri = asset_uri(dst, dst_conn_id)
-            if uri is not None:
-                self.outlets = [Asset(uri)]
-            elif dst_asset:
-                raise UsageError(
-                    f"dst_asset: {dst!r} is templated or on a connection's place: "
-                    "give outlets (rcp_provider.assets.rcp.create_asset for a service)"
-                )
-        elif dst_asset and kwargs.get("outlets"):
-            raise UsageError("dst_asset=True and outlets: give one of them")
+        if manifest is None:
+            destination_outlet(self, dst, dst_conn_id, dst_asset, kwargs.get("outlets"))
+        elif dst_asset:
+            raise UsageError(
+                "dst_asset: a shard's copy is not the whole destination "
+                "(RcpFinalizeOperator declares it)"
+            )
 
     def execute(self, context: Context) -> dict[str, Any]:
         with airflow_errors(f"copy {self._what()}"):

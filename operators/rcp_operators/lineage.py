@@ -18,7 +18,8 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rcp_provider.lineage import datasets
+from rcp_core.errors import UsageError
+from rcp_provider.lineage import asset_uri, datasets
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
@@ -73,6 +74,34 @@ def run_facet(operation: str, summary: dict[str, Any]) -> Any:
         errors=int(summary.get("errors", summary.get("differences_total", 0))),
         verified=verified,
     )
+
+
+def destination_outlet(
+    operator: Any, dst: Any, conn_id: str | None, dst_asset: bool | None, given: Any
+) -> None:
+    """Declare ``dst`` (on the side of ``conn_id``) as ``operator``'s outlet asset
+    where :func:`~rcp_provider.lineage.asset_uri` knows it when the DAG is parsed,
+    as ``dst_asset`` asks (``None``: where known and no ``outlets`` are ``given``;
+    ``True``: always; ``False``: never).
+
+    :raises UsageError: ``True`` where it is not known, or beside ``outlets``.
+    """
+    if dst_asset is False:
+        return
+    if given:
+        if dst_asset:
+            raise UsageError("dst_asset=True and outlets: give one of them")
+        return
+    uri = asset_uri(dst, conn_id)
+    if uri is not None:
+        from airflow.sdk import Asset
+
+        operator.outlets = [Asset(uri)]
+    elif dst_asset:
+        raise UsageError(
+            f"dst_asset: {dst!r} is templated or on a connection's place: give "
+            "outlets (rcp_provider.assets.rcp.create_asset for a service)"
+        )
 
 
 class Lineage:

@@ -25,7 +25,7 @@ from airflow.sdk import BaseOperator, Context
 from rcp_core.errors import UsageError
 from rcp_core.schema import Front, settings_from
 from rcp_operators.failures import airflow_errors
-from rcp_operators.lineage import Lineage, Sides
+from rcp_operators.lineage import Lineage, Sides, destination_outlet
 from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.options import verify_mode
 
@@ -93,6 +93,8 @@ class RcpFinalizeOperator(BaseOperator, Lineage):
     :param dst: the destination the shards were copied to.
     :param preserve: as the copies' (``default``: mode and times).
     :param verify: ``none``, ``metadata`` or ``checksum``; a difference fails the task.
+    :param dst_asset: the destination as the task's outlet asset (the sharded copy
+        is whole once this task succeeds), as ``RcpCopyOperator``'s ``dst_asset``.
     """
 
     template_fields: Sequence[str] = ("manifest", "dst")
@@ -105,9 +107,11 @@ class RcpFinalizeOperator(BaseOperator, Lineage):
         dst: str,
         preserve: str = "default",
         verify: str = "none",
+        dst_asset: bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        destination_outlet(self, dst, None, dst_asset, kwargs.get("outlets"))
         self.manifest = manifest
         self.dst = dst
         self.preserve = preserve

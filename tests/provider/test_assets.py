@@ -12,6 +12,7 @@ from airflow.sdk import Asset, ObjectStoragePath
 
 from rcp_core.errors import UsageError
 from rcp_operators.copy import RcpCopyOperator
+from rcp_operators.shards import RcpFinalizeOperator
 from rcp_provider.assets.rcp import (
     convert_asset_to_openlineage,
     create_asset,
@@ -81,3 +82,20 @@ def test_a_destination_unknown_at_parse_time_has_no_outlet_unless_asked() -> Non
         _outlets(dst="{{ params.dst }}", dst_asset=True)
     with pytest.raises(UsageError, match="give one of them"):
         _outlets(dst="/data/out", dst_asset=True, outlets=[mine])
+
+
+def test_a_shard_copy_declares_no_outlet_and_the_finalize_does() -> None:
+    """A shard's success is not the whole destination: only the finalize, which
+    runs after every shard, declares it (a consumer is not scheduled on a part)."""
+    shard = RcpCopyOperator(task_id="s", dst="/data/out", manifest="/m.json", shard=0)
+    assert shard.outlets == []
+    with pytest.raises(UsageError, match="not the whole destination"):
+        RcpCopyOperator(
+            task_id="s", dst="/data/out", manifest="/m.json", shard=0, dst_asset=True
+        )
+    finalize = RcpFinalizeOperator(task_id="f", manifest="/m.json", dst="/data/out/")
+    assert [outlet.uri for outlet in finalize.outlets] == ["file:///data/out"]
+    off = RcpFinalizeOperator(
+        task_id="f", manifest="/m.json", dst="/data/out", dst_asset=False
+    )
+    assert off.outlets == []
