@@ -31,7 +31,7 @@ import os
 import socket
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from rcp_core.backends.operands import parse_operand, split_url
 from rcp_core.remote import SERVICE_PORT
@@ -53,11 +53,9 @@ def dataset_name(operand: Any, conn_id: str | None) -> tuple[str, str]:
     if split_url(text) is not None:
         parts = urlsplit(text)
         scheme = SCHEMES.get(parts.scheme, parts.scheme)
-        netloc = parts.hostname or ""
-        if scheme == "rcp" and not netloc:  # rcp:///path: this host's tree
+        if scheme == "rcp" and not parts.hostname:  # rcp:///path: this host's tree
             return dataset_name(parts.path, None)
-        if parts.port is not None or scheme == "rcp":
-            netloc = f"{netloc}:{parts.port or SERVICE_PORT}"
+        netloc = _authority(parts, SERVICE_PORT if scheme == "rcp" else None)
         path = parts.path.rstrip("/") or "/"
         if scheme in ("s3", "gs"):
             path = path.lstrip("/") or "/"
@@ -84,13 +82,26 @@ def asset_uri(operand: Any, conn_id: str | None) -> str | None:
     if "{{" in text or "{%" in text:
         return None
     if split_url(text) is not None:
-        return text.rstrip("/") if urlsplit(text).path.strip("/") else text
+        parts = urlsplit(text)
+        path = parts.path.rstrip("/") if parts.path.strip("/") else parts.path
+        clean = parts._replace(netloc=_authority(parts, None), path=path)
+        return clean.geturl()
     if conn_id is not None:
         return None
     remote = parse_operand(text)
     if remote is not None:
         return f"file://{remote.host}{_clean(remote.path)}"
     return f"file://{_clean(os.path.abspath(text))}"
+
+
+def _authority(parts: SplitResult, default_port: int | None) -> str:
+    """A URL's host and port (``default_port`` where it has none), never its user
+    or password."""
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port or default_port
+    return host if port is None else f"{host}:{port}"
 
 
 def _url_of(operand: Any) -> str:

@@ -34,6 +34,8 @@ HOST = socket.gethostname()
         ("gcs://bkt", "gs://bkt", "/"),
         ("rcp://store.example:7000/data", "rcp://store.example:7000", "/data"),
         ("memory://x/y", "memory://x", "/y"),
+        ("s3://key:secret@bkt/p", "s3://bkt", "p"),
+        ("rcp://user:token@[::1]/d", "rcp://[::1]:7450", "/d"),
     ],
 )
 def test_an_operand_is_named_as_the_naming_spec_names_it(

@@ -70,6 +70,10 @@ def test_a_copy_declares_its_destination_as_its_outlet(
     assert _outlets(dst="h2:/srv/x") == ["file://h2/srv/x"]
     assert _outlets(dst="s3://bkt/p/", dst_conn_id="aws_default") == ["s3://bkt/p"]
     assert _outlets(dst=ObjectStoragePath("s3://aws_default@bkt/p")) == ["s3://bkt/p"]
+    assert _outlets(dst="s3://key:secret@bkt/p") == ["s3://bkt/p"]  # no credentials
+    assert _outlets(dst="rcp://u:token@store.example/d") == [
+        "rcp://store.example:7450/d"
+    ]
 
 
 def test_a_destination_unknown_at_parse_time_has_no_outlet_unless_asked() -> None:
