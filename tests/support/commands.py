@@ -85,6 +85,11 @@ COMMANDS = frozenset(
         "node",
         # matplotlib (the benchmark harness's plots) lists the fonts once per user
         "fc-list",
+        # redis-server: the Celery broker of the distributed run (tests/operators/test_celery.py)
+        "redis-server",
+        # chromium and its WebDriver: the browser tests (tests/operators/test_connection_form.py)
+        "chromium",
+        "chromedriver",
     }
 )
 """Every external program the tests start (see the module docstring)."""
