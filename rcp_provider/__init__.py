@@ -13,6 +13,8 @@ lists its modules. Imports go ``rcp_operators -> rcp_provider -> rcp_core``.
 ``fsspec``             the fsspec filesystem ``rcp``, and copies to and from any store
 ``cli``                the command-line tools (``rcp``, ``rcpd``, ``rrm``, ``rcmp``, ...)
 ``options``            arguments written as text (operators', ``rrm``'s) -> engine values
+``progress``           a copy's progress as throttled lines of a task log (operators,
+                       and the trigger while a task is deferred)
 ``lineage``            trees as OpenLineage datasets and Airflow assets; the hook's
                        lineage
 ``ports``              operands as backend ports (paths, services, URL stores, sites),

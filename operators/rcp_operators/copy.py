@@ -19,14 +19,14 @@ from airflow.sdk import BaseOperator, Context, ObjectStoragePath, conf
 
 from rcp_core import CopySettings, Preserve
 from rcp_core.errors import UsageError
-from rcp_core.remote.outcome import job_summary
+from rcp_core.remote.outcome import job_summary, roles_summary
 from rcp_core.schema import Front, offered, settings_from
 from rcp_operators.failures import airflow_errors, failed_event
 from rcp_operators.lineage import Lineage, Sides, destination_outlet
-from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.hooks.objectstorage import ConnectedStores, Operand, stores_of
 from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.options import verify_mode
+from rcp_provider.progress import INTERVAL, ProgressLog
 from rcp_provider.triggers.rcp import POLL_INTERVAL, RcpJobTrigger
 
 if TYPE_CHECKING:
@@ -109,8 +109,11 @@ class RcpCopyOperator(BaseOperator, Lineage):
         ``rcp_provider.assets.rcp.create_asset``), and ``outlets`` are not given;
         ``True``: always, refused where it cannot be; ``False``: never. A shard's
         copy declares none (it is not the whole destination: the finalize is).
-    :param deferrable: for a copy that is one job of a service: submit it, free the
-        worker slot, and resume when the service says it ended.
+    :param deferrable: for a copy that runs outside the worker (``src_conn_id`` and
+        ``dst_conn_id`` name services: one service's copy job, or two services'
+        send and receive jobs): start it, free the worker slot, and resume when the
+        services say it ended. Killing the deferred task cancels the jobs; the
+        task log shows the copy's progress while it waits.
     :param poll_interval: seconds the triggerer waits on each question to the service.
     :param progress_interval: seconds between progress lines in the task log.
     """
@@ -295,8 +298,11 @@ class RcpCopyOperator(BaseOperator, Lineage):
             raise failed_event(event)
         with airflow_errors(f"copy {self._what()}"):
             source = RcpHook(self.src_conn_id)
+            sender_view = event.get("sender_view")
             return self._finish(
-                job_summary(event["view"]),
+                job_summary(event["view"])
+                if sender_view is None
+                else roles_summary(sender_view, event["view"]).as_dict(),
                 "none",
                 [str(s) for s in self._sources()],
                 str(self.dst),
@@ -332,23 +338,44 @@ class RcpCopyOperator(BaseOperator, Lineage):
         key: str | None,
         verify: str,
     ) -> dict[str, Any]:
-        if source.endpoint is None or not source.same_place(target):
+        if source.endpoint is None or target.endpoint is None:
             raise UsageError(
-                "deferrable=True needs src and dst on one rcpd serve service "
-                "(src_conn_id and dst_conn_id naming it): only then does the copy run "
-                "outside the worker"
+                "deferrable=True needs src and dst on rcpd serve services "
+                "(src_conn_id and dst_conn_id naming them): only then does the copy "
+                "run outside the worker"
             )
         if verify != "none":
             raise UsageError("verify needs both trees on the worker's storage")
         assert self.src_conn_id is not None
-        job = source.submit(sources, dst, settings, key=key or _random_key())
-        self.log.info(
-            "rcp: job %s on %s is %s", job["job"], self.src_conn_id, job["state"]
-        )
-        self.defer(
-            trigger=RcpJobTrigger(self.src_conn_id, job["job"], self.poll_interval),
-            method_name="execute_complete",
-        )
+        assert self.dst_conn_id is not None
+        if source.same_place(target):
+            job = source.submit(sources, dst, settings, key=key or _random_key())
+            self.log.info(
+                "rcp: job %s on %s is %s", job["job"], self.src_conn_id, job["state"]
+            )
+            trigger = RcpJobTrigger(
+                self.src_conn_id,
+                job["job"],
+                self.poll_interval,
+                self.progress_interval,
+            )
+        else:
+            sent, received = source.start_between(sources, dst, settings, to=target)
+            self.log.info(
+                "rcp: send job %s on %s, receive job %s on %s",
+                sent["job"],
+                self.src_conn_id,
+                received["job"],
+                self.dst_conn_id,
+            )
+            trigger = RcpJobTrigger(
+                self.dst_conn_id,
+                received["job"],
+                self.poll_interval,
+                self.progress_interval,
+                sender=(self.src_conn_id, sent["job"]),
+            )
+        self.defer(trigger=trigger, method_name="execute_complete")
 
     def _shard(
         self, source: RcpHook, target: RcpHook, settings: CopySettings, verify: str

@@ -18,8 +18,8 @@ from rcp_core.schema import Front, settings_from
 from rcp_core.settings import CompareAttr
 from rcp_operators.failures import airflow_errors
 from rcp_operators.lineage import Lineage, Sides
-from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.hooks.rcp import RcpHook
+from rcp_provider.progress import INTERVAL, ProgressLog
 
 
 class RcpLinkOperator(BaseOperator, Lineage):

@@ -16,10 +16,10 @@ from airflow.sdk import BaseOperator, Context
 from rcp_core.tools.remove.removal import RemoveSettings
 from rcp_operators.failures import airflow_errors
 from rcp_operators.lineage import Lineage, Sides
-from rcp_operators.progress import INTERVAL, ProgressLog
 from rcp_provider.hooks.objectstorage import Operand, stores_of
 from rcp_provider.hooks.rcp import RcpHook
 from rcp_provider.options import globs, parse_time, whole_number
+from rcp_provider.progress import INTERVAL, ProgressLog
 
 
 class RcpRemoveOperator(BaseOperator, Lineage):

@@ -47,7 +47,7 @@ from rcp_core import CopySettings, UsageError
 from rcp_core import copy as engine_copy
 from rcp_core.backends import routing
 from rcp_core.backends.routing import Engine, refuse_route
-from rcp_core.errors import RemoteFileNotFoundError
+from rcp_core.errors import RemoteError, RemoteFileNotFoundError
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.outcome import between_summary, job_summary
 from rcp_core.run.progress import Progress
@@ -62,6 +62,10 @@ from rcp_provider.ports import copy_store
 ACTIVE = frozenset({"queued", "running"})
 POLL = 2.0
 """Seconds a blocking wait for a service's job asks the service to hold each answer."""
+TOKEN_REFUSED = " gave up: authentication failed"
+"""How a client's error ends when the service refused its token: the reason the
+service sends (:meth:`rcp_core.remote.connection.Connection.greet`), raised as a
+:class:`~rcp_core.errors.RemoteError`."""
 
 
 class RcpHook(WorkerStorage, BaseHook):
@@ -247,6 +251,35 @@ class RcpHook(WorkerStorage, BaseHook):
         resources = Resources.since(started, usage)
         return between_summary(source, received, resources).as_dict()
 
+    def start_between(
+        self,
+        sources: Sequence[str],
+        destination: str,
+        settings: CopySettings,
+        *,
+        to: RcpHook,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Start a copy from this connection's service to ``to``'s and return at
+        once: the send job and the receive job
+        (:func:`rcp_core.remote.servicemaster.start_between`), which go on without
+        this process.
+
+        :raises UsageError: either side is not a service, they are one service (a
+            copy job of its own: :meth:`submit`), bad operands or a refused path.
+        """
+        from rcp_core.remote.servicemaster import start_between
+
+        if self.endpoint is None or to.endpoint is None or self.same_place(to):
+            raise UsageError("start_between needs two different services")
+        with self.endpoint.client() as here, to.endpoint.client() as there:
+            return start_between(
+                sources,
+                destination,
+                settings,
+                source_service=here,
+                destination_service=there,
+            )
+
     # -- jobs of a service -----------------------------------------------------------
 
     def client(self) -> ServiceClient:
@@ -343,20 +376,28 @@ class RcpHook(WorkerStorage, BaseHook):
         return job
 
     def test_connection(self) -> tuple[bool, str]:
-        """What the UI's Test button shows."""
+        """What the UI's Test button shows: the service answered, or why not (a
+        refused token in words that say which field to correct)."""
         try:
             endpoint = self.endpoint
-            if endpoint is None:
-                return True, "copies run on the worker's own storage"
+        except Exception as exc:  # noqa: BLE001 - the UI shows any failure's message
+            return False, f"{type(exc).__name__}: {exc}"
+        if endpoint is None:
+            return True, "copies run on the worker's own storage"
+        service = f"rcpd serve at {endpoint.host}:{endpoint.port}"
+        try:
             with endpoint.client() as client:
                 jobs = client.jobs()
         except Exception as exc:  # noqa: BLE001 - the UI shows any failure's message
+            if isinstance(exc, RemoteError) and str(exc).endswith(TOKEN_REFUSED):
+                return False, (
+                    f"{service} refused the token (authentication failed): the "
+                    "connection's password must be the service's token "
+                    "(rcpd serve --token-file)"
+                )
             return False, f"{type(exc).__name__}: {exc}"
         running = sum(job["state"] in ACTIVE for job in jobs)
-        return True, (
-            f"rcpd serve at {endpoint.host}:{endpoint.port} answered "
-            f"({running} job(s) queued or running)"
-        )
+        return True, f"{service} answered ({running} job(s) queued or running)"
 
 
 def _relay_counts(

@@ -249,6 +249,37 @@ def test_deferrable_submits_one_job_and_a_retry_defers_on_the_same_job(
     assert [job["job"] for job in jobs] == [first.job_id]
 
 
+def test_a_copy_between_two_services_defers_on_both_jobs_and_resumes_with_the_copy(
+    rcp_places: dict[str, Place], tree_compare: TreeCompare
+) -> None:
+    """Host to host, deferred: the worker starts the send and receive jobs and frees
+    its slot; the trigger waits for both; the resumed task's summary is the copy's
+    (the destination's counts), and the tree arrived whole."""
+    source_id, source_parent, _ = rcp_places["service"]
+    destination_id, _, destination_parent = rcp_places["other"]
+    src = make_tree(source_parent / "tree", TREE)
+    op = RcpCopyOperator(
+        task_id="copy",
+        src=str(src),
+        dst=str(destination_parent / "tree"),
+        src_conn_id=source_id,
+        dst_conn_id=destination_id,
+        deferrable=True,
+    )
+    with pytest.raises(TaskDeferred) as info:
+        op.execute(context={})
+    trigger = info.value.trigger
+    assert isinstance(trigger, RcpJobTrigger)
+    assert trigger.rcp_conn_id == destination_id
+    assert trigger.sender is not None
+    assert trigger.sender[0] == source_id
+    summary = op.execute_complete(context={}, event=_first_event(trigger))
+    assert summary["copied"]["files"] == 123
+    assert summary["errors"] == 0
+    assert summary["dst"] == str(destination_parent / "tree")
+    assert tree_compare(src, destination_parent / "tree") == []
+
+
 def test_job_keys_name_the_task_instance_and_its_try() -> None:
     ti = SimpleNamespace(dag_id="d", task_id="t", run_id="r", map_index=3, try_number=2)
     key = job_key({"ti": ti})
@@ -285,6 +316,11 @@ def _resume(op: RcpCopyOperator) -> dict[str, Any]:
         op.execute(context={})
     trigger = info.value.trigger
     assert isinstance(trigger, RcpJobTrigger)
+    return op.execute_complete(context={}, event=_first_event(trigger))
+
+
+def _first_event(trigger: RcpJobTrigger) -> dict[str, Any]:
+    """Run the trigger as the triggerer would, to its one event."""
 
     async def first() -> dict[str, Any]:
         async for event in trigger.run():
@@ -292,8 +328,7 @@ def _resume(op: RcpCopyOperator) -> dict[str, Any]:
             return payload
         raise AssertionError("the trigger ended without an event")
 
-    event = asyncio.run(asyncio.wait_for(first(), timeout=60))
-    return op.execute_complete(context={}, event=event)
+    return asyncio.run(asyncio.wait_for(first(), timeout=60))
 
 
 @pytest.mark.privileged
@@ -306,6 +341,7 @@ def _resume(op: RcpCopyOperator) -> dict[str, Any]:
         ("service", "worker", False),
         ("worker", "service", False),
         ("service", "other", False),
+        ("service", "other", True),
     ],
 )
 def test_failed_entries_fail_the_task_the_same_way_on_every_path(

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from rcp_operators.progress import ProgressLog
+from rcp_provider.progress import ProgressLog
 
 
 def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:

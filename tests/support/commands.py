@@ -85,9 +85,9 @@ COMMANDS = frozenset(
         "node",
         # matplotlib (the benchmark harness's plots) lists the fonts once per user
         "fc-list",
-        # redis-server: the Celery broker of the distributed run (tests/operators/test_celery.py)
+        # the Celery broker of the distributed run (tests/operators/test_celery.py)
         "redis-server",
-        # chromium and its WebDriver: the browser tests (tests/operators/test_connection_form.py)
+        # Chromium and its WebDriver: the browser tests (test_connection_form.py)
         "chromium",
         "chromedriver",
     }

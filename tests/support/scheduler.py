@@ -1,30 +1,40 @@
-"""A real Airflow deployment for tests: scheduler, DAG processor and API server as
-separate processes on loopback (LocalExecutor, parallelism 4, SQLite), and what the
-tests read of its database.
+"""A real Airflow deployment for tests: scheduler, DAG processor, API server (and a
+triggerer, when asked) as separate processes on loopback (LocalExecutor, parallelism
+4, SQLite), and what the tests read of its database.
 
 Invariant: every process :func:`components` starts is stopped when its block ends
 (SIGTERM to its process group, then SIGKILL, each bounded), its log kept under the
-home's ``component-logs``.
+home's ``component-logs``; the block starts once the API server answers (within
+:data:`API_START_TIMEOUT`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import secrets
 import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from benchmarks.sshd import free_port
 
+API_START_TIMEOUT = 90.0
+"""Seconds the API server may take to answer (a few on an idle machine)."""
+
 
 @contextlib.contextmanager
-def components(home: Path, **env_extra: str) -> Iterator[None]:
-    """Scheduler, DAG processor and API server for this test, stopped at the end."""
+def components(
+    home: Path, *, triggerer: bool = False, api_only: bool = False, **env_extra: str
+) -> Iterator[str]:
+    """Scheduler, DAG processor and API server for this test (with ``triggerer``,
+    a triggerer too, for deferred tasks; with ``api_only``, the API server alone, for
+    a test of the UI), stopped at the end; the API server's URL."""
     port = free_port()
     env = {
         **os.environ,
@@ -52,6 +62,10 @@ def components(home: Path, **env_extra: str) -> Iterator[None]:
         "scheduler": [bin_airflow, "scheduler"],
         "dag-processor": [bin_airflow, "dag-processor"],
     }
+    if api_only:
+        del commands["scheduler"], commands["dag-processor"]
+    if triggerer:
+        commands["triggerer"] = [bin_airflow, "triggerer"]
     procs = []
     try:
         for name, command in commands.items():
@@ -68,7 +82,9 @@ def components(home: Path, **env_extra: str) -> Iterator[None]:
                     out,
                 )
             )
-        yield
+        api_server = procs[0][0]  # started first
+        _wait_for_api(port, api_server, logs / "api-server.log")
+        yield f"http://127.0.0.1:{port}"
     finally:
         for proc, _ in procs:
             with contextlib.suppress(ProcessLookupError):
@@ -80,6 +96,25 @@ def components(home: Path, **env_extra: str) -> Iterator[None]:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(10)
             out.close()
+
+
+def _wait_for_api(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
+    """Until the API server ``proc`` on ``port`` answers (its version needs no
+    login), within :data:`API_START_TIMEOUT`."""
+    deadline = time.monotonic() + API_START_TIMEOUT
+    while True:
+        assert proc.poll() is None, f"the API server exited {proc.returncode}: {log}"
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            conn.request("GET", "/api/v2/version")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass  # not listening yet
+        finally:
+            conn.close()
+        assert time.monotonic() < deadline, f"the API server did not answer: {log}"
+        time.sleep(0.5)
 
 
 def paused(db: Path, dag_id: str) -> bool | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rcp_core.errors import CopyFailedError, JobFailedError, ProtocolError
+from rcp_core.errors import CopyFailedError, JobFailedError, ProtocolError, RemoteError
 from rcp_core.remote.hello import Role
 from rcp_core.run.summary import KEYS, Resources, Summary, merge
 
@@ -50,6 +50,45 @@ def counts_from_wire(value: Any) -> dict[str, int]:
             raise ProtocolError(f"count {key!r} is {number!r}")
         counts[key] = number
     return counts
+
+
+def role_result(job: dict[str, Any], role: Role) -> RoleResult:
+    """The result of a service's role job that ended (its JSON view).
+
+    :raises RemoteError: it failed before it counted anything (a refused path, a
+        peer that never connected).
+    """
+    if job.get("state") == "failed" and job.get("counts") is None:
+        raise RemoteError(f"{role.value} job {job['job']}: {job.get('error')}")
+    counts = dict(job.get("counts") or {})
+    # The job's own errors, one by one; its reason when it counted none.
+    listed = (job.get("summary") or {}).get("error_list") or []
+    errors = [str(e["error"]) for e in listed]
+    if not errors and job.get("error"):
+        errors = [str(job["error"])]
+    return RoleResult(role, job.get("state") == "succeeded", counts, errors)
+
+
+def roles_summary(sent: dict[str, Any], received: dict[str, Any]) -> Summary:
+    """The summary of a copy between two services from their role jobs' views once
+    both ended (the send job's and the receive job's): :func:`between_summary`, its
+    wall time the longer job's, its CPU time both jobs', its peak RSS the larger.
+
+    :raises RemoteError: a role job failed before it counted anything.
+    :raises CopyFailedError: either role failed or counted errors.
+    """
+    views = [job.get("summary") or {} for job in (sent, received)]
+    resources = Resources(
+        max(float(view.get("walltime_s", 0.0)) for view in views),
+        sum(float(view.get("cpu_user_s", 0.0)) for view in views),
+        sum(float(view.get("cpu_system_s", 0.0)) for view in views),
+        max(int(view.get("peak_rss_bytes", 0)) for view in views),
+    )
+    return between_summary(
+        role_result(sent, Role.SOURCE),
+        role_result(received, Role.DESTINATION),
+        resources,
+    )
 
 
 def merged_counts(source: RoleResult, destination: RoleResult) -> dict[str, int]:

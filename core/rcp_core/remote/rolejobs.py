@@ -111,12 +111,14 @@ def receive_request(
 
 
 def run_send(
+    job: Job,
     request: SendRequest,
     roots: Roots,
     identity: tls.Identity | None,
     timeout: float,
 ) -> Summary:
-    """Send the confined sources to the destination that connects; the summary."""
+    """Send the confined sources to the destination that connects; the summary.
+    Cancelling ``job`` stops the sending (and a wait for the destination)."""
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     confined: list[Confined] = []
@@ -141,10 +143,13 @@ def run_send(
                 connections=request.connections,
                 timeout=timeout,
                 bwlimit=request.bwlimit,
+                cancel=job.cancel,
             )
         except (RcpError, OSError) as exc:
             raise Outcome(str(exc)) from exc
-        return _summary(counts, errors, started, (usage, children))
+        return _unless_cancelled(
+            job, _summary(counts, errors, started, (usage, children))
+        )
     finally:
         request.listener.close()
         for c in confined:
@@ -158,7 +163,8 @@ def run_receive(
     identity: tls.Identity | None,
     timeout: float,
 ) -> Summary:
-    """Connect to the source and write the confined destination; the summary."""
+    """Connect to the source and write the confined destination; the summary.
+    Cancelling ``job`` tells the source to stop and finishes what arrived."""
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
@@ -181,12 +187,25 @@ def run_receive(
             timeout=timeout,
             on_progress=report,
             into=request.into,
+            cancel=job.cancel,
         )
     except (RcpError, OSError) as exc:
         raise Outcome(str(exc)) from exc
     finally:
         confined.close()
-    return _summary(counts, errors, started, (usage, children))
+    return _unless_cancelled(job, _summary(counts, errors, started, (usage, children)))
+
+
+def _unless_cancelled(job: Job, summary: Summary) -> Summary:
+    """``summary``, unless the job was cancelled: a role stopped by its cancel
+    returns what it did, and cannot tell that from the whole copy, so it ends
+    cancelled with that partial summary.
+
+    :raises Outcome: the job was cancelled.
+    """
+    if job.cancel.is_set():
+        raise Outcome("cancelled", summary)
+    return summary
 
 
 def _names(request: dict[str, Any]) -> list[str]:

@@ -25,7 +25,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rcp_core.engine.tree import DIR_FLAGS
@@ -60,6 +60,7 @@ def run_source(
     connections: int,
     timeout: float,
     bwlimit: int = 0,
+    cancel: threading.Event | None = None,
 ) -> tuple[dict[str, int], list[str]]:
     """Accept the destination's connections on ``listener`` and send ``sources``.
 
@@ -68,6 +69,8 @@ def run_source(
         for the destination's manifests).
     :param bwlimit: bytes per second all data connections together send at most
         (0: unlimited).
+    :param cancel: set it to stop: no more connections are accepted, nothing more
+        is sent (:func:`stopped_by`).
     :returns: the source's counts and its error messages.
     """
     # Imported by the role that runs: a daemon imports one role's modules.
@@ -87,27 +90,36 @@ def run_source(
         timeout=timeout,
         ctx=ctx,
     )
+    runtime = RoleRun(settings, sources[0][0], source=True)
+
+    def stop() -> None:
+        runtime.stop("cancelled")
+        with contextlib.suppress(OSError):  # wakes an accept waiting for a peer
+            listener.shutdown(socket.SHUT_RDWR)
+
     try:
-        while control is None or len(data) < connections:
-            conn = accepting(deadline)
-            header = conn.expect(FrameKind.CONTROL, "attach").header
-            channel = header.get("channel")
-            if channel == "control" and control is None:
-                control = conn
-                more = more_data(header) if conn.version >= LATE_DATA else 0
-            elif channel == "data" and control is not None:
-                data.append(conn)
-            else:
-                conn.fail(f"unexpected attach {channel!r}")
-                raise ProtocolError(f"unexpected attach {channel!r}")
-        runtime = RoleRun(settings, sources[0][0], source=True)
-        pace = runtime.bucket(bwlimit) if bwlimit else None  # wakes on a stop
-        for conn in data:
-            conn.pace = pace
-        sender = Sender(sources, control, data, settings, stall=STALL, runtime=runtime)
-        if more:
-            late = LateData(listener, accepting, sender, more, timeout, pace)
-        return sender.run(), sender.errors.messages()
+        with stopped_by(cancel, stop):
+            while control is None or len(data) < connections:
+                conn = accepting(deadline)
+                header = conn.expect(FrameKind.CONTROL, "attach").header
+                channel = header.get("channel")
+                if channel == "control" and control is None:
+                    control = conn
+                    more = more_data(header) if conn.version >= LATE_DATA else 0
+                elif channel == "data" and control is not None:
+                    data.append(conn)
+                else:
+                    conn.fail(f"unexpected attach {channel!r}")
+                    raise ProtocolError(f"unexpected attach {channel!r}")
+            pace = runtime.bucket(bwlimit) if bwlimit else None  # wakes on a stop
+            for conn in data:
+                conn.pace = pace
+            sender = Sender(
+                sources, control, data, settings, stall=STALL, runtime=runtime
+            )
+            if more:
+                late = LateData(listener, accepting, sender, more, timeout, pace)
+            return sender.run(), sender.errors.messages()
     finally:
         if late is not None:
             late.stop()
@@ -140,6 +152,7 @@ def run_destination(
     into: bool = False,
     say: Callable[[str], None] | None = None,
     local_address: str | None = None,
+    cancel: threading.Event | None = None,
 ) -> tuple[dict[str, int], list[str]]:
     """Connect to the source at ``address`` and write the copy as ``dst`` (with
     ``into``: into the existing directory ``dst``, under the sources' names).
@@ -151,6 +164,8 @@ def run_destination(
     :param say: takes a dry run's lines (default: logged).
     :param local_address: this host's address the connections leave from
         (``--bind-ip``; default: the kernel's choice).
+    :param cancel: set it to stop: the source is told to send nothing more, and
+        what arrived is finished (:func:`stopped_by`).
     :returns: the destination's counts and its error messages.
     """
     from rcp_core.remote.dry import DryReceiver
@@ -211,7 +226,8 @@ def run_destination(
         if control.version >= STOP:
             run.on_stop.append(functools.partial(_tell_stop, control))
         conns += [connect(channel="data") for _ in range(connections)]
-        return receive(receiver, conns, threads, stall, on_progress, seen, writers)
+        with stopped_by(cancel, functools.partial(run.stop, "cancelled")):
+            return receive(receiver, conns, threads, stall, on_progress, seen, writers)
     finally:
         for conn in conns:
             conn.close()
@@ -254,6 +270,36 @@ def dial_source(
             conn.close()
             raise
     return conn
+
+
+CANCEL_POLL = 0.2
+"""Seconds between looks at a role's ``cancel`` event."""
+
+
+@contextlib.contextmanager
+def stopped_by(
+    cancel: threading.Event | None, stop: Callable[[], None]
+) -> Iterator[None]:
+    """Run the block; ``stop()`` is called (once, from a watcher thread) if
+    ``cancel`` is set before the block ends. Without ``cancel``, just the block."""
+    if cancel is None:
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(CANCEL_POLL):
+            if cancel.is_set():
+                stop()
+                return
+
+    watcher = threading.Thread(target=watch, name="rcp-role-cancel", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
 
 
 def _tell_stop(control: Connection, reason: str) -> None:

@@ -296,7 +296,7 @@ class Service:
         request = job.request
         identity, timeout = self.config.identity, self.config.timeout
         if isinstance(request, SendRequest):
-            return run_send(request, self.roots, identity, timeout)
+            return run_send(job, request, self.roots, identity, timeout)
         if isinstance(request, ReceiveRequest):
             return run_receive(job, request, self.roots, identity, timeout)
         try:

@@ -20,13 +20,13 @@ from typing import Any
 
 from rcp_core.backends.capabilities import DECLARED, refuse
 from rcp_core.backends.routing import Engine, Storage
-from rcp_core.errors import PeerTimeoutError, RemoteError, UsageError
+from rcp_core.errors import PeerTimeoutError, UsageError
 from rcp_core.paths import check_destination, plan_names
 from rcp_core.remote import tls
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.hello import Role
 from rcp_core.remote.listening import listen
-from rcp_core.remote.outcome import RoleResult
+from rcp_core.remote.outcome import RoleResult, role_result
 from rcp_core.remote.receiving import Progress
 from rcp_core.remote.roles import (
     STALL,
@@ -64,20 +64,9 @@ def service_copy(
         refused a path; nothing was started.
     """
     settings = settings or CopySettings()
-    if source_service is None and destination_service is None:
-        raise UsageError("service_copy needs a source or destination service")
-    refuse(
-        settings,
-        Engine.REMOTE,
-        DECLARED[Storage.SERVICE if source_service else Storage.LOCAL],
-        DECLARED[Storage.SERVICE if destination_service else Storage.LOCAL],
+    named, destination, into = _plan(
+        sources, destination, settings, source_service, destination_service
     )
-    into = destination.endswith("/")
-    if destination_service is None:
-        destination = os.path.abspath(destination)
-    if source_service is None:
-        sources = [os.path.abspath(s) for s in sources]
-    named = plan_names(sources, destination.rstrip("/") or "/", into, settings)
     if source_service is None:
         assert destination_service is not None
         return _push(
@@ -102,7 +91,7 @@ def service_copy(
             on_progress,
             bwlimit,
         )
-    return _between(
+    sent, received = _start_between(
         named,
         destination,
         into,
@@ -112,6 +101,72 @@ def service_copy(
         connections,
         bwlimit,
     )
+    return _result(source_service, sent, Role.SOURCE), _result(
+        destination_service, received, Role.DESTINATION
+    )
+
+
+def start_between(
+    sources: Sequence[str],
+    destination: str,
+    settings: CopySettings,
+    *,
+    source_service: ServiceClient,
+    destination_service: ServiceClient,
+    connections: int = 4,
+    bwlimit: int = 0,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Start a copy from one service to another and return at once: the send job
+    (of ``source_service``) and the receive job (of ``destination_service``), which
+    go on without this process; once both ended,
+    :func:`rcp_core.remote.outcome.roles_summary` judges them as
+    :func:`service_copy` does.
+
+    :raises UsageError: bad operands, or a service refused a path; nothing runs.
+    """
+    named, destination, into = _plan(
+        sources, destination, settings, source_service, destination_service
+    )
+    return _start_between(
+        named,
+        destination,
+        into,
+        settings,
+        source_service,
+        destination_service,
+        connections,
+        bwlimit,
+    )
+
+
+def _plan(
+    sources: Sequence[str],
+    destination: str,
+    settings: CopySettings,
+    source_service: ServiceClient | None,
+    destination_service: ServiceClient | None,
+) -> tuple[list[tuple[str, str]], str, bool]:
+    """The ``(source, name)`` pairs, the destination (absolute where it is this
+    host) and whether it receives the sources under their names.
+
+    :raises UsageError: neither side is a service, a setting the sides cannot
+        honour, or bad operands.
+    """
+    if source_service is None and destination_service is None:
+        raise UsageError("service_copy needs a source or destination service")
+    refuse(
+        settings,
+        Engine.REMOTE,
+        DECLARED[Storage.SERVICE if source_service else Storage.LOCAL],
+        DECLARED[Storage.SERVICE if destination_service else Storage.LOCAL],
+    )
+    into = destination.endswith("/")
+    if destination_service is None:
+        destination = os.path.abspath(destination)
+    if source_service is None:
+        sources = [os.path.abspath(s) for s in sources]
+    named = plan_names(sources, destination.rstrip("/") or "/", into, settings)
+    return named, destination, into
 
 
 def _push(
@@ -199,7 +254,7 @@ def _pull(
     return _result(service, job, Role.SOURCE), written
 
 
-def _between(
+def _start_between(
     named: list[tuple[str, str]],
     destination: str,
     into: bool,
@@ -208,8 +263,9 @@ def _between(
     target: ServiceClient,
     connections: int,
     bwlimit: int,
-) -> tuple[RoleResult, RoleResult]:
-    """One service sends, the other receives: this host only asks and waits."""
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One service sends, the other receives: this host only asks (the send job
+    and the receive job; the send job is cancelled if the receive is refused)."""
     job, port = source.send(
         named,
         settings,
@@ -230,9 +286,7 @@ def _between(
     except BaseException:
         source.cancel(job["job"])
         raise
-    return _result(source, job, Role.SOURCE), _result(
-        target, received, Role.DESTINATION
-    )
+    return job, received
 
 
 def _result(service: ServiceClient, job: dict[str, Any], role: Role) -> RoleResult:
@@ -248,12 +302,4 @@ def _result(service: ServiceClient, job: dict[str, Any], role: Role) -> RoleResu
         if time.monotonic() > deadline:
             service.cancel(job["job"])
             raise PeerTimeoutError(f"{role.value} job {job['job']} stalled")
-    if job.get("state") == "failed" and job.get("counts") is None:
-        raise RemoteError(f"{role.value} job {job['job']}: {job.get('error')}")
-    counts = dict(job.get("counts") or {})
-    # The job's own errors, one by one; its reason when it counted none.
-    listed = (job.get("summary") or {}).get("error_list") or []
-    errors = [str(e["error"]) for e in listed]
-    if not errors and job.get("error"):
-        errors = [str(job["error"])]
-    return RoleResult(role, job.get("state") == "succeeded", counts, errors)
+    return role_result(job, role)

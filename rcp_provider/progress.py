@@ -1,7 +1,8 @@
 """Progress of a copy in an Airflow task log: a line every ``interval`` seconds, or
 each time another 5% of a known total is done; never a ``\\r`` bar.
 
-Called from the engine's monitor thread (or the loop waiting for a service's job) with
+Called from the engine's monitor thread, the loop waiting for a service's job, or the
+trigger of a deferred task (with a service job's ``progress``) with
 ``entries``, ``bytes``, ``errors``, ``elapsed`` and, when the work is known beforehand
 (a shard of a plan), ``total_bytes``; the lines go to the task's logger, which is
 thread-safe.
