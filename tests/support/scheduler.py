@@ -11,7 +11,6 @@ home's ``component-logs``; the block starts once the API server answers (within
 from __future__ import annotations
 
 import contextlib
-import http.client
 import os
 import secrets
 import signal
@@ -19,10 +18,32 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from benchmarks import netns
 from benchmarks.sshd import free_port
+
+REDIS_PORT = 6379
+"""The Celery broker's port on its host (a namespace of its own: never taken)."""
+
+AS_HOST = (
+    "import os, socket, sys; socket.sethostname(sys.argv[1]); "
+    "os.execv(sys.argv[2], sys.argv[2:])"
+)
+"""``python -c AS_HOST NAME PROGRAM ARGS...``: run PROGRAM under the hostname NAME
+(in a UTS namespace of its own, ``unshare --uts``)."""
+
+PROBE = (
+    "import http.client, sys\n"
+    "conn = http.client.HTTPConnection(sys.argv[1], int(sys.argv[2]), timeout=5)\n"
+    "try:\n"
+    "    conn.request('GET', '/api/v2/version')\n"
+    "    sys.exit(conn.getresponse().status != 200)\n"
+    "except OSError:\n"
+    "    sys.exit(1)\n"
+)
+"""``python -c PROBE ADDRESS PORT``: exits 0 when the API server answers."""
 
 API_START_TIMEOUT = 90.0
 """Seconds the API server may take to answer (a few on an idle machine)."""
@@ -30,18 +51,32 @@ API_START_TIMEOUT = 90.0
 
 @contextlib.contextmanager
 def components(
-    home: Path, *, triggerer: bool = False, api_only: bool = False, **env_extra: str
+    home: Path,
+    *,
+    triggerer: bool = False,
+    api_only: bool = False,
+    host: netns.Host | None = None,
+    celery_workers: Sequence[tuple[str, netns.Host]] = (),
+    **env_extra: str,
 ) -> Iterator[str]:
     """Scheduler, DAG processor and API server for this test (with ``triggerer``,
     a triggerer too, for deferred tasks; with ``api_only``, the API server alone, for
-    a test of the UI), stopped at the end; the API server's URL."""
+    a test of the UI), stopped at the end; the API server's URL.
+
+    With ``host``, they run on that host of a :func:`benchmarks.netns.lan` (its
+    network namespace). With ``celery_workers`` (``(name, host)`` pairs), the
+    executor is Celery's: a ``redis-server`` broker (password-protected) on ``host``
+    and an ``airflow celery worker`` on each worker's host, under a hostname of its
+    own (a UTS namespace: the hostname a task instance records).
+    """
     port = free_port()
+    address = host.address if host is not None else "127.0.0.1"
     env = {
         **os.environ,
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
         "AIRFLOW__CORE__PARALLELISM": "4",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://{address}:{port}/execution/",
+        "AIRFLOW__API__BASE_URL": f"http://{address}:{port}",
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
@@ -55,7 +90,7 @@ def components(
             bin_airflow,
             "api-server",
             "--host",
-            "127.0.0.1",
+            address,
             "--port",
             str(port),
         ],
@@ -66,9 +101,55 @@ def components(
         del commands["scheduler"], commands["dag-processor"]
     if triggerer:
         commands["triggerer"] = [bin_airflow, "triggerer"]
+    if celery_workers:
+        assert host is not None, "a Celery deployment runs on a host of a LAN"
+        password = secrets.token_hex(16)
+        commands = {
+            "redis-server": [
+                "redis-server",
+                "--bind",
+                address,
+                "--port",
+                str(REDIS_PORT),
+                "--requirepass",
+                password,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            **commands,
+        }
+        broker = f"redis://:{password}@{address}:{REDIS_PORT}"
+        env |= {
+            "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+            "AIRFLOW__CELERY__BROKER_URL": f"{broker}/0",
+            "AIRFLOW__CELERY__RESULT_BACKEND": f"{broker}/1",
+            "AIRFLOW__CELERY__WORKER_CONCURRENCY": "2",
+        }
+    placed = {
+        name: host.enter(command) if host else command
+        for name, command in commands.items()
+    }
+    for name, worker in celery_workers:
+        placed[f"worker-{name}"] = worker.enter(
+            [
+                "unshare",
+                "--uts",
+                sys.executable,
+                "-c",
+                AS_HOST,
+                name,
+                bin_airflow,
+                "celery",
+                "worker",
+                "--celery-hostname",
+                f"{name}@{name}",
+            ]
+        )
     procs = []
     try:
-        for name, command in commands.items():
+        for name, command in placed.items():
             out = open(logs / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
             procs.append(
                 (
@@ -82,9 +163,9 @@ def components(
                     out,
                 )
             )
-        api_server = procs[0][0]  # started first
-        _wait_for_api(port, api_server, logs / "api-server.log")
-        yield f"http://127.0.0.1:{port}"
+        api_server = procs[list(placed).index("api-server")][0]
+        _wait_for_api(address, port, api_server, logs / "api-server.log", host)
+        yield f"http://{address}:{port}"
     finally:
         for proc, _ in procs:
             with contextlib.suppress(ProcessLookupError):
@@ -98,21 +179,28 @@ def components(
             out.close()
 
 
-def _wait_for_api(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-    """Until the API server ``proc`` on ``port`` answers (its version needs no
-    login), within :data:`API_START_TIMEOUT`."""
+def _wait_for_api(
+    address: str,
+    port: int,
+    proc: subprocess.Popen[bytes],
+    log: Path,
+    host: netns.Host | None,
+) -> None:
+    """Until the API server ``proc`` at ``address:port`` answers (its version needs
+    no login; asked from ``host`` when it runs on one), within
+    :data:`API_START_TIMEOUT`."""
     deadline = time.monotonic() + API_START_TIMEOUT
+    probe = [sys.executable, "-c", PROBE, address, str(port)]
     while True:
         assert proc.poll() is None, f"the API server exited {proc.returncode}: {log}"
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        try:
-            conn.request("GET", "/api/v2/version")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            pass  # not listening yet
-        finally:
-            conn.close()
+        answered = subprocess.run(
+            host.enter(probe) if host is not None else probe,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        if answered.returncode == 0:
+            return
         assert time.monotonic() < deadline, f"the API server did not answer: {log}"
         time.sleep(0.5)
 
