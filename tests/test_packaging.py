@@ -231,3 +231,25 @@ def test_the_wheel_is_typed_and_carries_its_licence(wheel: Path) -> None:
         assert f"{package}/py.typed" in names
     assert "License-Expression: MIT" in text
     assert licence_text.startswith("MIT License")
+
+
+def test_the_wheel_names_the_projects_address_as_the_provider_info_does(
+    wheel: Path,
+) -> None:
+    """``project.urls`` reach the metadata, and the homepage is the address the
+    provider info gives Airflow (one public address, not two that drift)."""
+    import zipfile
+
+    from rcp_provider.get_provider_info import get_provider_info
+
+    with zipfile.ZipFile(wheel) as archive:
+        [metadata] = [n for n in archive.namelist() if n.endswith("METADATA")]
+        text = archive.read(metadata).decode()
+    urls = dict(
+        line.removeprefix("Project-URL: ").split(", ", 1)
+        for line in text.splitlines()
+        if line.startswith("Project-URL: ")
+    )
+    [integration] = get_provider_info()["integrations"]
+    assert urls["Homepage"] == integration["external-doc-url"]
+    assert set(urls) == {"Homepage", "Changelog"}
