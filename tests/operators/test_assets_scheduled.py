@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support.airflow import airflow
-from support.scheduler import components, paused, run_state
+from support.scheduler import components, run_state, trigger
 from support.treecmp import TreeCompare
 from support.treespec import File, Spec, make_tree
 
@@ -48,12 +47,7 @@ def test_a_copy_schedules_the_dag_that_consumes_its_destination(
     run_id = f"asset-test-{secrets.token_hex(4)}"
     with components(home, RCP_EXAMPLE_ROOT=str(root)):
         deadline = time.monotonic() + RUN_TIMEOUT
-        while paused(db, PRODUCER) is None or paused(db, CONSUMER) is None:
-            assert time.monotonic() < deadline, "the DAG processor never parsed them"
-            time.sleep(1)
-        airflow("dags", "unpause", CONSUMER)
-        airflow("dags", "unpause", PRODUCER)
-        airflow("dags", "trigger", PRODUCER, "--run-id", run_id)
+        trigger(db, PRODUCER, run_id, deadline, also=[CONSUMER])
         consumed: list[tuple[str, str, str]] = []
         while time.monotonic() < deadline:
             consumed = _consumer_runs(db)

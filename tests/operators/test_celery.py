@@ -12,7 +12,6 @@ tree they make together equals a single copy, content and metadata.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
 import sqlite3
@@ -23,8 +22,7 @@ import pytest
 
 from benchmarks import netns
 from rcp_core import CopySettings, copy
-from support.airflow import airflow
-from support.scheduler import components, paused, run_state
+from support.scheduler import components, ended, trigger
 from support.treecmp import TreeCompare
 from support.treespec import File, Spec, make_tree
 
@@ -71,17 +69,8 @@ def test_shards_run_on_two_celery_workers_at_once_and_equal_a_single_copy(
         ),
     ):
         deadline = time.monotonic() + RUN_TIMEOUT
-        while paused(db, DAG_ID) is None:
-            assert time.monotonic() < deadline, "the DAG processor never parsed the DAG"
-            time.sleep(1)
-        airflow("dags", "unpause", DAG_ID)
-        airflow(
-            "dags", "trigger", DAG_ID, "--run-id", run_id, "--conf", json.dumps(conf)
-        )
-        state = run_state(db, DAG_ID, run_id)
-        while state not in ("success", "failed") and time.monotonic() < deadline:
-            time.sleep(3)
-            state = run_state(db, DAG_ID, run_id)
+        trigger(db, DAG_ID, run_id, deadline, conf)
+        state = ended(db, DAG_ID, run_id, deadline)
     assert state == "success", (home / "component-logs").as_posix()
     assert tree_compare(src, tmp_path / "dst") == []
     assert tree_compare(tmp_path / "single", tmp_path / "dst") == []

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from support.airflow import airflow, connection_env
-from support.scheduler import components, paused
+from support.airflow import connection_env
+from support.scheduler import components, trigger
 from support.services import TOKEN, RcpdServe
 from support.treespec import File, make_tree
 
@@ -76,19 +76,12 @@ def test_killing_a_deferred_copy_cancels_its_job_and_the_log_shows_progress(
             AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS="True",
         ) as api:
             deadline = time.monotonic() + WAIT
-            while paused(db, DAG_ID) is None:
-                assert time.monotonic() < deadline, "the DAG was never parsed"
-                time.sleep(1)
-            airflow("dags", "unpause", DAG_ID)
-            conf = {"src": str(src), "dst": str(backup / "tree")}
-            airflow(
-                "dags",
-                "trigger",
+            trigger(
+                db,
                 DAG_ID,
-                "--run-id",
                 run_id,
-                "--conf",
-                json.dumps(conf),
+                deadline,
+                {"src": str(src), "dst": str(backup / "tree")},
             )
             while _task_state(db, run_id) != "deferred":
                 assert time.monotonic() < deadline, _task_state(db, run_id)

@@ -7,7 +7,6 @@ executor's own worker processes, and their result equals a single copy."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
 import sqlite3
@@ -16,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support.airflow import airflow
-from support.scheduler import components, paused, run_state
+from support.scheduler import components, ended, trigger
 from support.treecmp import TreeCompare
 from support.treespec import File, Spec, make_tree
 
@@ -51,19 +49,8 @@ def test_mapped_shard_copies_run_concurrently_and_equal_a_single_copy(
     run_id = f"scheduler-test-{secrets.token_hex(4)}"
     with components(home):
         deadline = time.monotonic() + RUN_TIMEOUT
-        # The DAG processor registers the examples (paused, as a deployment's are).
-        while paused(home / "airflow.db", DAG_ID) is None:
-            assert time.monotonic() < deadline, "the DAG processor never parsed the DAG"
-            time.sleep(1)
-        airflow("dags", "unpause", DAG_ID)
-        assert paused(home / "airflow.db", DAG_ID) is False
-        airflow(
-            "dags", "trigger", DAG_ID, "--run-id", run_id, "--conf", json.dumps(conf)
-        )
-        state = run_state(home / "airflow.db", DAG_ID, run_id)
-        while state not in ("success", "failed") and time.monotonic() < deadline:
-            time.sleep(3)
-            state = run_state(home / "airflow.db", DAG_ID, run_id)
+        trigger(home / "airflow.db", DAG_ID, run_id, deadline, conf)
+        state = ended(home / "airflow.db", DAG_ID, run_id, deadline)
     assert state == "success", (home / "component-logs").as_posix()
     assert tree_compare(src, tmp_path / "dst") == []
     with contextlib.closing(sqlite3.connect(home / "airflow.db")) as db:

@@ -11,6 +11,7 @@ home's ``component-logs``; the block starts once the API server answers (within
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import signal
@@ -20,9 +21,11 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from benchmarks import netns
 from benchmarks.sshd import free_port
+from support.airflow import airflow
 
 REDIS_PORT = 6379
 """The Celery broker's port on its host (a namespace of its own: never taken)."""
@@ -203,6 +206,41 @@ def _wait_for_api(
             return
         assert time.monotonic() < deadline, f"the API server did not answer: {log}"
         time.sleep(0.5)
+
+
+def trigger(
+    db: Path,
+    dag_id: str,
+    run_id: str,
+    deadline: float,
+    conf: dict[str, Any] | None = None,
+    *,
+    also: Sequence[str] = (),
+) -> None:
+    """Once the DAG processor registered ``dag_id`` and the DAGs ``also`` names
+    (paused, as a deployment's are), unpause them all (``also`` first) and trigger
+    the run ``run_id`` of ``dag_id`` with ``conf``; fails past ``deadline``
+    (``time.monotonic()``)."""
+    dags = [*also, dag_id]
+    while any(paused(db, dag) is None for dag in dags):
+        assert time.monotonic() < deadline, f"the DAG processor never parsed {dags}"
+        time.sleep(1)
+    for dag in dags:
+        airflow("dags", "unpause", dag)
+        assert paused(db, dag) is False
+    airflow(
+        "dags", "trigger", dag_id, "--run-id", run_id, "--conf", json.dumps(conf or {})
+    )
+
+
+def ended(db: Path, dag_id: str, run_id: str, deadline: float) -> str:
+    """The run's state once it ended (``success`` or ``failed``), or as it is at
+    ``deadline``."""
+    state = run_state(db, dag_id, run_id)
+    while state not in ("success", "failed") and time.monotonic() < deadline:
+        time.sleep(3)
+        state = run_state(db, dag_id, run_id)
+    return state
 
 
 def paused(db: Path, dag_id: str) -> bool | None:

@@ -64,6 +64,19 @@ def service_copy(
         refused a path; nothing was started.
     """
     settings = settings or CopySettings()
+    if source_service is not None and destination_service is not None:
+        sent, received = start_between(
+            sources,
+            destination,
+            settings,
+            source_service=source_service,
+            destination_service=destination_service,
+            connections=connections,
+            bwlimit=bwlimit,
+        )
+        return _result(source_service, sent, Role.SOURCE), _result(
+            destination_service, received, Role.DESTINATION
+        )
     named, destination, into = _plan(
         sources, destination, settings, source_service, destination_service
     )
@@ -79,30 +92,16 @@ def service_copy(
             timeout,
             bwlimit,
         )
-    if destination_service is None:
-        return _pull(
-            named,
-            destination,
-            into,
-            settings,
-            source_service,
-            connections,
-            timeout,
-            on_progress,
-            bwlimit,
-        )
-    sent, received = _start_between(
+    return _pull(
         named,
         destination,
         into,
         settings,
         source_service,
-        destination_service,
         connections,
+        timeout,
+        on_progress,
         bwlimit,
-    )
-    return _result(source_service, sent, Role.SOURCE), _result(
-        destination_service, received, Role.DESTINATION
     )
 
 
@@ -127,16 +126,27 @@ def start_between(
     named, destination, into = _plan(
         sources, destination, settings, source_service, destination_service
     )
-    return _start_between(
+    job, port = source_service.send(
         named,
-        destination,
-        into,
         settings,
-        source_service,
-        destination_service,
-        connections,
-        bwlimit,
+        peer_cert=destination_service.certificate(),
+        connections=connections,
+        bwlimit=bwlimit,
     )
+    try:
+        received = destination_service.receive(
+            destination,
+            settings,
+            into=into,
+            source=(source_service.address[0], port),
+            pin=source_service.fingerprint,
+            connections=connections,
+            names=[name for _, name in named],
+        )
+    except BaseException:
+        source_service.cancel(job["job"])
+        raise
+    return job, received
 
 
 def _plan(
@@ -252,41 +262,6 @@ def _pull(
         raise
     written = RoleResult(Role.DESTINATION, not errors, counts, errors)
     return _result(service, job, Role.SOURCE), written
-
-
-def _start_between(
-    named: list[tuple[str, str]],
-    destination: str,
-    into: bool,
-    settings: CopySettings,
-    source: ServiceClient,
-    target: ServiceClient,
-    connections: int,
-    bwlimit: int,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One service sends, the other receives: this host only asks (the send job
-    and the receive job; the send job is cancelled if the receive is refused)."""
-    job, port = source.send(
-        named,
-        settings,
-        peer_cert=target.certificate(),
-        connections=connections,
-        bwlimit=bwlimit,
-    )
-    try:
-        received = target.receive(
-            destination,
-            settings,
-            into=into,
-            source=(source.address[0], port),
-            pin=source.fingerprint,
-            connections=connections,
-            names=[name for _, name in named],
-        )
-    except BaseException:
-        source.cancel(job["job"])
-        raise
-    return job, received
 
 
 def _result(service: ServiceClient, job: dict[str, Any], role: Role) -> RoleResult:
