@@ -31,10 +31,13 @@ with DAG(
     catchup=False,
     tags=["rcp", "example"],
 ):
+    # [START howto_asset_rcp_producer]
     RcpCopyOperator(
         task_id="stage", src=f"{ROOT}/landing", dst=STAGING, existing="update"
     )
+    # [END howto_asset_rcp_producer]
 
+# [START howto_asset_rcp_consumer]
 with DAG(
     dag_id="example_rcp_asset_consumer",
     schedule=[Asset(f"file://{STAGING}")],
@@ -52,3 +55,4 @@ with DAG(
         return files
 
     count_staged()
+# [END howto_asset_rcp_consumer]

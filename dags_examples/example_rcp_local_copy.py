@@ -31,6 +31,7 @@ with DAG(
     },
     tags=["rcp", "example"],
 ) as dag:
+    # [START howto_operator_rcp_copy]
     copy = RcpCopyOperator(
         task_id="copy",
         src="{{ params.src }}",
@@ -45,3 +46,4 @@ with DAG(
         print("rcp summary:", json.dumps(summary, sort_keys=True))
 
     report(copy.output)
+    # [END howto_operator_rcp_copy]

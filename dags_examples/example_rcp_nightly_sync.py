@@ -26,6 +26,7 @@ with DAG(
     },
     tags=["rcp", "example"],
 ) as dag:
+    # [START howto_operator_rcp_copy_sync]
     RcpCopyOperator(
         task_id="sync",
         src="{{ params.src }}",
@@ -34,3 +35,4 @@ with DAG(
         delete=True,
         verify="metadata",
     )
+    # [END howto_operator_rcp_copy_sync]

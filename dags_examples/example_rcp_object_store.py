@@ -37,6 +37,7 @@ with DAG(
     },
     tags=["rcp", "example"],
 ) as dag:
+    # [START howto_operator_rcp_copy_object_store]
     upload = RcpCopyOperator(
         task_id="upload",
         src="{{ params.src }}",
@@ -54,3 +55,4 @@ with DAG(
         verify="checksum",
     )
     upload >> download
+    # [END howto_operator_rcp_copy_object_store]

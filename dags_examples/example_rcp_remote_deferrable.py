@@ -29,6 +29,7 @@ with DAG(
     },
     tags=["rcp", "example"],
 ) as dag:
+    # [START howto_operator_rcp_copy_deferrable]
     RcpCopyOperator(
         task_id="copy_on_storage_host",
         src_conn_id="{{ params.conn_id }}",
@@ -39,3 +40,4 @@ with DAG(
         deferrable=True,
         poll_interval=5.0,
     )
+    # [END howto_operator_rcp_copy_deferrable]

@@ -29,18 +29,23 @@ with DAG(
     },
     tags=["rcp", "example"],
 ) as dag:
+    # [START howto_operator_rcp_plan]
     plan = RcpPlanOperator(
         task_id="plan",
         src="{{ params.src }}",
         manifest="{{ params.manifest }}",
         shards="{{ params.shards }}",
     )
+    # [END howto_operator_rcp_plan]
+    # [START howto_operator_rcp_copy_shards]
     copy = RcpCopyOperator.partial(
         task_id="copy_shard",
         dst="{{ params.dst }}",
         existing="update",
         max_active_tis_per_dagrun=8,
     ).expand_kwargs(plan.output)
+    # [END howto_operator_rcp_copy_shards]
+    # [START howto_operator_rcp_finalize]
     finalize = RcpFinalizeOperator(
         task_id="finalize",
         manifest="{{ params.manifest }}",
@@ -48,3 +53,4 @@ with DAG(
         verify="metadata",
     )
     plan >> copy >> finalize
+    # [END howto_operator_rcp_finalize]

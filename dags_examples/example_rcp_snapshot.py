@@ -41,20 +41,26 @@ with DAG(
         dst="{{ params.current }}",
         existing="update",
     )
+    # [START howto_operator_rcp_compare]
     compare = RcpCompareOperator(
         task_id="compare",
         src="{{ params.src }}",
         dst="{{ params.current }}",
         checksum=True,
     )
+    # [END howto_operator_rcp_compare]
+    # [START howto_operator_rcp_link]
     snapshot = RcpLinkOperator(
         task_id="snapshot",
         src="{{ params.current }}",
         dst="{{ params.snapshots }}/{{ ds }}",
     )
+    # [END howto_operator_rcp_link]
+    # [START howto_operator_rcp_remove]
     prune = RcpRemoveOperator(
         task_id="prune",
         paths="{{ params.snapshots }}/{{ macros.ds_add(ds, -params.retention_days) }}",
         missing_ok=True,
     )
+    # [END howto_operator_rcp_remove]
     copy >> compare >> snapshot >> prune
