@@ -96,8 +96,9 @@ def get_provider_info() -> dict[str, Any]:
                 "conn-fields": {
                     "fingerprint": {
                         "label": "Service certificate SHA-256",
-                        "description": "The fingerprint `rcpd serve` printed when it "
-                        "started (pinned: no other certificate is accepted).",
+                        # Shown as plain text under the field: no Markdown.
+                        "description": "The fingerprint that rcpd serve printed when "
+                        "it started (pinned: no other certificate is accepted).",
                         "schema": {"type": ["string", "null"]},
                     },
                     "no_encryption": {

@@ -27,6 +27,7 @@
         │                              incompatible protocol version: permanent
         ├── AuthenticationError        wrong certificate or token: permanent
         │   (PermissionError)
+        │   └── TokenRefusedError      the peer refused this side's token
         ├── ConnectionLostError        the peer closed or reset the connection (ECONNRESET):
         │   (ConnectionError)          transient
         ├── PeerTimeoutError           no answer within the bound (ETIMEDOUT): transient
@@ -194,6 +195,11 @@ class AuthenticationError(_RemoteOSError, PermissionError):
     """The peer's certificate or token is not the expected one; never retried."""
 
     ERRNO = errno.EACCES
+
+
+class TokenRefusedError(AuthenticationError):
+    """The peer refused this side's token (it answered the hello with
+    :data:`rcp_core.remote.connection.AUTHENTICATION_FAILED`)."""
 
 
 class ConnectionLostError(_RemoteOSError, ConnectionError):

@@ -47,7 +47,7 @@ from rcp_core import CopySettings, UsageError
 from rcp_core import copy as engine_copy
 from rcp_core.backends import routing
 from rcp_core.backends.routing import Engine, refuse_route
-from rcp_core.errors import RemoteError, RemoteFileNotFoundError
+from rcp_core.errors import RemoteFileNotFoundError, TokenRefusedError
 from rcp_core.remote.client import FINISHED, ServiceClient
 from rcp_core.remote.outcome import between_summary, job_summary
 from rcp_core.run.progress import Progress
@@ -62,10 +62,6 @@ from rcp_provider.ports import copy_store
 ACTIVE = frozenset({"queued", "running"})
 POLL = 2.0
 """Seconds a blocking wait for a service's job asks the service to hold each answer."""
-TOKEN_REFUSED = " gave up: authentication failed"
-"""How a client's error ends when the service refused its token: the reason the
-service sends (:meth:`rcp_core.remote.connection.Connection.greet`), raised as a
-:class:`~rcp_core.errors.RemoteError`."""
 
 
 class RcpHook(WorkerStorage, BaseHook):
@@ -389,7 +385,7 @@ class RcpHook(WorkerStorage, BaseHook):
             with endpoint.client() as client:
                 jobs = client.jobs()
         except Exception as exc:  # noqa: BLE001 - the UI shows any failure's message
-            if isinstance(exc, RemoteError) and str(exc).endswith(TOKEN_REFUSED):
+            if isinstance(exc, TokenRefusedError):
                 return False, (
                     f"{service} refused the token (authentication failed): the "
                     "connection's password must be the service's token "

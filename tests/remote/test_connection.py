@@ -19,7 +19,7 @@ from rcp_core.errors import (
     AuthenticationError,
     PeerTimeoutError,
     ProtocolError,
-    RemoteError,
+    TokenRefusedError,
 )
 from rcp_core.remote import tls
 from rcp_core.remote.connection import Connection
@@ -134,10 +134,10 @@ def test_a_service_token_is_required(
 ) -> None:
     ctx = tls.server_context(server_id, None)
     # The refusal is the server's ERROR frame, read where the client waits for the
-    # server's hello.
+    # server's hello: a TokenRefusedError (never retried), not any RemoteError.
     with (
         serving(_server(ctx, token="s3cret")) as (address, out),
-        pytest.raises(RemoteError, match="authentication failed"),
+        pytest.raises(TokenRefusedError, match="authentication failed"),
     ):
         dial(
             address,

@@ -40,6 +40,7 @@ from rcp_core.errors import (
     PeerTimeoutError,
     ProtocolError,
     RemoteError,
+    TokenRefusedError,
 )
 from rcp_core.remote.hello import PROTOCOL, Hello, negotiate
 from rcp_core.remote.wire import (
@@ -55,6 +56,10 @@ if TYPE_CHECKING:
     from rcp_core.run.throttle import TokenBucket
 
 log = logging.getLogger("rcp_core")
+
+AUTHENTICATION_FAILED = "authentication failed"
+"""The reason a side gives up on a peer whose hello had the wrong token (the peer
+raises :class:`~rcp_core.errors.TokenRefusedError` on reading it)."""
 
 BUFFER = 4 << 20
 """Socket send buffer asked for (the kernel caps it at its maximum). The receive
@@ -227,7 +232,10 @@ class Connection:
         except OSError as exc:
             raise ConnectionLostError(f"{self.peer}: {exc}") from exc
         if frame is not None and frame.kind is FrameKind.ERROR:
-            raise RemoteError(f"{self.peer} gave up: {frame.header.get('reason')}")
+            reason = frame.header.get("reason")
+            if reason == AUTHENTICATION_FAILED:
+                raise TokenRefusedError(f"{self.peer} gave up: {reason} (wrong token)")
+            raise RemoteError(f"{self.peer} gave up: {reason}")
         return frame
 
     def expect(self, kind: FrameKind, type_: str | None = None) -> Frame:
@@ -260,7 +268,7 @@ class Connection:
         if token is not None and not hmac.compare_digest(
             (theirs.token or "").encode(), token.encode()
         ):
-            self.fail("authentication failed")
+            self.fail(AUTHENTICATION_FAILED)
             raise AuthenticationError(f"{self.peer}: wrong or missing token")
         if not first:
             self.send(FrameKind.HELLO, ours.to_header())
