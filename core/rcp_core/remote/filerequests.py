@@ -349,8 +349,11 @@ class FileSession:
 
     def _mkdir(self, request: dict[str, Any]) -> None:
         """``mkdir`` (``mode``, less the umask), with ``parents`` as ``mkdir -p``;
-        an existing directory is an error unless ``exist_ok``."""
+        an existing directory is an error unless ``exist_ok`` (a root always
+        exists: with ``exist_ok``, nothing to do; without, refused)."""
         path, asked = request_name(request), request_mode(request)
+        if request_flag(request, "exist_ok") and self.roots.is_root(path):
+            return
         mode = 0o777 if asked is None else asked
         if request_flag(request, "parents"):
             at = self.roots.parents_made(path, mode)

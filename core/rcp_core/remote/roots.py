@@ -128,6 +128,14 @@ class Roots:
             )
         return self._parent(parts, root_fd, depth, path)
 
+    def is_root(self, path: str) -> bool:
+        """Whether ``path`` names one of the roots itself.
+
+        :raises PathRefusedError: it is not beneath a root.
+        """
+        parts, _, depth = self._locate(path)
+        return len(parts) == depth
+
     def parents_made(self, path: str, mode: int) -> Confined:
         """A destination entry's name in its directory, as :meth:`destination` gives
         it, after making the directories on the way that are missing (``mode``, less

@@ -97,6 +97,22 @@ def test_a_url_opens_the_service_form_and_round_trips_bytes(
     assert fs.unstrip_protocol(path) == url(rcpd, area / "big.bin")
 
 
+def test_a_file_written_in_a_root_itself(served: tuple[RcpdServe, Path]) -> None:
+    """fsspec makes a file's parent (``makedirs(parent, exist_ok=True)``) before it
+    writes: a root's own files can be written (the root exists), and making the
+    root without ``exist_ok`` is still refused."""
+    rcpd, root = served
+    trust = {"fingerprint": rcpd.announce["fingerprint"], "token": TOKEN}
+    with fsspec.open(url(rcpd, root / "top.txt"), "w", **trust) as f:
+        f.write("at the top")
+    assert (root / "top.txt").read_text() == "at the top"
+    (root / "top.txt").unlink()
+    fs = service_fs(rcpd)
+    fs.makedirs(str(root), exist_ok=True)
+    with pytest.raises(UsageError, match="is a root"):
+        fs.makedirs(str(root), exist_ok=False)
+
+
 def write_then_fail(fs: RcpServiceFileSystem, path: Path, data: bytes) -> None:
     with fs.open(str(path), "wb") as f:
         f.write(data)
