@@ -20,6 +20,19 @@ fsspec.get_filesystem_class("rcp")
 
 
 class RcpPath(UPath):
-    """A path on the ``rcp`` filesystem (the worker's storage or a service's)."""
+    """A path on the ``rcp`` filesystem (the worker's storage or a service's).
+
+    Invariant: its text names its place: a service's path (``host`` in its storage
+    options) reads ``rcp://host:port/path``, never the ``rcp:///path`` of a worker's
+    path (UPath's own text drops the host the filesystem keeps as an option).
+    """
 
     __slots__ = ()
+
+    def __str__(self) -> str:
+        host = self.storage_options.get("host")
+        if not host:
+            return super().__str__()
+        port = self.storage_options.get("port")
+        authority = f"{host}:{port}" if port else str(host)
+        return f"rcp://{authority}{self.path}"

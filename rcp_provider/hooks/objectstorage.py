@@ -23,7 +23,9 @@ holds as many connections as a store copy runs workers at most (its connection's
   as before (fsspec's configuration, a site's backend).
 
 Invariants: a URL is the operand's own text (a connection's credentials are looked up
-by its id, never written into a URL or a log line); a store connection on a side
+by its id, never written into a URL or a log line); an ``rcp://`` ``ObjectStoragePath``
+is its URL, host included, or refused when its connection is a service's (a
+service's path is never taken for a worker's); a store connection on a side
 whose operand is a local path, a ``host:/path`` or a service's ``rcp://`` URL is
 refused (:class:`~rcp_core.errors.UsageError`), and so is a scheme no installed
 provider gives Airflow a filesystem for, naming what to install.
@@ -108,6 +110,8 @@ def stores_of(
 
 def _text(given: Operand, conn_id: str | None) -> tuple[str, _Attached | None]:
     if _is_object_storage_path(given):
+        if given.protocol == "rcp":
+            return _rcp_path(given), None
         url = f"{given.protocol}://{given.path}"
         return url, _Attached(url, given.conn_id)
     text = os.fspath(given)
@@ -119,6 +123,27 @@ def _text(given: Operand, conn_id: str | None) -> tuple[str, _Attached | None]:
             "that store (s3://bucket/key, gs://..., az://...)"
         )
     return text, _Attached(text.rstrip("/"), conn_id)
+
+
+def _rcp_path(given: Operand) -> str:
+    """An ``rcp://`` ``ObjectStoragePath`` as its URL, when its connection names no
+    service: :class:`rcp_provider.fs.path.RcpPath`'s text, ``rcp:///path`` on the
+    worker's storage or ``rcp://host:port/path`` (a service's URL operand).
+
+    :raises UsageError: its connection names an ``rcpd serve`` service: the path is
+        that service's, which an operator reaches through its side's connection
+        (``src_conn_id``/``dst_conn_id``/``conn_id``), never as a worker's path.
+    """
+    if given.conn_id is not None:
+        from rcp_provider.hooks.rcp import RcpHook
+
+        if RcpHook(given.conn_id).endpoint is not None:
+            raise UsageError(
+                f"rcp://{given.path}: an ObjectStoragePath on the service of connection "
+                f"{given.conn_id!r}; give the path {given.path!r} and that connection "
+                "as its side's connection (src_conn_id, dst_conn_id or conn_id)"
+            )
+    return str(given)
 
 
 def _is_object_storage_path(given: Operand) -> bool:

@@ -22,6 +22,10 @@ def test_a_path_keeps_its_service_through_parents_and_joins() -> None:
     assert path.storage_options == {"host": "store.example", "port": 7001}
     assert path.parent.storage_options == path.storage_options
     assert (path.parent / "c").path == "/data/a/c"
+    # Its text names the service too (UPath's own drops the host: rcp:///data/a/b).
+    assert str(path) == "rcp://store.example:7001/data/a/b"
+    assert str(path.parent / "c") == "rcp://store.example:7001/data/a/c"
+    assert str(UPath("rcp:///tmp/x")) == "rcp:///tmp/x"
 
 
 def test_a_local_tree_is_read_through_the_path(tmp_path: Path) -> None:

@@ -108,3 +108,25 @@ def test_object_storage_paths_on_a_service_copy_there_and_to_files(
     assert tree_compare(src, root / "dst") == []
     source.copy(ObjectStoragePath(f"file://{tmp_path}/here"), recursive=True)
     assert tree_compare(src, tmp_path / "here", mode=False, times=False) == []
+
+
+def test_an_operator_never_takes_a_services_path_for_the_workers(
+    tmp_path: Path, service: tuple[str, Path]
+) -> None:
+    """An ``rcp://`` ObjectStoragePath whose connection is a service's names that
+    service's tree: an operator refuses it (the path and the connection go as the
+    side's operand and connection) instead of acting on the worker's own path of
+    that name, which stays untouched."""
+    from airflow.sdk import ObjectStoragePath
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from rcp_operators.remove import RcpRemoveOperator
+
+    conn_id, _ = service
+    local = make_tree(tmp_path / "on-the-worker", TREE)
+    remove = RcpRemoveOperator(
+        task_id="rm", paths=ObjectStoragePath(f"rcp://{local}", conn_id=conn_id)
+    )
+    with pytest.raises(AirflowFailException, match="src_conn_id, dst_conn_id or"):
+        remove.execute(context={})
+    assert (local / "a" / "one").read_bytes() == b"1" * 5000
