@@ -113,7 +113,10 @@ class RcpCopyOperator(BaseOperator, Lineage):
         ``dst_conn_id`` name services: one service's copy job, or two services'
         send and receive jobs): start it, free the worker slot, and resume when the
         services say it ended. Killing the deferred task cancels the jobs; the
-        task log shows the copy's progress while it waits.
+        task log shows the copy's progress while it waits. ``True`` where the copy
+        cannot defer (the worker on a side, ``verify``) fails the task before
+        anything is copied; ``None`` (default): Airflow's ``[operators]
+        default_deferrable`` for a copy that can defer, else no.
     :param poll_interval: seconds the triggerer waits on each question to the service.
     :param progress_interval: seconds between progress lines in the task log.
     """
@@ -165,9 +168,7 @@ class RcpCopyOperator(BaseOperator, Lineage):
         manifest: str | None = None,
         shard: int | None = None,
         dst_asset: bool | None = None,
-        deferrable: bool = conf.getboolean(
-            "operators", "default_deferrable", fallback=False
-        ),
+        deferrable: bool | None = None,
         poll_interval: float = POLL_INTERVAL,
         progress_interval: float = INTERVAL,
         **kwargs: Any,
@@ -226,7 +227,7 @@ class RcpCopyOperator(BaseOperator, Lineage):
                 ]
             )
             key = job_key(context)
-            if self.deferrable:
+            if self._defers(source, target, verify):
                 return self._defer(source, target, sources, dst, settings, key, verify)
             scopes = self._scopes(
                 sources, dst, settings, verify, source, target, stores
@@ -327,6 +328,22 @@ class RcpCopyOperator(BaseOperator, Lineage):
         if self.manifest is not None:
             return f"shard {self.shard} of {self.manifest} to {self.dst}"
         return f"{self.src} to {self.dst}"
+
+    def _defers(self, source: RcpHook, target: RcpHook, verify: str) -> bool:
+        """Whether this copy defers: as ``deferrable`` says, or, where it is
+        ``None``, as the deployment's ``[operators] default_deferrable`` says for a
+        copy that can (both sides services, no ``verify``); one that cannot runs on
+        the worker then, as it would with the default off."""
+        if self.deferrable is not None:
+            return self.deferrable
+        can = (
+            source.endpoint is not None
+            and target.endpoint is not None
+            and verify == "none"
+        )
+        return can and conf.getboolean(
+            "operators", "default_deferrable", fallback=False
+        )
 
     def _defer(
         self,

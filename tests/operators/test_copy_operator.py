@@ -280,6 +280,40 @@ def test_a_copy_between_two_services_defers_on_both_jobs_and_resumes_with_the_co
     assert tree_compare(src, destination_parent / "tree") == []
 
 
+def test_the_deployments_default_defers_the_copies_that_can(
+    rcp_places: dict[str, Place], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``[operators] default_deferrable = true`` a copy between services defers,
+    one that involves the worker runs there (it cannot defer), and an explicit
+    ``deferrable=False`` runs the service's job without deferring."""
+    monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", "True")
+    _, worker_parent, _ = rcp_places["worker"]
+    service_id, service_parent, service_backup = rcp_places["service"]
+    local = make_tree(worker_parent / "tree", TREE)
+    summary = RcpCopyOperator(
+        task_id="copy", src=str(local), dst=str(worker_parent / "copy")
+    ).execute(context={})
+    assert summary["copied"]["files"] == 123
+    there = make_tree(service_parent / "tree", TREE)
+    on_service = {
+        "src": str(there),
+        "dst": str(service_backup / "tree"),
+        "src_conn_id": service_id,
+        "dst_conn_id": service_id,
+    }
+    with pytest.raises(TaskDeferred) as deferred:
+        RcpCopyOperator(task_id="copy", **on_service).execute(context={})
+    trigger = deferred.value.trigger
+    assert isinstance(trigger, RcpJobTrigger)
+    RcpHook(service_id).cancel(trigger.job_id)
+    waited = RcpCopyOperator(
+        task_id="copy",
+        **{**on_service, "dst": str(service_backup / "again")},
+        deferrable=False,
+    ).execute(context={})
+    assert waited["copied"]["files"] == 123
+
+
 def test_job_keys_name_the_task_instance_and_its_try() -> None:
     ti = SimpleNamespace(dag_id="d", task_id="t", run_id="r", map_index=3, try_number=2)
     key = job_key({"ti": ti})
