@@ -14,7 +14,10 @@ modes and times.
   (:class:`rcp_provider.fsspec.service.RcpServiceFileSystem`), trusting the service as
   the connection says (pinned fingerprint, token, encryption, timeout).
 
-Storage options given with the path win over the connection's.
+Storage options passed to :func:`get_fs` win over the connection's. Airflow's
+``ObjectStoragePath`` attaches its filesystem by scheme and connection alone (its own
+storage options, a service's host among them, do not reach here): give a service's
+paths their connection.
 """
 
 from __future__ import annotations
