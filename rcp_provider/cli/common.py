@@ -22,12 +22,39 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
+DISTRIBUTION = "airflow-provider-rcp"
+"""The distribution every tool ships in (its version is each tool's)."""
+
+
+class _Version(argparse.Action):
+    """``--version``: the tool's name and the installed distribution's version, read
+    only when asked (the metadata lookup is not every start-up's)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help=kwargs.get("help"))
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        from importlib.metadata import version
+
+        print(f"{parser.prog} {version(DISTRIBUTION)}", flush=True)
+        parser.exit()
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
-    """Reports bad arguments as a :class:`UsageError`, without the usage dump.
+    """Reports bad arguments as a :class:`UsageError`, without the usage dump, and
+    gives every tool ``--version``.
 
     Each tool's ``main`` prints every usage error the same way: ``prog: error: ...`` on
     one line of stderr, exit status 2.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument(
+            "--version",
+            action=_Version,
+            help="print the tool's version and exit",
+        )
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
