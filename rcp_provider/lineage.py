@@ -5,29 +5,43 @@ that calls :class:`~rcp_provider.hooks.rcp.RcpHook` directly has lineage too).
 
 Datasets are named as OpenLineage's naming spec names storage (namespace, name):
 
-================================ ====================================== ==============
-operand                          namespace                              name
-================================ ====================================== ==============
-a path on the worker             ``file://{the worker's host name}``    the absolute path
-``host:/path`` (over SSH)        ``file://{host}``                      ``/path``
-a path on an ``rcpd serve``      ``rcp://{host}:{port}``                the path
-``s3://bucket/key``              ``s3://bucket``                        ``key``
-``gs://bucket/key``              ``gs://bucket``                        ``key``
-``rcp://host[:port]/path``       ``rcp://host:port`` (port 7450 unsaid) ``/path``
-any other ``scheme://authority`` ``scheme://authority``                 the path
-================================ ====================================== ==============
+=================================== =========================================== ========
+operand                             namespace                                   name
+=================================== =========================================== ========
+a path on the worker, ``file:///p`` ``file://{the worker's host name}``         the path
+``host:/path`` (over SSH)           ``file://{host}``                           ``/path``
+a path on an ``rcpd serve``         ``rcp://{host}:{port}``                     the path
+``s3://bucket/key``                 ``s3://bucket``                             ``key``
+``gs://bucket/key``                 ``gs://bucket``                             ``key``
+``abfs[s]://c@{account}.dfs.{sfx}`` ``abfss://c@{account}.dfs.{sfx}``           ``key``
+``az://c/key`` (no account)         ``az://c``                                  ``key``
+``rcp://host[:port]/path``          ``rcp://host:port`` (port 7450 unsaid)      ``/path``
+any other ``scheme://authority``    ``scheme://authority``                      the path
+=================================== =========================================== ========
+
+A path on the worker is the same dataset however it is spelt: a path (made absolute)
+or a ``file:`` URL without a host (or with ``localhost``). An Azure URL is adlfs's
+(``az``, ``abfs``, ``abfss``: one storage, whatever the spelling): where it names
+its account (``container@account.dfs.core.windows.net``, or the account's
+``blob`` endpoint), it is named as the spec names ADLS Gen2, ``abfss`` at the
+account's ``dfs`` endpoint; adlfs's short form ``scheme://container/key`` names no
+account (the filesystem's configuration or connection gives it), and no account is
+guessed: it is ``az://container``, a namespace the spec never gives, so it never
+passes for another account's.
 
 Assets are ``file:///path`` (Airflow's ``file`` scheme) on the worker,
 ``file://host/path`` over SSH, ``rcp://host:port/path`` on a service
-(:mod:`rcp_provider.assets.rcp`), a store's URL as it is. An ``ObjectStoragePath`` is
-named by its URL without its connection id. Invariant: a name never carries
-credentials or a connection id; nothing here imports Airflow or OpenLineage until
-asked.
+(:mod:`rcp_provider.assets.rcp`), a store's URL as it is (an Azure URL's container
+kept). An ``ObjectStoragePath`` is named by its URL without its connection id.
+Invariant: a name never carries credentials or a connection id (the user part of an
+Azure URL is its container, never a credential); nothing here imports Airflow or
+OpenLineage until asked.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -44,6 +58,13 @@ if TYPE_CHECKING:
 
 SCHEMES = {"s3a": "s3", "gcs": "gs"}
 """URL schemes named by another in OpenLineage's spec."""
+AZURE = frozenset({"az", "abfs", "abfss"})
+"""adlfs's schemes (one storage, whatever the spelling); the user part of their
+authority is the container."""
+KEYED = frozenset({"s3", "gs"}) | AZURE
+"""Stores whose dataset names are keys (no leading ``/``)."""
+_ACCOUNT = re.compile(r"(?P<account>[^.]+)\.(?:dfs|blob)\.(?P<suffix>.+)")
+"""An Azure storage account's host: its ``dfs`` or ``blob`` endpoint."""
 
 
 def dataset_name(operand: Any, conn_id: str | None) -> tuple[str, str]:
@@ -53,12 +74,14 @@ def dataset_name(operand: Any, conn_id: str | None) -> tuple[str, str]:
     if split_url(text) is not None:
         parts = urlsplit(text)
         scheme = SCHEMES.get(parts.scheme, parts.scheme)
-        if scheme == "rcp" and not parts.hostname:  # rcp:///path: this host's tree
-            return dataset_name(parts.path, None)
-        netloc = _authority(parts, SERVICE_PORT if scheme == "rcp" else None)
+        if _here(scheme, parts.hostname):  # file:///path, rcp:///path: this host's
+            return dataset_name(parts.path or "/", None)
         path = parts.path.rstrip("/") or "/"
-        if scheme in ("s3", "gs"):
+        if scheme in KEYED:
             path = path.lstrip("/") or "/"
+        if scheme in AZURE:
+            return _azure_namespace(parts), path
+        netloc = _authority(parts, SERVICE_PORT if scheme == "rcp" else None)
         return f"{scheme}://{netloc}", path
     remote = parse_operand(text)
     if remote is not None:
@@ -74,7 +97,8 @@ def dataset_name(operand: Any, conn_id: str | None) -> tuple[str, str]:
 def asset_uri(operand: Any, conn_id: str | None) -> str | None:
     """The URI of the asset ``operand`` (on the side of connection ``conn_id``) is,
     where it is known before the task runs: a path on the worker ``file:///path``
-    (Airflow's ``file`` assets), ``host:/path`` ``file://host/path``, a URL (an
+    (Airflow's ``file`` assets; so is a URL naming one: ``file:///path``,
+    ``rcp:///path``), ``host:/path`` ``file://host/path``, a URL (an
     ``ObjectStoragePath``'s without its connection) as it is; ``None`` for a
     templated operand (known only when rendered) and for a path on a connection's
     place (a service: which one is known only from the connection)."""
@@ -83,9 +107,13 @@ def asset_uri(operand: Any, conn_id: str | None) -> str | None:
         return None
     if split_url(text) is not None:
         parts = urlsplit(text)
+        if _here(parts.scheme, parts.hostname):  # the worker's path, as a URL
+            if parts.scheme == "rcp" and conn_id is not None:
+                return None  # the connection's place
+            return f"file://{_clean(parts.path)}"
         path = parts.path.rstrip("/") if parts.path.strip("/") else parts.path
-        clean = parts._replace(netloc=_authority(parts, None), path=path)
-        return clean.geturl()
+        netloc = _authority(parts, None, container=parts.scheme in AZURE)
+        return parts._replace(netloc=netloc, path=path).geturl()
     if conn_id is not None:
         return None
     remote = parse_operand(text)
@@ -94,14 +122,40 @@ def asset_uri(operand: Any, conn_id: str | None) -> str | None:
     return f"file://{_clean(os.path.abspath(text))}"
 
 
-def _authority(parts: SplitResult, default_port: int | None) -> str:
-    """A URL's host and port (``default_port`` where it has none), never its user
-    or password."""
+def _here(scheme: str, host: str | None) -> bool:
+    """Whether a URL of ``scheme`` on ``host`` names this host's tree: ``file:``
+    without a host or with ``localhost`` (RFC 8089), ``rcp:`` without a host."""
+    if scheme == "file":
+        return host in (None, "localhost")
+    return scheme == "rcp" and not host
+
+
+def _azure_namespace(parts: SplitResult) -> str:
+    """The namespace of an Azure URL (module docstring): ``abfss://container@
+    {account}.dfs.{suffix}`` where its authority names the container and account,
+    ``az://container`` for adlfs's short form, which names no account."""
+    netloc = _authority(parts, None)
+    if parts.username is None:
+        return f"az://{netloc}"
+    account = _ACCOUNT.fullmatch(netloc)
+    if account is not None:
+        netloc = f"{account['account']}.dfs.{account['suffix']}"
+    return f"abfss://{parts.username}@{netloc}"
+
+
+def _authority(
+    parts: SplitResult, default_port: int | None, *, container: bool = False
+) -> str:
+    """A URL's host and port (``default_port`` where it has none), never its
+    password, nor its user unless that is an Azure ``container``'s name."""
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
     port = parts.port or default_port
-    return host if port is None else f"{host}:{port}"
+    netloc = host if port is None else f"{host}:{port}"
+    if container and parts.username is not None:
+        return f"{parts.username}@{netloc}"
+    return netloc
 
 
 def _url_of(operand: Any) -> str:

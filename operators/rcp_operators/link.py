@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 
-from rcp_core.schema import Front, settings_from
+from rcp_core.schema import BY_NAME, Front, settings_from
 from rcp_core.settings import CompareAttr
 from rcp_operators.failures import airflow_errors
 from rcp_operators.lineage import Lineage, Sides
@@ -25,6 +25,10 @@ from rcp_provider.progress import INTERVAL, ProgressLog
 class RcpLinkOperator(BaseOperator, Lineage):
     """Make ``dst`` a snapshot sharing ``src``'s unchanged files.
 
+    ``delete``, ``includes`` and ``excludes`` are templated as the paths are, as
+    ``RcpCopyOperator``'s are (their text is parsed as ``rcp`` parses it: a rendered
+    ``"False"`` is false).
+
     :param src: the earlier tree (a snapshot), on the worker's storage.
     :param dst: the new snapshot; refused if it exists, unless ``delete``.
     :param update: the tree ``dst`` is to look like; its files identical in ``src``
@@ -34,9 +38,18 @@ class RcpLinkOperator(BaseOperator, Lineage):
     :param includes: globs of entries to take (the rest is skipped).
     :param excludes: globs of entries to skip; excludes win.
     :param conn_id: an ``rcp`` connection without a host (``None``: none needed).
+    :param progress_interval: seconds between progress lines in the task log.
     """
 
-    template_fields: Sequence[str] = ("src", "dst", "update", "conn_id")
+    template_fields: Sequence[str] = (
+        "src",
+        "dst",
+        "update",
+        "delete",
+        "includes",
+        "excludes",
+        "conn_id",
+    )
     ui_color = "#f0e4f9"
     lineage_operation = "link"
 
@@ -68,10 +81,11 @@ class RcpLinkOperator(BaseOperator, Lineage):
 
     def execute(self, context: Context) -> dict[str, Any]:
         with airflow_errors(f"snapshot {self.update or self.src} to {self.dst}"):
+            delete = BY_NAME["delete"].read(self.delete, Front.OPERATOR)
             settings = settings_from(
                 {
-                    "existing": "overwrite" if self.delete else "error",
-                    "delete": self.delete,
+                    "existing": "overwrite" if delete else "error",
+                    "delete": delete,
                     "includes": self.includes,
                     "excludes": self.excludes,
                 },

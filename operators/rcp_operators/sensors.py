@@ -47,7 +47,9 @@ class RcpPathSensor(BaseSensorOperator):
 
 
 class RcpJobSensor(BaseSensorOperator):
-    """Wait until a service's job ends; its summary is the task's XCom value.
+    """Wait until a service's job ends; the job as the service shows it when it
+    succeeded (its state, operands, times, ``summary``, ``counts``, ...) is the
+    task's XCom value, so a downstream task reads the outcome and the summary alike.
 
     :param job_id: the job's id (templated: an upstream task's XCom, say).
     :param conn_id: the ``rcp`` connection of the service running it.

@@ -43,7 +43,9 @@ class RcpPlanOperator(BaseOperator, Lineage):
     :param manifest: where the plan is written; every worker must read it there.
     :param shards: at most this many shards (1 to 1024; templated, so text is taken).
     :returns: one ``{"manifest": ..., "shard": i}`` per shard, for
-        ``RcpCopyOperator.partial(...).expand_kwargs(...)``.
+        ``RcpCopyOperator.partial(...).expand_kwargs(...)``; the plan's totals (its
+        entries and bytes, as the manifest holds them) are logged and are the run
+        facet's.
     """
 
     template_fields: Sequence[str] = ("src", "manifest", "shards")
@@ -64,17 +66,28 @@ class RcpPlanOperator(BaseOperator, Lineage):
         self._cancel = threading.Event()
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
+        from rcp_core.tools.shards.manifest import read_manifest
+
         with airflow_errors(f"plan {self.src}"):
             shards = _count(self.shards)
             descriptors = RcpHook(None).plan(
                 self.src, self.manifest, shards, cancel=self._cancel
             )
+            plan = read_manifest(self.manifest)
+        files = sum(shard.files for shard in plan.shards)
+        size = sum(shard.bytes for shard in plan.shards)
         self.log.info(
-            "rcp: %s planned as %d shard(s) in %s",
+            "rcp: %s planned as %d shard(s) in %s: %s entries, %s bytes",
             self.src,
-            len(descriptors),
+            len(plan.shards),
             self.manifest,
+            f"{files:,}",
+            f"{size:,}",
         )
+        self.lineage_summary = {
+            "planned": {"files": files, "bytes": size},
+            "shards": len(plan.shards),
+        }
         return descriptors
 
     def lineage_sides(self) -> tuple[Sides, Sides]:
@@ -89,6 +102,9 @@ class RcpPlanOperator(BaseOperator, Lineage):
 class RcpFinalizeOperator(BaseOperator, Lineage):
     """After every shard of a plan is copied: directory metadata, then verification.
 
+    ``preserve`` and ``verify`` are templated as the paths are, as
+    ``RcpCopyOperator``'s are (their text is parsed as ``rcp`` parses it).
+
     :param manifest: the plan the shards came from.
     :param dst: the destination the shards were copied to.
     :param preserve: as the copies' (``default``: mode and times).
@@ -97,7 +113,7 @@ class RcpFinalizeOperator(BaseOperator, Lineage):
         is whole once this task succeeds), as ``RcpCopyOperator``'s ``dst_asset``.
     """
 
-    template_fields: Sequence[str] = ("manifest", "dst")
+    template_fields: Sequence[str] = ("manifest", "dst", "preserve", "verify")
     lineage_operation = "finalize"
 
     def __init__(

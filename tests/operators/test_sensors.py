@@ -67,7 +67,11 @@ def test_a_job_is_waited_for_to_its_end_and_a_failed_one_fails_the_task(
     while not (answer := sensor.poke(context={})).is_done:
         assert time.monotonic() < deadline, answer
         time.sleep(0.2)
-    assert answer.xcom_value["state"] == "succeeded"
+    view = answer.xcom_value  # the job as the service shows it, summary and all
+    assert (view["job"], view["state"]) == (job["job"], "succeeded")
+    assert view["destination"] == str(rcp_service.backup / "copy")
+    copied = view["summary"]["copied"]
+    assert (copied["files"], copied["bytes"]) == (2, 3)
     assert (rcp_service.backup / "copy" / "d" / "b").read_bytes() == b"22"
     failed = RcpJobSensor(task_id="bad", job_id=failing["job"], conn_id=rcp_connection)
     with rcp_service.client() as client:

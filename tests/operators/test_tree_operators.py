@@ -194,3 +194,75 @@ def test_a_killed_finalize_does_not_call_its_copy_verified(tmp_path: Path) -> No
     finalize.on_kill()
     with pytest.raises(AirflowFailException, match="cancelled"):
         finalize.execute(context={})
+
+
+def test_a_links_delete_and_filters_are_templated_and_read_as_the_copys(
+    tmp_path: Path,
+) -> None:
+    """``delete``, ``includes`` and ``excludes`` render as a copy's do, and their
+    text is read as the copy reads it: a rendered ``"False"`` refuses an existing
+    snapshot, ``"True"`` mirrors it, anything else fails before a file is written."""
+    day1 = make_tree(tmp_path / "day1", TREE)
+    snap = tmp_path / "snap"
+    params = {"delete": "False", "include": "/logs/**", "exclude": "*9.log"}
+
+    def link(**params: str) -> RcpLinkOperator:
+        op = RcpLinkOperator(
+            task_id="link",
+            src=str(day1),
+            dst=str(snap),
+            delete="{{ params.delete }}",  # type: ignore[arg-type]
+            includes=["{{ params.include }}"],
+            excludes="{{ params.exclude }}",  # type: ignore[arg-type]
+        )
+        op.render_template_fields({"params": params})
+        return op
+
+    summary = link(**params).execute(context={})
+    logs = [f"{i:02}.log" for i in range(30) if i % 10 != 9]
+    assert sorted(p.name for p in (snap / "logs").iterdir()) == logs
+    assert not (snap / "keep.cfg").exists()
+    assert summary["methods"]["link"] == len(logs)
+    with pytest.raises(AirflowFailException, match="exists"):
+        link(**params).execute(context={})  # "False": no delete
+    (snap / "logs" / "extra").write_bytes(b"not in the new tree")
+    link(**{**params, "delete": "True"}).execute(context={})
+    assert sorted(p.name for p in (snap / "logs").iterdir()) == logs
+    before = sorted(p.name for p in snap.rglob("*"))
+    with pytest.raises(AirflowFailException, match="delete='maybe'"):
+        link(**{**params, "delete": "maybe"}).execute(context={})
+    assert sorted(p.name for p in snap.rglob("*")) == before
+
+
+def test_a_finalizes_preserve_and_verify_are_templated_and_read_as_the_copys(
+    tmp_path: Path,
+) -> None:
+    """Rendered ``preserve`` and ``verify`` text is read as a copy's: a verification
+    by checksum of the directories given mode and times; a preserve that is no list
+    of attributes fails the task before any directory's metadata is set."""
+    src = make_tree(tmp_path / "src", {f"d{i}/f": File(b"x" * i) for i in range(6)})
+    src.chmod(0o701)  # the root: a parent of the shards' units, finalize's to set
+    manifest, dst = tmp_path / "plan.json", tmp_path / "dst"
+    shards = RcpPlanOperator(
+        task_id="plan", src=str(src), manifest=str(manifest), shards=2
+    ).execute(context={})
+    for shard in shards:
+        RcpCopyOperator(task_id="copy", dst=str(dst), **shard).execute(context={})
+
+    def finalize(**params: str) -> RcpFinalizeOperator:
+        op = RcpFinalizeOperator(
+            task_id="fin",
+            manifest=str(manifest),
+            dst=str(dst),
+            preserve="{{ params.preserve }}",
+            verify="{{ params.verify }}",
+        )
+        op.render_template_fields({"params": params})
+        return op
+
+    with pytest.raises(AirflowFailException, match="preserve='mode,colour'"):
+        finalize(preserve="mode,colour", verify="none").execute(context={})
+    assert dst.stat().st_mode & 0o777 != 0o701  # nothing set
+    done = finalize(preserve="mode,times", verify="checksum").execute(context={})
+    assert done["verify"]["same"] is True
+    assert dst.stat().st_mode & 0o777 == 0o701

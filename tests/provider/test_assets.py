@@ -74,6 +74,11 @@ def test_a_copy_declares_its_destination_as_its_outlet(
     assert _outlets(dst="rcp://u:token@store.example/d") == [
         "rcp://store.example:7450/d"
     ]
+    # A URL naming the worker's own path is that path's asset (rcp:/// was "rcp:/p",
+    # which the scheme's handler refused: the DAG failed to parse).
+    assert _outlets(dst="rcp:///data/out") == ["file:///data/out"]
+    assert _outlets(dst="file:///data/out/") == ["file:///data/out"]
+    assert _outlets(dst="file://localhost/data/out") == ["file:///data/out"]
 
 
 def test_a_destination_unknown_at_parse_time_has_no_outlet_unless_asked() -> None:
