@@ -89,6 +89,11 @@ class EntryError(RcpError, OSError):
         return (type(self), (self.op, self.path, self.cause))
 
     @property
+    def vanished(self) -> bool:
+        """Whether the entry was a source gone when read (removed during the run)."""
+        return isinstance(self.cause, SourceVanishedError)
+
+    @property
     def key(self) -> str:
         """What makes two errors "the same" for the deduplicated report."""
         return f"{self.op}: {self.cause.strerror or type(self.cause).__name__}"
@@ -291,6 +296,26 @@ class SourceCutShortError(OSError):
     def __init__(self, copied: int, size: int) -> None:
         reason = f"the source ended after {copied} of its {size} bytes"
         super().__init__(errno.EIO, reason)
+
+
+class SourceVanishedError(FileNotFoundError):
+    """A source entry the walk had listed was gone when it was read (removed while
+    the run went on): ENOENT, counted apart (``errors.vanished``) so a run whose
+    only errors are vanished sources can say so (its own exit status)."""
+
+    @classmethod
+    def of(cls, exc: FileNotFoundError) -> SourceVanishedError:
+        return cls(
+            errno.ENOENT, exc.strerror or "No such file or directory", exc.filename
+        )
+
+
+def vanished(exc: OSError) -> OSError:
+    """``exc`` raised reading a source entry the walk listed: a
+    :class:`SourceVanishedError` where the entry was gone (ENOENT), else ``exc``."""
+    if isinstance(exc, FileNotFoundError) and not isinstance(exc, SourceVanishedError):
+        return SourceVanishedError.of(exc)
+    return exc
 
 
 class SourceChangedError(OSError):

@@ -50,7 +50,12 @@ from rcp_core.engine.methods import METHODS
 from rcp_core.engine.partials import RESUMABLE, reopen
 from rcp_core.engine.temporaries import partial_name, temp_name
 from rcp_core.engine.tree import DirNode
-from rcp_core.errors import PluginError, SourceChangedError, SourceCutShortError
+from rcp_core.errors import (
+    PluginError,
+    SourceChangedError,
+    SourceCutShortError,
+    vanished,
+)
 from rcp_core.run.summary import Tally
 from rcp_core.settings import CompareAttr
 
@@ -100,7 +105,10 @@ def copy_file(
 ) -> None:
     """Copy the regular file ``name`` of ``node`` to ``dst_name``."""
     flags = SRC_FLAGS if ctx.settings.dereference else SRC_FLAGS | os.O_NOFOLLOW
-    src = os.open(name, flags, dir_fd=node.src_fd)
+    try:
+        src = os.open(name, flags, dir_fd=node.src_fd)
+    except FileNotFoundError as exc:
+        raise vanished(exc) from exc
     try:
         st = os.fstat(src)
         if not stat.S_ISREG(st.st_mode):
@@ -396,7 +404,10 @@ def copy_symlink(
     """Recreate the symlink ``name`` with the same target (never followed). A
     symlink with other names in the tree (``st_nlink > 1``) stays one inode in the
     copy, through the link map as a regular file does (:func:`_one_of_links`)."""
-    st = os.lstat(name, dir_fd=node.src_fd)
+    try:
+        st = os.lstat(name, dir_fd=node.src_fd)
+    except FileNotFoundError as exc:
+        raise vanished(exc) from exc
     if not stat.S_ISLNK(st.st_mode):
         copy_other(ctx, tally, node, name, dst_name, rel, st)
         return
@@ -461,7 +472,14 @@ def copy_other(
     link (ENOENT) is this entry's error rather than a copied link.
     """
     if st is None:
-        st = os.stat(name, dir_fd=node.src_fd, follow_symlinks=ctx.settings.dereference)
+        try:
+            st = os.stat(
+                name, dir_fd=node.src_fd, follow_symlinks=ctx.settings.dereference
+            )
+        except FileNotFoundError as exc:
+            if not ctx.settings.dereference:  # else a dangling link's ENOENT
+                raise vanished(exc) from exc
+            raise
     mode = st.st_mode
     if stat.S_ISREG(mode):
         copy_file(ctx, tally, node, name, dst_name, rel)

@@ -37,6 +37,7 @@ from rcp_core.engine.dirs import finish_dir, gitignores, make_dst_dir
 from rcp_core.engine.entries import copy_file, copy_other, copy_symlink
 from rcp_core.engine.filters import Verdict
 from rcp_core.engine.tree import DIR_FLAGS, DirNode, Lifecycle, Sink
+from rcp_core.errors import vanished
 from rcp_core.run.pool import WorkPool
 from rcp_core.run.summary import Tally
 
@@ -217,7 +218,10 @@ class Walker:
             parent.job is not None and parent.job.follow_root
         )
         flags = DIR_FLAGS if follow else DIR_FLAGS | os.O_NOFOLLOW
-        src_fd = os.open(name, flags, dir_fd=parent.src_fd)
+        try:
+            src_fd = os.open(name, flags, dir_fd=parent.src_fd)
+        except FileNotFoundError as exc:
+            raise vanished(exc) from exc
         try:
             st = os.fstat(src_fd)
             if ctx.settings.dereference and parent.ancestors_contain(st):

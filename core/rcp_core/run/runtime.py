@@ -37,6 +37,7 @@ from __future__ import annotations
 import enum
 import errno
 import logging
+import signal
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -54,6 +55,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("rcp_core")
 
 T = TypeVar("T")
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""What stops a run (Ctrl-C, ``kill``, a scheduler, a closed terminal): a tool stops
+on each alike; its helper processes ignore them (the tool stops them itself)."""
 
 MAX_DISTINCT_ERRORS = 20
 
@@ -297,8 +302,10 @@ class Runtime:
         return entry_error(op, path, cause, self.classify(cause, where))
 
     def record(self, tally: Tally, error: EntryError) -> None:
-        """Count and record an entry error; stop if it is fatal or under fail-early."""
+        """Count and record an entry error (a vanished source's also as
+        ``errors.vanished``); stop if it is fatal or under fail-early."""
         tally["errors"] += 1
+        tally["errors.vanished"] += error.vanished
         self.errors.add(error)
         self.stop_for(error)
 

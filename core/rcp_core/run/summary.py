@@ -24,6 +24,7 @@ KEYS = (
     *(f"{outcome}.{kind}" for outcome in OUTCOMES for kind in KINDS),
     *(f"method.{method}" for method in METHODS),
     "errors",
+    "errors.vanished",
     "moved.bytes",
     "resumed.files",
     "resumed.bytes",
@@ -31,7 +32,9 @@ KEYS = (
     "found.dirs",
     "scanned.dirs",
 )
-"""``moved.bytes`` counts data as it is written, files in progress included (the
+"""``errors.vanished`` counts the errors (among ``errors``) of source entries
+that were gone when read (:class:`~rcp_core.errors.SourceVanishedError`).
+``moved.bytes`` counts data as it is written, files in progress included (the
 controller's measure of work, which must not arrive in lumps of whole large files);
 ``copied.bytes`` counts finished files only. ``found.entries`` (the jobs' sources
 and the entries the walk's scans found, after filters), ``found.dirs`` (directories
@@ -174,6 +177,7 @@ class Summary:
             "bytes": self.counts["resumed.bytes"],
         }
         out["errors"] = self.counts["errors"]
+        out["vanished"] = self.counts["errors.vanished"]
         out["error_list"] = [
             {"error": key, "count": count, "example": example}
             for key, count, example in self.errors
@@ -205,7 +209,9 @@ class Summary:
                 f"resumed:   files {c['resumed.files']}  "
                 f"{human_bytes(c['resumed.bytes'])} kept from partials"
             )
-        lines.append(f"errors:    {c['errors']}")
+        gone = c["errors.vanished"]
+        vanished = f" ({gone} vanished source(s))" if gone else ""
+        lines.append(f"errors:    {c['errors']}{vanished}")
         for key, count, example in self.errors:
             lines.append(f"  {count} x {key} (e.g. {example})")
         r = self.resources

@@ -12,8 +12,8 @@ task; releasing it answers ``Done``.
 
 The helper lives until ``Finish`` (then answers ``Final`` and exits 0), or until its
 socket closes (the caller is gone: it stops at once). A bug stops it with ``Crash``
-and exit status 1. It ignores SIGINT: a terminal's Ctrl-C reaches the caller too,
-which stops its helpers itself.
+and exit status 1. It ignores the stop signals (SIGINT, SIGTERM, SIGHUP): sent to the
+process group they reach the caller too, which stops its helpers itself.
 """
 
 from __future__ import annotations

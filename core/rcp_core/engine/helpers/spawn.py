@@ -7,8 +7,9 @@
   not on the helper's import path, so a directory holding an ``rcp_core`` cannot
   stand in for ours) with one end of a :class:`~rcp_core.engine.helpers.channel.Channel`,
   and sends it its setup first; nothing is left running if that fails;
-- :func:`helper_main` is the helper's side: it ignores SIGINT (a terminal's Ctrl-C
-  reaches the whole process group; the caller decides, and stops its helpers
+- :func:`helper_main` is the helper's side: it ignores the stop signals
+  (:data:`~rcp_core.run.runtime.STOP_SIGNALS`: a terminal's Ctrl-C, a ``kill`` of the
+  process group reach every process in it; the caller decides, and stops its helpers
   itself), takes the setup, sends its log records to the caller, and serves;
 - :func:`read_helper` is the caller's reading of a helper's messages, until the
   helper is finished or its channel ends; :func:`send_counts` the helper's counters,
@@ -29,6 +30,7 @@ from typing import Protocol, TypeVar
 
 from rcp_core.engine.helpers.channel import Channel, Counts, ForwardedRecords
 from rcp_core.errors import ChannelError
+from rcp_core.run.runtime import STOP_SIGNALS
 from rcp_core.run.summary import merge
 
 log = logging.getLogger("rcp_core")
@@ -82,7 +84,8 @@ def helper_main(
 ) -> int:
     """A helper's ``main``: ``argv[1]`` is its channel's descriptor; the exit status
     ``serve`` returns (0 too when the caller finished before it started)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
     chan = Channel(socket.socket(fileno=int(argv[1])))
     got = chan.recv()
     if got is None:
