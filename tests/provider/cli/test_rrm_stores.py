@@ -33,6 +33,7 @@ from rcp_provider.cli.rrm import main
 from rcp_provider.fsspec import storeremoval, storetree
 from rcp_provider.fsspec.storetree import port_of, port_of_url
 from support import services
+from support.treespec import Dir, Fifo, File, Spec, Symlink, make_tree
 
 Run = tuple[int, str, str]
 
@@ -411,6 +412,47 @@ def test_modified_before_on_a_service_reads_mtimes(
     assert status == 0, err
     left = sorted(str(p.relative_to(served.data)) for p in served.data.rglob("*"))
     assert left == ["escape", "tree", "tree/new", "tree/out"]  # all young
+
+
+COUNTED: Spec = {
+    "a": File(b"a" * 1000),
+    "d/b": File(b"b" * 20_000),
+    "d/e/c": File(b"c" * 300_000),
+    "d/e/empty": File(b""),
+    "d/e/link": Symlink("../b"),
+    "d/fifo": Fifo(),
+    "f/g/h": Dir(),
+}
+
+
+def test_a_tree_removed_here_and_on_a_service_is_counted_alike(
+    rrm: Any, service: tuple[services.Served, str], tmp_path: Path
+) -> None:
+    """One tree removed from this host's disk (the local walk) and from a service
+    (through its port): the same files, symlinks, specials and directories, in a
+    dry run and in the removal itself; the port counts the files' bytes from its
+    listings, the local walk (files unlooked at, as ``rm -rf``) only under an age
+    rule."""
+    served, base = service
+    here = make_tree(tmp_path / "here", COUNTED)
+    there = make_tree(served.data / "counted", COUNTED)
+    counts = {}
+    for dry in (["--dry-run"], []):
+        for name, operand in (("here", str(here)), ("there", f"{base}{there}")):
+            out = tmp_path / f"{name}.json"
+            status, _, err = rrm(*dry, "--summary-json", str(out), operand)
+            assert status == 0, err
+            counts[name] = json.loads(out.read_text())["removed"]
+        assert counts["there"]["bytes"] == 321_000, dry
+        assert counts["here"]["bytes"] == 0, dry
+        del counts["here"]["bytes"], counts["there"]["bytes"]
+        assert counts["here"] == counts["there"], dry
+        removed = counts["here"]
+        assert removed["files"] == 4, dry
+        assert (removed["symlinks"], removed["specials"]) == (1, 1), dry
+        assert removed["dirs"] == 6, dry  # the root, d, d/e, f, f/g, f/g/h
+    assert not here.exists()
+    assert not there.exists()
 
 
 @pytest.fixture

@@ -68,12 +68,8 @@ from rcp_core.errors import UsageError
 from rcp_core.run.monitor import Observer
 from rcp_core.run.summary import Summary, Tally
 from rcp_core.site.builtin import STORE_WORKERS
-from rcp_core.tools.remove.removal import (
-    Emptied,
-    Removal,
-    RemoveSettings,
-    run_removal,
-)
+from rcp_core.tools.remove.removal import Removal, RemoveSettings
+from rcp_core.tools.remove.treewalk import Walked, run_walk
 
 log = logging.getLogger("rcp_core")
 
@@ -86,7 +82,7 @@ _KINDS = {
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
-class _PortDir(Emptied):
+class _PortDir(Walked):
     """A directory being emptied through ``port`` (its operand's tree; ``rel`` is
     relative to it): on the device ``dev`` where the listings tell devices."""
 
@@ -110,11 +106,12 @@ def remove_ports(
         the removal was cancelled (the partial summary; entries the filters and age
         rules keep are not failures).
     """
-    return run_removal(
+    return run_walk(
+        "remove",
         _PortRemoval,
         _operand,
         ports,
-        settings,
+        settings or RemoveSettings(),
         plugins,
         on_progress,
         progress_interval,
