@@ -94,7 +94,7 @@ class WorkerStorage:
             index,
             tree(destination),
             settings,
-            source=_source(plan.root),
+            source=plan_source(plan.root),
             on_progress=relay,
             cancel=cancel,
         )
@@ -109,7 +109,9 @@ class WorkerStorage:
 
         self._on_worker("finalizing a sharded copy")
         plan = read_manifest(manifest)
-        done = finalize(plan, tree(destination), settings, source=_source(plan.root))
+        done = finalize(
+            plan, tree(destination), settings, source=plan_source(plan.root)
+        )
         return {"directories": done, "src": plan.root}
 
     def remove(
@@ -242,9 +244,11 @@ def _ports_of(
     return lambda text: port(operand(text), hook)
 
 
-def _source(root: str) -> Port | None:
-    """A plan's source as its port where its root is a URL (a path root is the
-    worker's own)."""
+def plan_source(root: str) -> Port | None:
+    """A plan's source as :func:`~rcp_core.tools.shards.copier.copy_shard` and
+    ``finalize`` take it: its port where its root is a URL, ``None`` for a path root
+    (this host's own, copied through the local engine). The hook's and
+    ``rcp-shard``'s."""
     found = tree(root)
     return None if isinstance(found, str) else found
 
