@@ -74,7 +74,8 @@ def test_no_operator_imports_the_command_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "script", ["rcp", "rcp-filegen", "rcpd", "rrm", "rcmp", "rlink"]
+    "script",
+    ["rcp", "rcp-filegen", "rcp-shard", "rchm", "rcpd", "rrm", "rcmp", "rlink"],
 )
 def test_console_scripts_installed(script: str) -> None:
     path = shutil.which(script, path=str(BIN))
@@ -194,7 +195,7 @@ def test_every_console_script_runs_its_tool_through_the_launcher() -> None:
     assert {
         name: target.split(":")[0] for name, target in scripts.items()
     } == dict.fromkeys(
-        ("rcp", "rcp-filegen", "rcpd", "rrm", "rcmp", "rlink"),
+        ("rcp", "rcp-filegen", "rcp-shard", "rchm", "rcpd", "rrm", "rcmp", "rlink"),
         "rcp_provider.cli.launch",
     )
 

@@ -7,13 +7,18 @@
 ``verify``     ``rcp --verify``: each source compared with its copy, on every operand
 ``rcpd``       ``rcpd``: one role of a copy between hosts, or the ``rcpd serve`` service
 ``rrm``        ``rrm``: remove trees in parallel
+``rchm``       ``rchm``: change modes, owners and groups of trees in parallel
 ``rcmp``       ``rcmp``: compare two trees, by metadata or by content
 ``rlink``      ``rlink``: snapshots that share unchanged files through hard links
 ``filegen``    ``rcp-filegen``: generate realistic trees to copy (benchmarks, the demo)
-``common``     what every tool shares: one-line usage errors, logging, output options
+``shard``      ``rcp-shard``: a sharded copy any scheduler runs (plan, copy a shard,
+               finalize)
+``common``     what every tool shares: one-line usage errors, ``--version``, logging,
+               output options, the exit statuses' table
 ``settings``   the copy flags, made from the one table of options (``rcp_core.schema``)
+``tools``      every command by the function that builds its parser (help, completion)
 ``launch``     the console scripts: each command's module imported with the garbage
-               collector paused, then its ``main``
+               collector paused, then its ``main``; how a stop signal ends a run
 =============  =====================================================================
 
 The console scripts (``pyproject.toml``) run the ``main`` of each command's module,

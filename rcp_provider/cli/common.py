@@ -4,6 +4,7 @@ output options (progress on stderr, the summary as text and JSON)."""
 from __future__ import annotations
 
 import argparse
+import enum
 import functools
 import json
 import logging
@@ -14,9 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
-from rcp_core.errors import CopyFailedError, UsageError
+from rcp_core.errors import CopyFailedError, RemoteError, UsageError
 from rcp_core.run.progress import BarProgress, Progress, TextProgress
 from rcp_core.run.summary import Summary
+from rcp_provider.cli.launch import Interrupted
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -122,7 +124,13 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     """``--progress[-type|-interval]``, ``--summary[-json]``, ``-v`` and ``-q``."""
     out = parser.add_argument_group("output")
     out.add_argument("--progress", action="store_true", help="show progress on stderr")
-    out.add_argument("--progress-type", choices=["auto", "bar", "text"], default="auto")
+    out.add_argument(
+        "--progress-type",
+        choices=["auto", "bar", "text"],
+        default="auto",
+        help="a bar redrawn in place, or text lines (default auto: a bar on a "
+        "terminal, text otherwise)",
+    )
     out.add_argument(
         "--progress-interval",
         type=positive_seconds,
@@ -132,7 +140,13 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
         "--summary", action="store_true", help="print a summary at the end"
     )
     out.add_argument("--summary-json", metavar="PATH", help="write the summary as JSON")
-    out.add_argument("-v", "--verbose", action="count", default=0)
+    out.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="print the summary and where connections go; -vv also debug lines",
+    )
     out.add_argument("-q", "--quiet", action="store_true", help="no error lines")
 
 
@@ -161,11 +175,29 @@ def report(
         )
 
 
+def interrupted(
+    prog: str,
+    args: argparse.Namespace | None,
+    exc: KeyboardInterrupt,
+    extra: dict[str, Any] | None = None,
+) -> int:
+    """A run a signal stopped: its partial summary reported (where known, as
+    ``--summary`` and ``--summary-json`` ask), one line on stderr naming the
+    signal; the exit status, ``128 + signum``."""
+    stop = Interrupted.of(exc)
+    if args is not None and stop.summary is not None:
+        report(args, stop.summary, extra)
+    print(f"{prog}: interrupted by {stop.name}", file=sys.stderr, flush=True)
+    return stop.status
+
+
 def in_worker(work: Callable[[threading.Event], T], name: str) -> T:
-    """``work(cancel)`` in a worker thread, so that Ctrl-C reaches this (the main)
-    thread: it sets ``cancel``, waits until the work has stopped (every entry in
-    flight finished or left as it was), and raises ``KeyboardInterrupt``. What the
-    work raised is raised here.
+    """``work(cancel)`` in a worker thread, so that a stop signal reaches this (the
+    main) thread: it sets ``cancel``, waits until the work has stopped (every entry
+    in flight finished or left as it was; more signals meanwhile do not cut the
+    wait short), and raises :class:`Interrupted` with what the work had done (its
+    partial summary) where the work returned one. What the work raised otherwise is
+    raised here.
 
     The wait is on an event the work sets as it ends, never ``Thread.join``:
     CPython 3.11's join, when Ctrl-C interrupts it, may mark the still running
@@ -189,28 +221,88 @@ def in_worker(work: Callable[[threading.Event], T], name: str) -> T:
     try:
         while not ended.wait(0.2):
             pass
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         cancel.set()
-        ended.wait()
-        raise
+        while True:
+            try:
+                ended.wait()
+                break
+            except KeyboardInterrupt:
+                continue  # stopping already: the work's end is what is awaited
+        done = outcome[0]
+        if isinstance(done, CopyFailedError):
+            raise Interrupted.of(exc, done.summary) from None
+        raise Interrupted.of(exc, done if isinstance(done, Summary) else None) from None
     result = outcome[0]
     if isinstance(result, BaseException):
         raise result
     return result
 
 
+class Exit(enum.IntEnum):
+    """Every tool's exit statuses: the one table (the README's "Exit statuses"),
+    kept stable. A signal that stops a run gives ``128 + signum`` instead
+    (:class:`~rcp_provider.cli.launch.Interrupted`)."""
+
+    OK = 0
+    """Everything asked was done."""
+    FAILED = 1
+    """Some entries failed; the rest was done (the partial summary is reported)."""
+    USAGE = 2
+    """Bad operands or flags, or an option the storage cannot honour: nothing was
+    touched."""
+    DIFFERENT = 3
+    """A verification (``rcp --verify``, ``rcmp``) found differences."""
+    VANISHED = 4
+    """The only errors were source entries that vanished during the run (removed
+    after they were listed); the rest was done."""
+    REMOTE = 5
+    """A host, daemon or service could not be reached, or failed (a connection
+    lost, a session not started, a service's refusal that is not about a path)."""
+
+
+def failed(summary: Summary) -> Exit:
+    """The status of a run that ended with errors: :attr:`Exit.VANISHED` when
+    every one was a vanished source, else :attr:`Exit.FAILED`."""
+    errors = summary["errors"]
+    return (
+        Exit.VANISHED
+        if errors and errors == summary["errors.vanished"]
+        else Exit.FAILED
+    )
+
+
+def walk_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings every in-place tree walk takes (``rrm``'s, ``rchm``'s:
+    :class:`rcp_core.tools.remove.treewalk.WalkSettings`) from their flags."""
+    return {
+        "includes": tuple(args.include),
+        "excludes": tuple(args.exclude),
+        "dry_run": args.dry_run,
+        "fail_early": args.fail_early,
+        "cross_devices": args.cross_devices,
+        "max_workers": args.max_workers,
+    }
+
+
 def usage_error(prog: str, exc: UsageError) -> int:
-    """Bad input: one line on stderr, exit status 2."""
+    """Bad input: one line on stderr, :attr:`Exit.USAGE`."""
     print(f"{prog}: error: {exc}", file=sys.stderr)
-    return 2
+    return Exit.USAGE
+
+
+def remote_failure(prog: str, exc: object) -> int:
+    """A host, daemon or service failed: one line on stderr, :attr:`Exit.REMOTE`."""
+    print(f"{prog}: {exc}", file=sys.stderr, flush=True)
+    return Exit.REMOTE
 
 
 def run_and_report(
     prog: str, args: argparse.Namespace, work: Callable[[threading.Event], Summary]
 ) -> int:
     """Run ``work`` (:func:`in_worker`), report its summary (``--summary``,
-    ``--summary-json``); the exit status: 0 done, 1 some entries failed (the partial
-    summary is reported), 2 bad input, 130 interrupted."""
+    ``--summary-json``); the exit status (:class:`Exit`; a failed run's partial
+    summary is reported; 128 + the signal that stopped it: :func:`interrupted`)."""
     try:
         summary = in_worker(work, f"{prog}-main")
     except UsageError as exc:
@@ -218,9 +310,10 @@ def run_and_report(
     except CopyFailedError as exc:
         report(args, exc.summary)
         print(f"{prog}: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
+        return failed(exc.summary)
+    except RemoteError as exc:
+        return remote_failure(prog, exc)
+    except KeyboardInterrupt as exc:
+        return interrupted(prog, args, exc)
     report(args, summary)
-    return 0
+    return Exit.OK

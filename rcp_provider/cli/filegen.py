@@ -21,7 +21,7 @@ from rcp_core.tools.filegen import (
     parse_dir_width,
     parse_size,
 )
-from rcp_provider.cli.common import OneLineErrorParser
+from rcp_provider.cli.common import OneLineErrorParser, interrupted
 
 PROG = "rcp-filegen"
 USAGE = f"""\
@@ -43,7 +43,7 @@ EPILOG = (
 )
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog=PROG,
         usage=USAGE,
@@ -103,12 +103,14 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``rcp-filegen`` on ``argv`` (default ``sys.argv[1:]``); return the status."""
     try:
-        args = _parser().parse_intermixed_args(argv)
+        args = build_parser().parse_intermixed_args(argv)
         stats = _generate(args)
     except UsageError as exc:
         return _fail(exc, 2)
     except OSError as exc:
         return _fail(exc, 1)
+    except KeyboardInterrupt as exc:
+        return interrupted("rcp-filegen", None, exc)
     if args.summary:
         print(_render(args.root, stats))
     return 0

@@ -8,6 +8,12 @@ while the tool is imported, and what the imports made is frozen out of its reach
 (:func:`gc.freeze`): neither those collections nor every later one scan it, which
 also shortens the collections of a long run.
 
+The launcher also sets how the process stops: SIGTERM and SIGHUP raise
+:class:`Interrupted` in the main thread as SIGINT raises ``KeyboardInterrupt``
+(:func:`stop_on_signals`), before the tool is imported, so a tool stops the same
+way for a Ctrl-C, a ``kill``, a scheduler's end of job or a closed terminal, and a
+signal during the imports ends the process quietly with ``128 + signum``.
+
 Invariants: the collector is running again (if it was) before the tool's ``main``
 starts; only objects that exist when the imports end are frozen, and they are never
 collected (the imports' garbage cycles, a few, stay for the process's life).
@@ -18,7 +24,15 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+import os
+import signal
+import sys
 from collections.abc import Iterator
+from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rcp_core.run.summary import Summary
 
 
 @contextlib.contextmanager
@@ -35,10 +49,63 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by a signal: SIGINT (Ctrl-C), SIGTERM or SIGHUP.
+
+    :param signum: the signal; the tool's exit status is ``128 + signum`` (130,
+        143, 129), the shell's convention for a process a signal ended.
+    :param summary: what the run had done when it stopped, where it is known.
+    """
+
+    def __init__(self, signum: int, summary: Summary | None = None) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.summary = summary
+
+    @property
+    def status(self) -> int:
+        return 128 + self.signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @classmethod
+    def of(cls, exc: KeyboardInterrupt, summary: Summary | None = None) -> Interrupted:
+        """``exc`` as an :class:`Interrupted` (a plain ``KeyboardInterrupt`` is
+        Python's SIGINT), with ``summary`` where it has none."""
+        if isinstance(exc, Interrupted):
+            return cls(exc.signum, exc.summary or summary)
+        return cls(signal.SIGINT, summary)
+
+
+def _raise_interrupted(signum: int, _: FrameType | None) -> None:
+    raise Interrupted(signum)
+
+
+def stop_on_signals() -> None:
+    """Make SIGTERM and SIGHUP raise :class:`Interrupted` in the main thread, as
+    SIGINT raises ``KeyboardInterrupt`` (:data:`rcp_core.run.runtime.STOP_SIGNALS`).
+    A daemon with handlers of its own (``rcpd serve``) sets them after."""
+    from rcp_core.run.runtime import STOP_SIGNALS
+
+    for signum in STOP_SIGNALS:
+        if signum != signal.SIGINT:  # Python's own: KeyboardInterrupt
+            signal.signal(signum, _raise_interrupted)
+
+
 def _run(module: str) -> int:
-    """Import ``module`` with the collector paused, then return its ``main()``."""
-    with collector_paused():
-        main = importlib.import_module(module).main
+    """Import ``module`` with the collector paused, then return its ``main()``;
+    the stop signals set first (:func:`stop_on_signals`)."""
+    try:
+        with collector_paused():
+            stop_on_signals()
+            main = importlib.import_module(module).main
+    except KeyboardInterrupt as exc:  # before the tool could run: nothing to report
+        stop = Interrupted.of(exc)
+        prog = os.path.basename(sys.argv[0])
+        print(f"{prog}: interrupted by {stop.name}", file=sys.stderr, flush=True)
+        return stop.status
     status: int = main()
     return status
 
@@ -55,6 +122,10 @@ def rrm() -> int:
     return _run("rcp_provider.cli.rrm")
 
 
+def rchm() -> int:
+    return _run("rcp_provider.cli.rchm")
+
+
 def rcmp() -> int:
     return _run("rcp_provider.cli.rcmp")
 
@@ -65,3 +136,7 @@ def rlink() -> int:
 
 def rcp_filegen() -> int:
     return _run("rcp_provider.cli.filegen")
+
+
+def rcp_shard() -> int:
+    return _run("rcp_provider.cli.shard")

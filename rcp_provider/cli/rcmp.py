@@ -21,8 +21,10 @@ hashed on that host, so no file data crosses the network:
 Any other URL is read here, through the backend a site's plugin or fsspec provides
 for it (:func:`rcp_provider.ports.port`).
 
-Exit status: 0 the trees are the same, 1 they differ, 2 bad input or an entry that
-could not be compared (an ``error`` difference), 130 interrupted.
+Exit status (the tools' table, :class:`rcp_provider.cli.common.Exit`): 0 the trees
+are the same, 1 an entry could not be compared (an ``error`` difference) or a store
+failed, 2 bad input, 3 they differ, 5 a host or service failed; 128 + the signal that
+stopped it.
 """
 
 from __future__ import annotations
@@ -42,7 +44,14 @@ from rcp_core.errors import RemoteError, UsageError
 from rcp_core.settings import CompareAttr
 from rcp_core.tools.verify.compare import compare
 from rcp_core.tools.verify.differences import Comparison, Difference, DiffKind
-from rcp_provider.cli.common import OneLineErrorParser, in_worker
+from rcp_provider.cli.common import (
+    Exit,
+    OneLineErrorParser,
+    in_worker,
+    interrupted,
+    remote_failure,
+    usage_error,
+)
 from rcp_provider.cli.remote import add_launch_options, port, refuse_unused
 
 
@@ -113,14 +122,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "rcmp-main",
         )
     except UsageError as exc:
-        print(f"rcmp: error: {exc}", file=sys.stderr)
-        return 2
-    except (RemoteError, OSError) as exc:  # a service, or a store, failed
+        return usage_error("rcmp", exc)
+    except RemoteError as exc:  # a host or a service failed
+        return remote_failure("rcmp", exc)
+    except OSError as exc:  # a store failed as a whole
         print(f"rcmp: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("rcmp: interrupted", file=sys.stderr)
-        return 130
+        return Exit.FAILED
+    except KeyboardInterrupt as exc:
+        return interrupted("rcmp", None, exc)
     return _finish(args, result)
 
 
@@ -160,8 +169,8 @@ def _finish(args: argparse.Namespace, result: Comparison) -> int:
     del summary["differences"]
     print(json.dumps({"summary": summary}), flush=True)
     if result.counts.get(DiffKind.ERROR, 0):
-        return 2
-    return 0 if result.same else 1
+        return Exit.FAILED
+    return Exit.OK if result.same else Exit.DIFFERENT
 
 
 if __name__ == "__main__":

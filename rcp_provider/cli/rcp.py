@@ -1,8 +1,11 @@
 """The ``rcp`` command: parallel copy with rcp's operand rules and flags.
 
-Exit status: 0 when everything was copied, 1 when any entry failed (a partial summary
-is still printed with ``--summary``), 2 for bad input (one line on stderr, nothing
-touched), 130 when interrupted. Logs and the summary go to stdout, progress to stderr.
+Exit status: the tools' table (:class:`rcp_provider.cli.common.Exit`): 0 copied, 1 some
+entries failed (a partial summary is still printed with ``--summary``), 2 bad input
+(one line on stderr, nothing touched), 3 ``--verify`` found differences, 4 the only
+errors were sources that vanished during the copy, 5 a host or service failed; 128 +
+the signal that stopped it (130 SIGINT, 143 SIGTERM, 129 SIGHUP; the partial summary
+printed as for a failure). Logs and the summary go to stdout, progress to stderr.
 """
 
 from __future__ import annotations
@@ -19,14 +22,20 @@ from rcp_core.run.progress import BarProgress
 from rcp_core.run.summary import human_bytes
 from rcp_provider.cli import remote, stores
 from rcp_provider.cli.common import (
+    Exit,
     OneLineErrorParser,
     add_output_options,
     configure_logging,
+    failed,
     in_worker,
+    interrupted,
     logging_restored,
     progress_renderer,
+    remote_failure,
     report,
+    usage_error,
 )
+from rcp_provider.cli.launch import Interrupted
 from rcp_provider.cli.settings import add_settings_options, settings_from_args
 
 if TYPE_CHECKING:
@@ -58,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     summary: Summary | None = None
     extra: dict[str, Any] = {}
+    args: argparse.Namespace | None = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -84,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     args, route, settings, renderer
                 )
             except RemoteError as exc:
-                return remote.fail(exc)
+                return remote_failure("rcp", exc)
             extra["roles"] = remote.roles_json(source, destination)
             _roles(args, source, destination)
             from rcp_core.remote.outcome import checked
@@ -109,27 +119,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if verification is not None:
             extra["verified"] = verification.run()
-    except KeyboardInterrupt:
-        print("rcp: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # the summary, where the copy had ended
+        return interrupted("rcp", args, Interrupted.of(exc, summary), extra or None)
     except UsageError as exc:
-        print(f"rcp: error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error("rcp", exc)
     except CopyFailedError as exc:
+        assert args is not None  # a copy ran
         report(args, exc.summary, extra or None)
         print(f"rcp: {exc}", file=sys.stderr)
-        return 1
+        return failed(exc.summary)
     except VerificationError as exc:
         from rcp_provider.cli.verify import print_differences, verified
 
         assert summary is not None
+        assert args is not None
         report(args, summary, {**extra, "verified": verified(args.verify, exc.result)})
         print_differences(exc.result)
         print(f"rcp: {exc}", file=sys.stderr)
-        return 1
+        return Exit.DIFFERENT
     except RemoteError as exc:  # a verification's session
-        print(f"rcp: verification failed: {exc}", file=sys.stderr)
-        return 1
+        return remote_failure("rcp", f"verification failed: {exc}")
     report(args, summary, extra or None)
     done = extra.get("verified")
     if done and (args.summary or args.verbose):
@@ -139,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"({human_bytes(done['bytes_hashed'])}): the copy is the same",
             flush=True,
         )
-    return 0
+    return Exit.OK
 
 
 def _roles(

@@ -38,7 +38,7 @@ from rcp_core.remote import SERVICE_PORT
 from rcp_core.remote.daemon import read_line, serve, ssh_addresses
 from rcp_core.remote.hello import Role
 from rcp_core.remote.listening import endpoint, family, port_ranges
-from rcp_provider.cli.common import OneLineErrorParser
+from rcp_provider.cli.common import OneLineErrorParser, interrupted
 
 if TYPE_CHECKING:
     from rcp_core.remote.service import Service
@@ -68,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RcpError, OSError, ValueError) as exc:
         print(f"rcpd: {exc}", file=sys.stderr, flush=True)
         return 1
+    except KeyboardInterrupt as exc:  # a role's master stops it by closing its link
+        return interrupted("rcpd", None, exc)
 
 
 def role_parser() -> argparse.ArgumentParser:
@@ -76,7 +78,12 @@ def role_parser() -> argparse.ArgumentParser:
         description="rcp's remote copy daemon: a role started by rcp over SSH, or "
         "`rcpd serve` for a long-running service",
     )
-    parser.add_argument("--role", required=True, choices=["source", "destination"])
+    parser.add_argument(
+        "--role",
+        required=True,
+        choices=["source", "destination"],
+        help="the side of the copy this daemon is (rcp starts it over SSH)",
+    )
     parser.add_argument("--bind", default="0.0.0.0", help="address to listen on")
     add_port_ranges(parser, "its listener")
     parser.add_argument(

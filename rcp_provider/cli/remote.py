@@ -14,7 +14,6 @@ import dataclasses
 import logging
 import resource
 import shlex
-import sys
 import time
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,9 +22,9 @@ from rcp_core import CopySettings, Summary, UsageError
 from rcp_core.backends import routing
 from rcp_core.backends.operands import parse_operand
 from rcp_core.backends.routing import Operand, Route, Storage
-from rcp_core.errors import RemoteError
 from rcp_core.run.progress import Progress
 from rcp_core.run.summary import Resources, human_bytes, merge
+from rcp_provider.cli.launch import Interrupted
 
 if TYPE_CHECKING:
     from rcp_core.backends.port import Port
@@ -217,27 +216,34 @@ def run(
     started, usage = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)  # a destination's writers
 
+    seen: dict[str, int] = {}
+
     def show(counts: dict[str, int], final: bool = False) -> None:
+        seen.update(counts)
         if renderer is not None:
             elapsed = time.monotonic() - started
             renderer(Progress(merge([counts]), elapsed, pending=0, final=final))
 
-    if Storage.SERVICE in route.storages:
-        source, destination = _with_services(args, route, settings, show, bwlimit)
-    else:
-        source, destination = remote_copy(
-            route.paths[:-1],
-            route.paths[-1],
-            settings,
-            connections=args.max_connections,
-            timeout=args.remote_timeout,
-            encrypt=not args.no_encryption,
-            launch=launch_of(args),
-            on_progress=show,
-            bwlimit=bwlimit,
-            ports=ports,
-            bind_ip=bind_ip,
-        )
+    try:
+        if Storage.SERVICE in route.storages:
+            source, destination = _with_services(args, route, settings, show, bwlimit)
+        else:
+            source, destination = remote_copy(
+                route.paths[:-1],
+                route.paths[-1],
+                settings,
+                connections=args.max_connections,
+                timeout=args.remote_timeout,
+                encrypt=not args.no_encryption,
+                launch=launch_of(args),
+                on_progress=show,
+                bwlimit=bwlimit,
+                ports=ports,
+                bind_ip=bind_ip,
+            )
+    except KeyboardInterrupt as exc:  # the roles were stopped on the way out
+        done = Summary(merge([seen]), Resources.since(started, usage, children))
+        raise Interrupted.of(exc, done) from None
     show(merged_counts(source, destination), final=True)
     for result in (source, destination):
         if result.resources:  # a daemon's errors: its log lines stayed on its host
@@ -358,8 +364,3 @@ def roles_json(source: RoleResult, destination: RoleResult) -> dict[str, Any]:
             else None
         )
     return roles
-
-
-def fail(exc: RemoteError) -> int:
-    print(f"rcp: {exc}", file=sys.stderr)
-    return 1

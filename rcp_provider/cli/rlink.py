@@ -13,7 +13,8 @@ dry runs work as for ``rcp``; a file that cannot be linked (another filesystem, 
 inode's link limit) is copied. Every operand is a tree of this host (a path, or a
 ``file://`` URL): a hard link cannot reach another host or a store, so ``host:``,
 ``rcp://`` and store URLs are refused, naming the operand. Exit status as ``rcp``'s:
-0, 1 (some entries failed), 2 (bad input, nothing touched), 130.
+0, 1 (some entries failed), 2 (bad input, nothing touched), 128 + the signal that
+stopped it (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
 """
 
 from __future__ import annotations

@@ -17,11 +17,12 @@ may share a run: both go through ports), as is a URL or ``host:/path`` whose pat
 an empty, ``.`` or ``..`` component. The launch options are refused without a
 ``host:/path`` operand.
 
-Exit status: 0 when everything selected was removed, 1 when an entry could not be
-(the rest was; a partial summary is still printed with ``--summary``), 2 for bad input,
-an option the storage cannot honour or a host's session that could not be started (one
-line on stderr, nothing touched), 130 when interrupted. Logs and the summary go to
-stdout, progress to stderr.
+Exit status (the tools' table, :class:`rcp_provider.cli.common.Exit`): 0 when
+everything selected was removed, 1 when an entry could not be (the rest was; a partial
+summary is still printed with ``--summary``), 2 for bad input or an option the storage
+cannot honour (one line on stderr, nothing touched), 5 a host's session that could not
+be started or a service that failed, 128 + the signal that stopped it (130 SIGINT, 143
+SIGTERM, 129 SIGHUP). Logs and the summary go to stdout, progress to stderr.
 
 Age options take a time (``2026-11-01``, ``2026-11-01T12:00``, an offset allowed; a
 time without one is local) or an age (``90s``, ``15m``, ``12h``, ``30d``, ``2w``: that
@@ -49,8 +50,10 @@ from rcp_provider.cli.common import (
     configure_logging,
     logging_restored,
     progress_renderer,
+    remote_failure,
     run_and_report,
     usage_error,
+    walk_options,
 )
 from rcp_provider.options import parse_time
 from rcp_provider.ports import remove
@@ -76,8 +79,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("paths", nargs="+", metavar="PATH")
     select = parser.add_argument_group("what goes")
-    select.add_argument("--include", action="append", default=[], metavar="GLOB")
-    select.add_argument("--exclude", action="append", default=[], metavar="GLOB")
+    select.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="remove only entries matching GLOB (a directory goes only once "
+        "nothing stays beneath it); repeatable",
+    )
+    select.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="keep entries matching GLOB (and the directories holding them); "
+        "excludes win; repeatable",
+    )
     select.add_argument(
         "--modified-before",
         type=_time_option,
@@ -153,16 +170,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         storages = {routing.operand(path).storage for path in args.paths}
         remote.refuse_unused(parser, args, storages)
         settings = RemoveSettings(
-            includes=tuple(args.include),
-            excludes=tuple(args.exclude),
             modified_before=args.modified_before,
             created_before=args.created_before,
-            dry_run=args.dry_run,
-            fail_early=args.fail_early,
             force=args.force,
             missing_ok=args.missing_ok,
-            cross_devices=args.cross_devices,
-            max_workers=args.max_workers,
+            **walk_options(args),
         )
     except UsageError as exc:
         return usage_error("rrm", exc)
@@ -172,8 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "rrm", args, lambda cancel: _remove(args, settings, renderer, cancel)
         )
     except RemoteError as exc:  # a host's session could not be started
-        print(f"rrm: {exc}", file=sys.stderr)
-        return 2
+        return remote_failure("rrm", exc)
 
 
 if __name__ == "__main__":

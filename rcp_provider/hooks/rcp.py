@@ -27,6 +27,10 @@ storage: :class:`~rcp_provider.hooks.workerstorage.WorkerStorage`, a base of the
 
 Connection fields are read when the hook first needs them; a wrong one is a
 :class:`rcp_core.errors.UsageError` naming the connection.
+
+Over 400 lines because the hook is the one place work starts (a copy here, as a
+service's job, between two places, a deferred one's jobs), and the rules they share
+(outcome, lineage, keys) would be spread over modules that each need the others.
 """
 
 from __future__ import annotations

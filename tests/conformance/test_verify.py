@@ -43,7 +43,7 @@ def test_bytes_the_copy_left_different_fail_the_verification(pair: Pair) -> None
     dst = pair.existing({"a.txt": File(same_size, mode=0o644, mtime_ns=T0)})
     run = pair.rcp("-o", "--verify", "checksum", sources=[src], destination=dst)
     assert pair.dst.read(pair.dst.join(dst, "a.txt")) == same_size, "not left as is"
-    assert run.code == 1, run
+    assert run.code == 3, run
     found = [json.loads(line) for line in run.out.splitlines() if line.startswith("{")]
     assert [(d["path"], d["kind"]) for d in found] == [("a.txt", "content")], run
     assert len(run.err.splitlines()) == 1, run

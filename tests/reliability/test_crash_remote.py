@@ -36,6 +36,7 @@ from support.reliability import (
     daemons,
     looks_complete_but_is_not,
     mixed_tree,
+    no_daemons_within,
     published,
 )
 from support.treecmp import TreeCompare
@@ -45,17 +46,6 @@ pytestmark = [pytest.mark.privileged, pytest.mark.slow]
 
 RUN_BOUND = 120.0
 ORPHAN_BOUND = 20.0
-
-
-def no_daemons_within(bound: float) -> bool:
-    deadline = time.monotonic() + bound
-    while daemons():
-        if time.monotonic() > deadline:
-            for pid in daemons():
-                os.kill(pid, signal.SIGKILL)
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def kill_all(pids: list[int]) -> bool:

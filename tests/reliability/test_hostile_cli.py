@@ -57,7 +57,6 @@ CASES: list[tuple[str, list[str]]] = [
     ("rrm", ["--progress-type", "loud", "DST"]),
     ("rrm", ["DST", "memory://x"]),  # local paths and URLs in one run
     ("rrm", ["memory://x/../DST"]),
-    ("rrm", ["host:/x"]),
     ("rrm", ["--created-before", "1d", "memory://x"]),
     ("rrm", ["memory://"]),  # the top of a storage, without --force
     ("rcmp", ["SRC"]),

@@ -52,7 +52,7 @@ def test_a_remote_tree_is_compared_and_its_session_ends(
     (dst / "many" / "f7").write_bytes(b"changed")
     (dst / "a" / "link").unlink()
     differ = rcmp(server, str(src), at(server, dst))
-    assert differ.returncode == 1, differ.stderr
+    assert differ.returncode == 3, differ.stderr
     found = [json.loads(line) for line in differ.stdout.splitlines()[:-1]]
     assert sorted((d["path"], d["kind"]) for d in found) == [
         ("a", "mtime"),
@@ -64,19 +64,24 @@ def test_a_remote_tree_is_compared_and_its_session_ends(
 
 
 @pytest.mark.parametrize(
-    ("operand", "rcpd", "message"),
+    ("operand", "rcpd", "message", "status"),
     [
-        ("dst", "/nonexistent/rcpd", "exit status 127"),
-        ("nowhere", RCPD, "nowhere: no such file or directory"),
+        ("dst", "/nonexistent/rcpd", "exit status 127", 5),  # the host failed
+        ("nowhere", RCPD, "nowhere: no such file or directory", 2),  # bad operand
     ],
 )
 def test_a_session_that_cannot_start_is_a_clear_error(
-    tmp_path: Path, server: sshd.Sshd, operand: str, rcpd: str, message: str
+    tmp_path: Path,
+    server: sshd.Sshd,
+    operand: str,
+    rcpd: str,
+    message: str,
+    status: int,
 ) -> None:
     src = make_tree(tmp_path / "src", {"f": b"x"})
     make_tree(tmp_path / "dst", {"f": b"x"})
     done = rcmp(server, str(src), at(server, tmp_path / operand), rcpd=rcpd)
-    assert done.returncode == 2
+    assert done.returncode == status
     assert done.stdout == ""
     assert done.stderr.startswith("rcmp: ")
     assert message in done.stderr

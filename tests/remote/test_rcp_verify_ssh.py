@@ -94,7 +94,7 @@ def test_a_difference_a_remote_copy_leaves_is_reported(
         str(src),
         at(server, dst),
     )
-    assert done.returncode == 1
+    assert done.returncode == 3
     [line] = done.stdout.splitlines()
     assert json.loads(line)["path"] == "many/f3"
     assert json.loads(line)["kind"] == "content"

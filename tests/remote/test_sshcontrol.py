@@ -200,7 +200,7 @@ def test_a_failed_copy_closes_the_shared_connection(
     failed = run_tool(
         RCP, server, "-o", at(server, src), str(tmp_path / "two"), rcpd="/no/rcpd"
     )
-    assert failed.returncode == 1, failed.stderr
+    assert failed.returncode == 5, failed.stderr
     assert "No such file" in failed.stderr
     assert not [p for p in (runtime / "rcp-ssh").iterdir() if p.is_socket()]
     _copy(server, src, tmp_path / "three")
@@ -218,7 +218,7 @@ def test_a_failed_comparison_closes_the_shared_connection(
     before = _logins(server)
     _copy(server, src, tmp_path / "one")
     failed = run_tool(RCMP, server, str(src), at(server, src), rcpd="/no/rcpd")
-    assert failed.returncode == 2, failed.stderr
+    assert failed.returncode == 5, failed.stderr
     assert "No such file" in failed.stderr
     assert not [p for p in (runtime / "rcp-ssh").iterdir() if p.is_socket()]
     _copy(server, src, tmp_path / "three")

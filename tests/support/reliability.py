@@ -9,10 +9,14 @@ records its figure before it asserts, so a failing run still publishes what it s
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
 import re
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -195,3 +199,17 @@ def daemons(role: str = "") -> list[int]:
         ["pgrep", "-f", pattern], capture_output=True, text=True, check=False
     )
     return [int(pid) for pid in found.stdout.split()]
+
+
+def no_daemons_within(bound: float) -> bool:
+    """Whether every ``rcpd --role`` daemon (:func:`daemons`) ended within ``bound``
+    seconds (the stragglers are killed)."""
+    deadline = time.monotonic() + bound
+    while daemons():
+        if time.monotonic() > deadline:
+            for pid in daemons():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            return False
+        time.sleep(0.05)
+    return True

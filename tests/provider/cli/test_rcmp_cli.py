@@ -68,7 +68,7 @@ def test_one_flipped_byte_is_found_only_by_checksum(
     assert run(RCMP, str(src), str(dst)).returncode == 0  # metadata: the same
     out = tmp_path / "summary.json"
     done = run(RCMP, "--checksum", "--summary-json", str(out), str(src), str(dst))
-    assert done.returncode == 1
+    assert done.returncode == 3
     *differences, summary = lines(done.stdout)
     assert differences == [
         {"path": "big", "kind": "content", "detail": differences[0]["detail"]}
@@ -82,7 +82,7 @@ def test_missing_extra_and_errors(trees: tuple[Path, Path]) -> None:
     (dst / "d0" / "f0").unlink()
     (dst / "extra").write_bytes(b"x")
     done = run(RCMP, str(src), str(dst))
-    assert done.returncode == 1
+    assert done.returncode == 3
     kinds = sorted((d["path"], d["kind"]) for d in lines(done.stdout)[:-1])
     assert ("d0/f0", "missing") in kinds
     assert ("extra", "extra") in kinds
@@ -110,7 +110,7 @@ def test_rcp_verify_checksum_fails_a_copy_that_metadata_calls_the_same(
         str(src),
         str(dst),
     )
-    assert done.returncode == 1
+    assert done.returncode == 3
     assert "differs from its source" in done.stderr
     verified = json.loads(out.read_text())["verified"]
     assert verified["mode"] == "checksum"
@@ -141,7 +141,7 @@ def test_a_tree_on_a_service_is_compared_where_it_is(
         flip_a_byte(dst / "big", 20 << 20)
         (dst / "d1" / "f3").unlink()
         differ = run_env(trust, RCMP, "--checksum", str(src), url)
-        assert differ.returncode == 1
+        assert differ.returncode == 3
         found = sorted((d["path"], d["kind"]) for d in lines(differ.stdout)[:-1])
         assert found == [("big", "content"), ("d1", "mtime"), ("d1/f3", "missing")]
         untrusted = run(RCMP, str(src), url)

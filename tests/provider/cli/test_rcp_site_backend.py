@@ -145,7 +145,7 @@ def test_verify_holds_on_a_site_backend(
     assert (verified["same"], verified["files_hashed"]) == (True, 4), verified
     flip_a_byte(storage / "dst" / "d" / "a.txt")
     capsys.readouterr()
-    assert main(["-o", *args, str(src), "sitefs://store/dst"]) == 1
+    assert main(["-o", *args, str(src), "sitefs://store/dst"]) == 3  # differences
     assert differences(capsys.readouterr().out) == [("d/a.txt", "content")]
 
     back = tmp_path / "back"
@@ -154,7 +154,7 @@ def test_verify_holds_on_a_site_backend(
     assert json.loads(summary.read_text())["verified"]["same"] is True
     flip_a_byte(back / "dst" / "top")
     capsys.readouterr()
-    assert main(["-o", *args, "sitefs://store/dst", f"{back}/"]) == 1
+    assert main(["-o", *args, "sitefs://store/dst", f"{back}/"]) == 3  # differences
     assert differences(capsys.readouterr().out) == [("top", "content")]
 
 
@@ -170,7 +170,7 @@ def test_rcmp_compares_with_a_site_backend(
     assert rcmp(args) == 0, capsys.readouterr()
     flip_a_byte(storage / "dst" / "d" / "deep" / "b")
     capsys.readouterr()
-    assert rcmp(args) == 1
+    assert rcmp(args) == 3  # differences
     assert differences(capsys.readouterr().out) == [("d/deep/b", "content")]
 
 
