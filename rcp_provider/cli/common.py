@@ -11,7 +11,7 @@ import logging
 import math
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
@@ -42,15 +42,42 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _ExamplesKept(argparse.HelpFormatter):
+    """argparse's formatter, except that an epilog of examples is printed as
+    written (its lines aligned by hand), not refilled."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith(EXAMPLES):
+            return text
+        return super()._fill_text(text, width, indent)
+
+
+EXAMPLES = "examples:\n"
+"""How the examples of a tool's ``--help`` begin."""
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
     """Reports bad arguments as a :class:`UsageError`, without the usage dump, and
     gives every tool ``--version``.
 
     Each tool's ``main`` prints every usage error the same way: ``prog: error: ...`` on
     one line of stderr, exit status 2.
+
+    :param examples: ``(command line, what it does)`` pairs, shown at the end of
+        ``--help`` (the epilog, unless one is given).
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, examples: Sequence[tuple[str, str]] = (), **kwargs: Any
+    ) -> None:
+        if examples:
+            width = max(len(line) for line, _ in examples) + 2
+            kwargs.setdefault(
+                "epilog",
+                EXAMPLES
+                + "".join(f"  {line:<{width}}# {what}\n" for line, what in examples),
+            )
+            kwargs.setdefault("formatter_class", _ExamplesKept)
         super().__init__(*args, **kwargs)
         self.add_argument(
             "--version",

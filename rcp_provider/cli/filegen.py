@@ -39,6 +39,10 @@ EPILOG = (
     + (
         "--scale multiplies the files per directory of a uniform preset (at least one),\n"
         "and the number of small files and the size of the large ones of mixed.\n"
+        "\n"
+        "examples:\n"
+        "  rcp-filegen /tmp/t 10,10 100 1M      # 100 dirs of 100 files of 1 MiB\n"
+        "  rcp-filegen --preset mixed /tmp/m    # small and large files, links\n"
     )
 )
 

@@ -59,7 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="rcmp",
         description="Compare the tree SRC with DST (its copy): metadata, and contents "
-        "with --checksum.",
+        "with --checksum. Exit status: 0 the same, 3 they differ, 1 an entry could "
+        "not be compared, 2 bad input, 5 a host or service failed.",
+        examples=[
+            ("rcmp /data /backup/data", "size, mtime and mode of every entry"),
+            ("rcmp --checksum /data /backup/data", "and every file's content"),
+            ("rcmp /data host:/backup/data", "the other side listed on its host"),
+        ],
     )
     parser.add_argument("src", metavar="SRC")
     parser.add_argument("dst", metavar="DST")

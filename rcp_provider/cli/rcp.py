@@ -47,7 +47,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="rcp",
         description="Copy files and trees in parallel. SRC DST creates DST; "
-        "SRC... DST/ copies into the directory DST.",
+        "SRC... DST/ copies into the directory DST. Exit status: 0 done, 1 some "
+        "entries failed, 2 bad input (nothing touched), 3 --verify found "
+        "differences, 4 only vanished sources failed, 5 a host or service failed, "
+        "128+N a signal (README: Exit statuses).",
+        examples=[
+            ("rcp /data/in /backup/in", "copy a tree (refused if the copy exists)"),
+            ("rcp -o /data/in /backup/in", "again: replace what differs by size/mtime"),
+            ("rcp --delete SRC DST", "mirror, as rsync -a --delete"),
+            ("rcp A B C /backup/", "several sources into a directory"),
+            ("rcp --exclude '*.tmp' SRC DST", "filters, as rsync's"),
+            ("rcp --dry-run explain -o SRC DST", "say what would change, and why"),
+            ("rcp --verify checksum SRC DST", "copy, then compare by content"),
+            ("rcp SRC host:/srv/DST", "to another host over SSH (rcpd there)"),
+            ("rcp /data/in s3://bucket/in", "to an object store"),
+            (
+                "rcp --progress --summary SRC DST",
+                "progress on stderr, summary at the end",
+            ),
+        ],
     )
     parser.add_argument("paths", nargs="+", metavar="SRC... DST")
     groups = add_settings_options(parser)

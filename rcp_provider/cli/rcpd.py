@@ -107,6 +107,16 @@ def service_parser() -> argparse.ArgumentParser:
         prog="rcpd serve",
         description="run copy jobs, and serve files, beneath --root directories for "
         "authenticated clients (the Airflow hook, RcpFileSystem)",
+        examples=[
+            (
+                "rcpd serve --root /srv/data --token-file /etc/rcp/token",
+                "on 127.0.0.1:7450; prints its certificate's fingerprint",
+            ),
+            (
+                "rcpd serve --listen 0.0.0.0:7450 --root /a --root /b --token-file T",
+                "for other hosts, two roots",
+            ),
+        ],
     )
     parser.add_argument(
         "--listen",

@@ -46,6 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rlink",
         description="Hard-link a tree (SRC -> DST), or snapshot NEWDIR into DST "
         "sharing SRC's unchanged files (--update NEWDIR).",
+        examples=[
+            ("rlink /snap/mon /snap/tue", "a hard-linked copy of a tree"),
+            (
+                "rlink --update /data /snap/mon /snap/tue",
+                "snapshot /data, linking what is unchanged since /snap/mon",
+            ),
+        ],
     )
     parser.add_argument("src", metavar="SRC")
     parser.add_argument("dst", metavar="DST")

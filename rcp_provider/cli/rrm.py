@@ -75,7 +75,19 @@ def _time_option(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
-        prog="rrm", description="Remove files and trees in parallel."
+        prog="rrm",
+        description="Remove files and trees in parallel.",
+        examples=[
+            ("rrm /scratch/run-41", "remove a tree, as rm -rf"),
+            ("rrm --dry-run /scratch/old", "list what would go"),
+            (
+                "rrm --modified-before 30d /scratch/tmp",
+                "only what is older than 30 days",
+            ),
+            ("rrm --exclude '*.keep' /scratch/run", "keep what matches"),
+            ("rrm host:/srv/old", "on another host (rcpd there, over SSH)"),
+            ("rrm s3://bucket/prefix", "an object store's prefix"),
+        ],
     )
     parser.add_argument("paths", nargs="+", metavar="PATH")
     select = parser.add_argument_group("what goes")

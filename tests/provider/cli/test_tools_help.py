@@ -42,3 +42,13 @@ def test_every_flag_has_help_text(command: str) -> None:
         and action.help != argparse.SUPPRESS
     ]
     assert silent == [], "flags without help text"
+
+
+@pytest.mark.parametrize("command", sorted(set(PARSERS) - {"rcpd"}))
+def test_every_command_shows_examples(command: str) -> None:
+    """``--help`` ends with examples of the command itself (``rcpd`` alone is the
+    role ``rcp`` starts over SSH: nobody types it)."""
+    text = parser(command).format_help()
+    examples = text.partition("\nexamples:\n")[2].splitlines()
+    assert examples, f"{command}: no examples"
+    assert any(line.startswith(f"  {command} ") for line in examples), examples
