@@ -91,6 +91,9 @@ COMMANDS = frozenset(
         # Chromium and its WebDriver: the browser tests (test_connection_form.py)
         "chromium",
         "chromedriver",
+        # the shells the tools' completion scripts are for (test_completion.py)
+        "bash",
+        "zsh",
     }
 )
 """Every external program the tests start (see the module docstring)."""
