@@ -18,6 +18,7 @@
 ``settings``    the copy flags, made from the one table of options (``rcp_core.schema``)
 ``tools``       every command by the function that builds its parser (help, completion)
 ``completion``  bash and zsh completion scripts made from the tools' parsers
+``manpages``    manual pages made from the tools' parsers
 ``launch``      the console scripts: each command's module imported with the garbage
                 collector paused, then its ``main``; how a stop signal ends a run
 ==============  =====================================================================

@@ -94,6 +94,8 @@ COMMANDS = frozenset(
         # the shells the tools' completion scripts are for (test_completion.py)
         "bash",
         "zsh",
+        # the manual pages' renderer (test_manpages.py)
+        "groff",
     }
 )
 """Every external program the tests start (see the module docstring)."""
