@@ -34,6 +34,9 @@ commands.install_guard()
 # runtime directory of its own (short: a socket's path is at most 107 bytes); every
 # fixture that stops an sshd closes them (benchmarks.sshd.close_masters).
 os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="rcp-rt-")
+# No site or user config file changes what a test's rcp does (test_config.py names
+# its own files).
+os.environ["RCP_CONFIG"] = ""
 
 GIB = 1024 * loopfs.MIB
 LOOP_FIXTURES = frozenset(

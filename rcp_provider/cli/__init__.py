@@ -16,6 +16,7 @@
 ``common``      what every tool shares: one-line usage errors, ``--version``, logging,
                 output options, the exit statuses' table
 ``settings``    the copy flags, made from the one table of options (``rcp_core.schema``)
+``config``      ``rcp``'s site and user defaults (TOML, per mount), ``--show-config``
 ``tools``       every command by the function that builds its parser (help, completion)
 ``completion``  bash and zsh completion scripts made from the tools' parsers
 ``manpages``    manual pages made from the tools' parsers

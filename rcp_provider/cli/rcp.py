@@ -11,16 +11,19 @@ printed as for a failure). Logs and the summary go to stdout, progress to stderr
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rcp_core import CopySettings
 from rcp_core.backends import routing
 from rcp_core.backends.routing import Engine, refuse_route
 from rcp_core.errors import CopyFailedError, RemoteError, UsageError, VerificationError
 from rcp_core.run.progress import BarProgress
 from rcp_core.run.summary import human_bytes
-from rcp_provider.cli import remote, stores
+from rcp_core.schema import Front, offered
+from rcp_provider.cli import config, remote, stores
 from rcp_provider.cli.common import (
     Exit,
     OneLineErrorParser,
@@ -36,7 +39,11 @@ from rcp_provider.cli.common import (
     usage_error,
 )
 from rcp_provider.cli.launch import Interrupted
-from rcp_provider.cli.settings import add_settings_options, settings_from_args
+from rcp_provider.cli.settings import (
+    add_settings_options,
+    given_values,
+    settings_from_args,
+)
 
 if TYPE_CHECKING:
     from rcp_core.remote.outcome import RoleResult
@@ -77,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(metadata), and by content (checksum); a difference fails the run",
     )
     add_output_options(parser)
+    parser.add_argument(
+        "--show-config",
+        action="store_true",
+        help="print every copy option's effective value for these operands and "
+        "where it came from (the default, a config file's section, the command "
+        "line), and copy nothing",
+    )
     remote.add_options(parser)
     return parser
 
@@ -90,7 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         configure_logging(args.verbose, args.quiet)
-        settings = settings_from_args(args)
+        from_files, sources = config.effective(config.load(config.paths()), args.paths)
+        settings = settings_from_args(args, defaults=from_files)
+        if args.show_config:
+            show_config(settings, sources, given_values(args))
+            return Exit.OK
         route = routing.route(args.paths)
         refuse_route(route)
         remote.refuse_unused(parser, args, route.storages, remote.SERVICE_OPTIONS)
@@ -167,6 +185,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             flush=True,
         )
     return Exit.OK
+
+
+def show_config(
+    settings: CopySettings, sources: dict[str, str], given: dict[str, Any]
+) -> None:
+    """Each command-line option's effective value (its wire form: what a config
+    file writes) and where it came from."""
+    for option in offered(Front.CLI):
+        value = json.dumps(option.kind.wire(getattr(settings, option.name)))
+        source = (
+            "command line"
+            if option.name in given
+            else sources.get(option.name, "default")
+        )
+        print(f"{option.name} = {value}  # {source}", flush=True)
 
 
 def _roles(

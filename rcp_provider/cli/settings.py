@@ -11,7 +11,7 @@ every other front-end, so a bad one is a usage error naming the flag.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from rcp_core.errors import UsageError
@@ -56,13 +56,29 @@ def add_settings_options(
 
 
 def settings_from_args(
-    args: argparse.Namespace, names: Collection[str] | None = None, **fixed: Any
+    args: argparse.Namespace,
+    names: Collection[str] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+    **fixed: Any,
 ) -> CopySettings:
     """The settings for the parsed flags (of :func:`add_settings_options` with the
-    same ``names``); ``fixed``: fields the tool sets itself.
+    same ``names``) over ``defaults`` (options by name: a config file's,
+    :mod:`rcp_provider.cli.config`); ``fixed``: fields the tool sets itself.
 
     :raises UsageError: switches of one choice that conflict, a value that does not
         parse, or settings the engine refuses.
+    """
+    return settings_from(
+        {**(defaults or {}), **given_values(args, names)}, Front.CLI, **fixed
+    )
+
+
+def given_values(
+    args: argparse.Namespace, names: Collection[str] | None = None
+) -> dict[str, Any]:
+    """The options the command line gave, by name, as written.
+
+    :raises UsageError: switches of one choice that conflict.
     """
     values: dict[str, Any] = {}
     for option in _chosen(names):
@@ -81,4 +97,4 @@ def settings_from_args(
         value = getattr(args, _dest(option.spelled(Front.CLI)))
         if value is not None and value is not False:
             values[option.name] = value
-    return settings_from(values, Front.CLI, **fixed)
+    return values
