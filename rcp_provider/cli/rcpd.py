@@ -9,7 +9,7 @@ Two ways to run it:
   that runs copy jobs and file requests beneath its roots for authenticated clients
   (:mod:`rcp_core.remote.service`), the shape an Airflow connection points at. Once
   listening it prints one JSON line on stdout: its address and its certificate's
-  fingerprint, which clients pin. SIGTERM or SIGINT stop it: running jobs are
+  fingerprint, which clients pin. SIGTERM, SIGINT or SIGHUP stop it: running jobs are
   cancelled (their finished files stay, no half-written file does);
 - ``rcpd serve --session --root PATH``: the same service for one SSH session, started
   by ``rcmp`` to compare a ``host:/path`` tree where it is. It reads its clients'
@@ -38,6 +38,7 @@ from rcp_core.remote import SERVICE_PORT
 from rcp_core.remote.daemon import read_line, serve, ssh_addresses
 from rcp_core.remote.hello import Role
 from rcp_core.remote.listening import endpoint, family, port_ranges
+from rcp_core.run.runtime import STOP_SIGNALS
 from rcp_provider.cli.common import OneLineErrorParser, interrupted
 
 if TYPE_CHECKING:
@@ -233,8 +234,8 @@ def run_service(args: argparse.Namespace) -> int:
         threading.Thread(target=service.close, daemon=True).start()
 
     # Before the announcement: whoever reads it may stop the service at once.
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, stop)
     print(json.dumps(announce), flush=True)
     if args.session:
         threading.Thread(target=_close_at_eof, args=(service,), daemon=True).start()

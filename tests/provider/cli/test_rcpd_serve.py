@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -61,6 +62,17 @@ def test_a_service_copies_for_its_clients_and_stops_on_sigterm(
         assert (paths["backup"] / "tree" / "f").read_bytes() == b"x" * 10_000
     finally:
         assert running.stop() == 0, running.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP])
+def test_every_stop_signal_stops_the_service_cleanly(
+    paths: dict[str, Path], signum: signal.Signals
+) -> None:
+    """SIGINT and SIGHUP stop it as SIGTERM does: its jobs cancelled, exit 0."""
+    running = serve(paths)
+    running.proc.send_signal(signum)
+    assert running.proc.wait(timeout=TIMEOUT) == 0
+    assert running.stop() == 0, running.stderr
 
 
 def test_the_identity_is_kept_so_clients_pins_hold(paths: dict[str, Path]) -> None:
