@@ -384,6 +384,15 @@ OPTIONS: tuple[Option, ...] = (
         group="what is copied",
     ),
     Option(
+        "one_file_system",
+        FLAG,
+        "never cross a filesystem boundary below a source: a mount point inside "
+        "it is copied as an empty directory (rsync -x)",
+        Front.CLI,
+        group="what is copied",
+        short="-x",
+    ),
+    Option(
         "includes",
         GLOBS,
         "copy only entries matching GLOB (and what leads to them)",

@@ -172,6 +172,9 @@ class CopySettings:
     :param dereference: follow symlinks in the source (with loop detection).
     :param skip_specials: count FIFOs, sockets and devices that cannot be recreated
         as skipped instead of as errors.
+    :param one_file_system: never cross a filesystem boundary below a source: a
+        directory on another filesystem than its parent (a mount point) is copied
+        empty, not entered (rsync ``-x``).
     :param includes: include globs; see :mod:`rcp_core.engine.filters`.
     :param excludes: exclude globs; excludes win.
     :param filter_file: a file of ``--include``/``--exclude`` lines.
@@ -206,6 +209,7 @@ class CopySettings:
     preserve: Preserve = field(default_factory=Preserve)
     dereference: bool = False
     skip_specials: bool = False
+    one_file_system: bool = False
     includes: Sequence[str] = ()
     excludes: Sequence[str] = ()
     filter_file: str | None = None

@@ -12,7 +12,9 @@ The launcher also sets how the process stops: SIGTERM and SIGHUP raise
 :class:`Interrupted` in the main thread as SIGINT raises ``KeyboardInterrupt``
 (:func:`stop_on_signals`), before the tool is imported, so a tool stops the same
 way for a Ctrl-C, a ``kill``, a scheduler's end of job or a closed terminal, and a
-signal during the imports ends the process quietly with ``128 + signum``.
+signal during the imports ends the process quietly with ``128 + signum``. A reader
+of its output that goes away (``rcp ... | head``) ends it quietly too, with 141
+(``128 + SIGPIPE``), as a shell's own pipelines do.
 
 Invariants: the collector is running again (if it was) before the tool's ``main``
 starts; only objects that exist when the imports end are frozen, and they are never
@@ -106,7 +108,12 @@ def _run(module: str) -> int:
         prog = os.path.basename(sys.argv[0])
         print(f"{prog}: interrupted by {stop.name}", file=sys.stderr, flush=True)
         return stop.status
-    status: int = main()
+    try:
+        status: int = main()
+    except BrokenPipeError:  # `rcp ... | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the exit's flush fails no more
+        return 128 + signal.SIGPIPE
     return status
 
 

@@ -420,7 +420,9 @@ def test_the_operator_takes_the_tables_options_under_their_names() -> None:
         default = params[option.name].default
         assert option.read(default, Front.OPERATOR) == option.default(Front.OPERATOR)
     others = {option.name for option in OPTIONS} - offered_here
-    assert others == {"retries", "retry_delay"}  # Airflow's, the task's own
+    # retries and retry_delay: Airflow's, the task's own; one_file_system: the
+    # command line's alone (a service job's settings on the wire do not carry it).
+    assert others == {"retries", "retry_delay", "one_file_system"}
     assert RcpCopyOperator(task_id="t", dst="/x", gitignore=True).settings_options()[
         "gitignore"
     ]

@@ -114,6 +114,7 @@ NOT_HONOURED: dict[Engine, dict[str, Given]] = {
     Engine.LOCAL: {},
     Engine.REMOTE: {
         "--dereference": lambda s: s.dereference,
+        "--one-file-system": lambda s: s.one_file_system,
         "--max-workers (a remote copy's parallelism is --max-connections)": (
             lambda s: s.max_workers is not None
         ),
@@ -124,6 +125,7 @@ NOT_HONOURED: dict[Engine, dict[str, Given]] = {
     },
     Engine.STORE: {
         "--dereference": lambda s: s.dereference,
+        "--one-file-system": lambda s: s.one_file_system,
         "--overwrite-compare beyond size,mtime,checksum": (
             lambda s: bool(s.overwrite_compare - _STORE_COMPARES)
         ),

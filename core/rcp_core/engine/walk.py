@@ -208,6 +208,14 @@ class Walker:
             self.release(tally, parent)
             return
         node.sink = sink
+        if (
+            self.settings.one_file_system
+            and parent.st is not None
+            and node.st is not None
+            and node.st.st_dev != parent.st.st_dev
+        ):
+            self.release(tally, node)  # a mount point: made, never entered
+            return
         self.scan(tally, node, None)
 
     def _open_dir(

@@ -169,6 +169,15 @@ def _with(content: bytes, mtime_ns: int) -> Setup:
     return setup
 
 
+def _mount_inside(world: World) -> None:
+    """A tmpfs mounted at ``src/m`` holding a file (unmounted when the run ends)."""
+    point = world.src / "m"
+    point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "none", str(point)], check=True)
+    world.stack.callback(subprocess.run, ["umount", str(point)], check=True)
+    (point / "f").write_bytes(b"on another filesystem\n")
+
+
 def _extra(world: World) -> None:
     _copied(world)
     (world.dst / "extra.txt").write_bytes(b"not in the source\n")
@@ -261,6 +270,10 @@ def _exists(relative: str) -> Observe:
         return run.code, os.path.lexists(world.dst / relative)
 
     return observe
+
+
+def _mount_point(world: World, run: Run) -> object:
+    return run.code, (world.dst / "m").is_dir(), (world.dst / "m" / "f").exists()
 
 
 def _mode(world: World, run: Run) -> object:
@@ -410,6 +423,22 @@ TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
     "dereference": {
         "local": (Effect((), ("-L",), _is_dir, _dir_link),),
         "host": (Refused(("-L",), "--dereference"),),
+    },
+    "one_file_system": {
+        "local": (
+            Effect(
+                (),
+                ("-x",),
+                _mount_point,
+                _mount_inside,
+                # Without -x the mount's file is copied; with it the mount point is
+                # made (empty), not entered.
+                lambda without, with_: (
+                    (without, with_) == ((0, True, True), (0, True, False))
+                ),
+            ),
+        ),
+        "host": (Refused(("-x",), "--one-file-system"),),
     },
     "skip_specials": {
         "local": (Effect((), ("--skip-specials",), _skipped_specials, _device),),

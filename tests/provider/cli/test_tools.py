@@ -30,3 +30,26 @@ def test_version_names_the_tool_and_the_distributions_version(tool: str) -> None
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"{tool} {DIST.version}\n"
     assert done.stderr == ""
+
+
+def test_a_reader_that_leaves_ends_a_tool_quietly(tmp_path: Path) -> None:
+    """``rcp --summary ... | head -1``: the summary's later lines meet a closed
+    pipe; the tool ends with 141 (128 + SIGPIPE) and no traceback."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_bytes(b"x")
+    rcp = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("rcp")),
+            "--summary",
+            str(src),
+            str(tmp_path / "dst"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert rcp.stdout is not None
+    rcp.stdout.close()  # the reader is gone before the summary
+    _, err = rcp.communicate(timeout=60)
+    assert rcp.returncode == 141
+    assert b"Traceback" not in err, err
