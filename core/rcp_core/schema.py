@@ -416,6 +416,21 @@ OPTIONS: tuple[Option, ...] = (
         "filters",
     ),
     Option(
+        "files_from",
+        PATH,
+        "copy only the paths this file lists (one a line, relative to the source; "
+        "a listed directory whole; - reads standard input)",
+        Front.CLI,
+        "filters",
+    ),
+    Option(
+        "from0",
+        FLAG,
+        "the --files-from list is NUL-separated (find -print0)",
+        Front.CLI,
+        "filters",
+    ),
+    Option(
         "gitignore",
         FLAG,
         "honour .gitignore files in the source",

@@ -178,6 +178,8 @@ class CopySettings:
     :param includes: include globs; see :mod:`rcp_core.engine.filters`.
     :param excludes: exclude globs; excludes win.
     :param filter_file: a file of ``--include``/``--exclude`` lines.
+    :param files_from: a file listing the paths to copy, relative to the source
+        (:func:`rcp_core.engine.filters.read_listed`); ``from0``: NUL-separated.
     :param gitignore: honour ``.gitignore`` files found in the source.
     :param dry_run: report what would happen and change nothing.
     :param fail_early: stop at the first error instead of collecting them.
@@ -213,6 +215,8 @@ class CopySettings:
     includes: Sequence[str] = ()
     excludes: Sequence[str] = ()
     filter_file: str | None = None
+    files_from: str | None = None
+    from0: bool = False
     gitignore: bool = False
     dry_run: DryRun | None = None
     fail_early: bool = False

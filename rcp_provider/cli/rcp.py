@@ -11,8 +11,11 @@ printed as for a failure). Logs and the summary go to stdout, progress to stderr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +100,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 @logging_restored
 def main(argv: Sequence[str] | None = None) -> int:
+    with contextlib.ExitStack() as cleanup:
+        return _run(argv, cleanup)
+
+
+def _stdin_list(cleanup: contextlib.ExitStack) -> str:
+    """``--files-from -``: standard input kept in a file for the run (every worker
+    process reads the list), removed when the run ends."""
+    kept = cleanup.enter_context(
+        tempfile.NamedTemporaryFile(prefix="rcp-files-from-")  # noqa: SIM115 - the run's
+    )
+    shutil.copyfileobj(sys.stdin.buffer, kept)
+    kept.flush()
+    return kept.name
+
+
+def _run(argv: Sequence[str] | None, cleanup: contextlib.ExitStack) -> int:
+    """The run of :func:`main`; ``cleanup`` ends with it (``--files-from -``)."""
     summary: Summary | None = None
     extra: dict[str, Any] = {}
     args: argparse.Namespace | None = None
@@ -104,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         configure_logging(args.verbose, args.quiet)
+        if args.files_from == "-":
+            args.files_from = _stdin_list(cleanup)
         from_files, sources = config.effective(config.load(config.paths()), args.paths)
         settings = settings_from_args(args, defaults=from_files)
         if args.show_config:

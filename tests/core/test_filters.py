@@ -445,3 +445,55 @@ def test_gitignore_stack_is_ignored_when_gitignore_is_off_or_absent() -> None:
     stack = GitIgnores.root().with_file("", "*.log\n")
     assert decide(Filter.build(), "a.log", ignores=stack).verdict is INCLUDE
     assert decide(Filter.build(gitignore=True), "a.log").verdict is INCLUDE
+
+
+def test_a_files_from_list_selects_its_paths_what_leads_to_them_and_under_them(
+    tmp_path: Path,
+) -> None:
+    listed = tmp_path / "list"
+    listed.write_text("a/b/one\n/c\n./top\n\nd/./e/\n")
+    f = Filter.build(files_from=listed, excludes=["*.tmp"])
+    assert f.listed == frozenset({"a/b/one", "c", "top", "d/e"})
+    assert f.leads == frozenset({"a", "a/b", "d"})
+
+    def verdict(rel: str, is_dir: bool, under: bool = False) -> Verdict:
+        return f.decide(rel, is_dir, under_include=under, ignores=None).verdict
+
+    assert verdict("a", True) is Verdict.TRAVERSE
+    assert verdict("a/b/one", False) is Verdict.INCLUDE
+    assert verdict("a/two", False) is Verdict.EXCLUDE
+    assert verdict("c", True) is Verdict.INCLUDE
+    assert verdict("c/x", False, under=True) is Verdict.INCLUDE  # a listed dir whole
+    assert verdict("c/x.tmp", False, under=True) is Verdict.EXCLUDE  # excludes win
+    assert verdict("top", False) is Verdict.INCLUDE
+    assert verdict("zz", True) is Verdict.EXCLUDE  # leads to nothing listed
+
+
+def test_a_nul_separated_list_keeps_newlines_in_names(tmp_path: Path) -> None:
+    listed = tmp_path / "list0"
+    listed.write_bytes(b"odd\nname\0plain\0")
+    assert Filter.build(files_from=listed, from0=True).listed == frozenset(
+        {"odd\nname", "plain"}
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"files_from": "LIST", "includes": ["x"]}, "not with --include"),
+        ({"from0": True}, "--from0"),
+        ({"files_from": "MISSING"}, "cannot read --files-from"),
+        ({"files_from": "ESCAPE"}, "leads out of the source"),
+    ],
+)
+def test_a_list_that_cannot_be_honoured_is_a_usage_error(
+    tmp_path: Path, kwargs: dict[str, object], says: str
+) -> None:
+    (tmp_path / "LIST").write_text("a\n")
+    (tmp_path / "ESCAPE").write_text("a\nb/../../etc/passwd\n")
+    given = {
+        key: str(tmp_path / value) if key == "files_from" else value
+        for key, value in kwargs.items()
+    }
+    with pytest.raises(UsageError, match=says):
+        Filter.build(**given)  # type: ignore[arg-type]

@@ -420,9 +420,16 @@ def test_the_operator_takes_the_tables_options_under_their_names() -> None:
         default = params[option.name].default
         assert option.read(default, Front.OPERATOR) == option.default(Front.OPERATOR)
     others = {option.name for option in OPTIONS} - offered_here
-    # retries and retry_delay: Airflow's, the task's own; one_file_system: the
-    # command line's alone (a service job's settings on the wire do not carry it).
-    assert others == {"retries", "retry_delay", "one_file_system"}
+    # retries and retry_delay: Airflow's, the task's own; one_file_system and the
+    # --files-from list: the command line's alone (a service job's settings on the
+    # wire do not carry them).
+    assert others == {
+        "retries",
+        "retry_delay",
+        "one_file_system",
+        "files_from",
+        "from0",
+    }
     assert RcpCopyOperator(task_id="t", dst="/x", gitignore=True).settings_options()[
         "gitignore"
     ]

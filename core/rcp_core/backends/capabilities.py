@@ -115,6 +115,7 @@ NOT_HONOURED: dict[Engine, dict[str, Given]] = {
     Engine.REMOTE: {
         "--dereference": lambda s: s.dereference,
         "--one-file-system": lambda s: s.one_file_system,
+        "--files-from": lambda s: s.files_from is not None,
         "--max-workers (a remote copy's parallelism is --max-connections)": (
             lambda s: s.max_workers is not None
         ),
@@ -126,6 +127,7 @@ NOT_HONOURED: dict[Engine, dict[str, Given]] = {
     Engine.STORE: {
         "--dereference": lambda s: s.dereference,
         "--one-file-system": lambda s: s.one_file_system,
+        "--files-from": lambda s: s.files_from is not None,
         "--overwrite-compare beyond size,mtime,checksum": (
             lambda s: bool(s.overwrite_compare - _STORE_COMPARES)
         ),

@@ -69,12 +69,7 @@ class Context(Runtime):
         self.metadata = Metadata(settings.preserve, umask)
         self.copier = DataCopier()
         self.links = LinkMap()
-        self.filter = Filter.build(
-            includes=settings.includes,
-            excludes=settings.excludes,
-            filter_file=settings.filter_file,
-            gitignore=settings.gitignore,
-        )
+        self.filter = Filter.of(settings)
         self.dry_run = settings.dry_run
 
     def storage_of(self, node: DirNode) -> tuple[StorageInfo, StorageInfo]:

@@ -16,10 +16,13 @@ cannot compile is a :class:`~rcp_core.errors.UsageError`.
 
 1. any ``--exclude`` matches: EXCLUDE;
 2. ``gitignore`` is on and the :class:`GitIgnores` stack ignores it: EXCLUDE;
-3. there are no ``--include`` rules, or an ancestor matched one (``under_include``):
+3. a ``--files-from`` list: a listed path (or one under a listed directory:
+   ``under_include``) is INCLUDE, a directory leading to one TRAVERSE, anything
+   else EXCLUDE (a list selects alone: ``--include`` rules beside one are refused);
+4. there are no ``--include`` rules, or an ancestor matched one (``under_include``):
    INCLUDE;
-4. an ``--include`` matches: INCLUDE;
-5. otherwise a directory is TRAVERSE (descend; removed at the end if left empty) and a
+5. an ``--include`` matches: INCLUDE;
+6. otherwise a directory is TRAVERSE (descend; removed at the end if left empty) and a
    file is EXCLUDE.
 
 A ``--filter-file`` holds ``--include PAT``/``--exclude PAT`` lines (surrounding
@@ -45,6 +48,8 @@ from rcp_core.errors import UsageError
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
 
+    from rcp_core.settings import CopySettings
+
 
 class Verdict(enum.Enum):
     """What the engine does with one entry."""
@@ -68,6 +73,8 @@ class Decision:
 _INCLUDE = Decision(Verdict.INCLUDE, None)
 _EXCLUDE = Decision(Verdict.EXCLUDE, None)
 _TRAVERSE = Decision(Verdict.TRAVERSE, None)
+_LISTED = Decision(Verdict.INCLUDE, "--files-from")
+_UNLISTED = Decision(Verdict.EXCLUDE, "not in --files-from")
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,13 +186,52 @@ def _filter_file(path: str | os.PathLike[str]) -> list[tuple[str, str, _Rule]]:
     return rules
 
 
+def read_listed(
+    path: str | os.PathLike[str], from0: bool = False
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The paths of a ``--files-from`` list (one a line, or NUL-separated with
+    ``from0``), relative to the source root (a leading ``/`` or ``./`` dropped, as
+    rsync does), and the directories that lead to them.
+
+    :raises UsageError: an unreadable list, or a path with a ``..`` component.
+    """
+    where = os.fspath(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read --files-from {where!r}: {exc}") from None
+    text = data.decode("utf-8", errors="surrogateescape")
+    listed: set[str] = set()
+    for number, raw in enumerate(text.split("\0" if from0 else "\n"), start=1):
+        parts = [p for p in raw.strip("\r" if not from0 else "").split("/") if p]
+        parts = [p for p in parts if p != "."]
+        if not parts:
+            continue
+        if ".." in parts:
+            raise UsageError(f"{where}:{number}: {raw!r} leads out of the source")
+        listed.add("/".join(parts))
+    leads = {
+        rel.rsplit("/", depth)[0]
+        for rel in listed
+        for depth in range(1, rel.count("/") + 1)
+    }
+    return frozenset(listed), frozenset(leads)
+
+
 @dataclass(frozen=True, slots=True)
 class Filter:
-    """Compiled rules; build with :meth:`build`. ``Filter()`` filters nothing."""
+    """Compiled rules; build with :meth:`build`. ``Filter()`` filters nothing.
+
+    :param listed: ``--files-from``'s paths (``None``: no list): only they, what is
+        under a listed directory, and the directories leading to them (``leads``,
+        traversed) are copied; excludes and ``.gitignore`` still apply.
+    """
 
     includes: tuple[_Rule, ...] = ()
     excludes: tuple[_Rule, ...] = ()
     gitignore: bool = False
+    listed: frozenset[str] | None = None
+    leads: frozenset[str] = frozenset()
 
     @classmethod
     def build(
@@ -195,24 +241,56 @@ class Filter:
         excludes: Sequence[str] = (),
         filter_file: str | os.PathLike[str] | None = None,
         gitignore: bool = False,
+        files_from: str | os.PathLike[str] | None = None,
+        from0: bool = False,
     ) -> Filter:
-        """Compile command-line rules, then those of ``filter_file``, in order."""
+        """Compile command-line rules, then those of ``filter_file``, in order; read
+        ``files_from``'s list (:func:`read_listed`).
+
+        :raises UsageError: a rule that does not compile, a list beside
+            ``--include`` rules (one selection or the other), a bad list.
+        """
         if isinstance(includes, str) or isinstance(excludes, str):
             raise TypeError("includes and excludes are sequences of patterns, not str")
         rules = [_rule("--include", p) for p in includes]
         rules += [_rule("--exclude", p) for p in excludes]
         if filter_file is not None:
             rules += _read_filter_file(filter_file)
+        included = tuple(r for r in rules if r.decision.verdict is Verdict.INCLUDE)
+        listed, leads = None, frozenset[str]()
+        if files_from is not None:
+            if included:
+                raise UsageError("--files-from selects alone: not with --include")
+            listed, leads = read_listed(files_from, from0)
+        elif from0:
+            raise UsageError("--from0 reads the list of --files-from: give one")
         return cls(
-            includes=tuple(r for r in rules if r.decision.verdict is Verdict.INCLUDE),
+            includes=included,
             excludes=tuple(r for r in rules if r.decision.verdict is Verdict.EXCLUDE),
             gitignore=gitignore,
+            listed=listed,
+            leads=leads,
+        )
+
+    @classmethod
+    def of(cls, settings: CopySettings) -> Filter:
+        """The filter a copy's settings ask for (every engine's, and a
+        verification's of what the copy was asked to copy)."""
+        return cls.build(
+            includes=settings.includes,
+            excludes=settings.excludes,
+            filter_file=settings.filter_file,
+            gitignore=settings.gitignore,
+            files_from=settings.files_from,
+            from0=settings.from0,
         )
 
     @property
     def active(self) -> bool:
         """False when nothing can be filtered: the engine then skips :meth:`decide`."""
-        return bool(self.includes or self.excludes or self.gitignore)
+        return bool(
+            self.includes or self.excludes or self.gitignore or self.listed is not None
+        )
 
     def decide(
         self, rel: str, is_dir: bool, *, under_include: bool, ignores: GitIgnores | None
@@ -225,6 +303,12 @@ class Filter:
             pattern = ignores.ignored(rel, is_dir)
             if pattern is not None:
                 return Decision(Verdict.EXCLUDE, f".gitignore: {pattern}")
+        if self.listed is not None and not under_include:
+            if rel in self.listed:
+                return _LISTED
+            if is_dir and rel in self.leads:
+                return _TRAVERSE
+            return _UNLISTED
         if under_include or not self.includes:
             return _INCLUDE
         included = _first(self.includes, rel, is_dir)

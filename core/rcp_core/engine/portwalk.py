@@ -101,12 +101,7 @@ class PortWalk:
         self.copy = copy
         self.source, self.target = copy.source, copy.target
         settings = copy.settings
-        self.filter = Filter.build(
-            includes=settings.includes,
-            excludes=settings.excludes,
-            filter_file=settings.filter_file,
-            gitignore=settings.gitignore,
-        )
+        self.filter = Filter.of(settings)
         chosen = copy.concurrency
         self.pool = WorkPool(chosen.maximum, chosen.initial, self._crashed)
         self.paged_source = (

@@ -407,3 +407,37 @@ def test_an_ssh_option_beside_a_service_is_refused(
         assert capsys.readouterr().err == (
             f"rcp: error: {flag[0]}: only for operands on another host (host:/path)\n"
         )
+
+
+def test_files_from_standard_input_and_a_verification_of_what_it_selected(
+    src: Path, tmp_path: Path
+) -> None:
+    """``find -print0 | rcp --files-from - --from0 SRC DST``: the listed files
+    only, and ``--verify`` compares exactly what the list selected."""
+    listed = b"d/f1\0d/f7\0big\0"
+    done = subprocess.run(
+        [
+            *RCP,
+            "--files-from",
+            "-",
+            "--from0",
+            "--verify",
+            "checksum",
+            "--summary-json",
+            str(tmp_path / "s.json"),
+            str(src),
+            str(tmp_path / "dst"),
+        ],
+        input=listed,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    copied = sorted(
+        str(p.relative_to(tmp_path / "dst")) for p in (tmp_path / "dst").rglob("*")
+    )
+    assert copied == ["big", "d", "d/f1", "d/f7"]
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["verified"]["same"] is True
+    assert summary["verified"]["entries"] >= 3

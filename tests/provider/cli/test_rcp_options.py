@@ -178,6 +178,13 @@ def _mount_inside(world: World) -> None:
     (point / "f").write_bytes(b"on another filesystem\n")
 
 
+def _listed(world: World) -> None:
+    """``{root}/list`` names a.txt alone; ``{root}/list0`` names a.txt and sub/b.txt,
+    NUL-separated (one unlisted path read by lines)."""
+    (world.root / "list").write_text("a.txt\n")
+    (world.root / "list0").write_bytes(b"a.txt\0sub/b.txt\0")
+
+
 def _extra(world: World) -> None:
     _copied(world)
     (world.dst / "extra.txt").write_bytes(b"not in the source\n")
@@ -450,6 +457,23 @@ TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
     "exclude": _local_host(
         Effect((), ("--exclude", "keep.log"), _exists("keep.log")),
     ),
+    "files_from": {
+        "local": (
+            Effect((), ("--files-from", "{root}/list"), _exists("keep.log"), _listed),
+        ),
+        "host": (Refused(("--files-from", "{root}/list"), "--files-from"),),
+    },
+    "from0": {
+        "local": (
+            Effect(
+                ("--files-from", "{root}/list0"),
+                ("--files-from", "{root}/list0", "--from0"),
+                _exists("a.txt"),
+                _listed,
+            ),
+        ),
+        "host": (Refused(("--files-from", "{root}/list0", "--from0"), "--files-from"),),
+    },
     "filter_file": _local_host(
         Effect((), ("--filter-file", "{root}/rules"), _exists("keep.log"), _rules),
     ),

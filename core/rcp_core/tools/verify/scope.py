@@ -96,12 +96,7 @@ class Scope:
         :raises UsageError: a filter that does not compile, an unreadable filter file.
         """
         return cls(
-            filter=Filter.build(
-                includes=settings.includes,
-                excludes=settings.excludes,
-                filter_file=settings.filter_file,
-                gitignore=settings.gitignore,
-            ),
+            filter=Filter.of(settings),
             skip_specials=settings.skip_specials,
             extras=settings.delete,
             delete_excluded=settings.delete_excluded,
