@@ -147,22 +147,28 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-def add_output_options(parser: argparse.ArgumentParser) -> None:
-    """``--progress[-type|-interval]``, ``--summary[-json]``, ``-v`` and ``-q``."""
+def add_output_options(
+    parser: argparse.ArgumentParser, *, progress: bool = True
+) -> None:
+    """``--progress[-type|-interval]`` (unless ``progress`` is false: a step that
+    reports no progress), ``--summary[-json]``, ``-v`` and ``-q``."""
     out = parser.add_argument_group("output")
-    out.add_argument("--progress", action="store_true", help="show progress on stderr")
-    out.add_argument(
-        "--progress-type",
-        choices=["auto", "bar", "text"],
-        default="auto",
-        help="a bar redrawn in place, or text lines (default auto: a bar on a "
-        "terminal, text otherwise)",
-    )
-    out.add_argument(
-        "--progress-interval",
-        type=positive_seconds,
-        help="seconds between text updates (default 10)",
-    )
+    if progress:
+        out.add_argument(
+            "--progress", action="store_true", help="show progress on stderr"
+        )
+        out.add_argument(
+            "--progress-type",
+            choices=["auto", "bar", "text"],
+            default="auto",
+            help="a bar redrawn in place, or text lines (default auto: a bar on a "
+            "terminal, text otherwise)",
+        )
+        out.add_argument(
+            "--progress-interval",
+            type=positive_seconds,
+            help="seconds between text updates (default 10)",
+        )
     out.add_argument(
         "--summary", action="store_true", help="print a summary at the end"
     )

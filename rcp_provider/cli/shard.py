@@ -241,19 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="then compare DST with SRC by what the copies kept (metadata), and by "
         "content (checksum); a difference fails the run",
     )
-    out = done.add_argument_group("output")
-    out.add_argument(
-        "--summary", action="store_true", help="print what was done at the end"
-    )
-    out.add_argument("--summary-json", metavar="PATH", help="write it as JSON")
-    out.add_argument(
-        "-v",
-        "--verbose",
-        action="count",
-        default=0,
-        help="print the summary and more log lines (-vv: debugging)",
-    )
-    out.add_argument("-q", "--quiet", action="store_true", help="no error lines")
+    add_output_options(done, progress=False)
     return parser
 
 

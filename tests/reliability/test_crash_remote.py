@@ -30,9 +30,9 @@ from benchmarks import sshd
 from support.nobody import RCP
 from support.reliability import (
     MIB,
-    RCPD,
     Figure,
     Scale,
+    between_hosts,
     daemons,
     looks_complete_but_is_not,
     mixed_tree,
@@ -72,17 +72,7 @@ def test_a_role_killed_mid_copy_then_rerun_is_exact(
 ) -> None:
     src = make_tree(tmp_path / "src", mixed_tree(seed=5, large=(48 * MIB, 16 * MIB)))
     dst = tmp_path / "dst"
-    at = f"root@127.0.0.1:{server.port}:"
-    argv = [
-        *RCP,
-        "-o",
-        "--ssh",
-        " ".join(server.ssh()),
-        "--rcpd-path",
-        RCPD,
-        f"{at}{src}",
-        f"{at}{dst}",
-    ]
+    argv = between_hosts(RCP, server.port, server.ssh(), src, dst, "-o")
     started = time.monotonic()
     first = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_BOUND)
     assert first.returncode == 0, first.stderr

@@ -34,9 +34,9 @@ import pytest
 from benchmarks import sshd
 from support.reliability import (
     MIB,
-    RCPD,
     Figure,
     Scale,
+    between_hosts,
     looks_complete_but_is_not,
     mixed_tree,
     no_daemons_within,
@@ -196,18 +196,7 @@ def test_a_copy_between_hosts_stops_cleanly_and_its_daemons_exit(
 ) -> None:
     src = make_tree(tmp_path / "src", mixed_tree(seed=6, large=(48 * MIB, 16 * MIB)))
     dst = tmp_path / "dst"
-    at = f"root@127.0.0.1:{server.port}:"
-    argv = [
-        *RCP,
-        "--summary",
-        "-o",
-        "--ssh",
-        " ".join(server.ssh()),
-        "--rcpd-path",
-        RCPD,
-        f"{at}{src}",
-        f"{at}{dst}",
-    ]
+    argv = between_hosts(RCP, server.port, server.ssh(), src, dst, "--summary", "-o")
     figure = published(figures, "signals", f"remote copy, {signum.name} to rcp")
     count = scale.trials(fast=2, full=20)
     landed = trials(argv, src, dst, signum, figure, count, True, tree_compare)

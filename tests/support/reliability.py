@@ -213,3 +213,21 @@ def no_daemons_within(bound: float) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def between_hosts(
+    rcp: list[str], port: int, ssh: list[str], src: Path, dst: Path, *flags: str
+) -> list[str]:
+    """``rcp FLAGS SRC DST`` with both trees on the sshd at ``port`` of this
+    machine (``ssh``: its client command), the daemons this interpreter's ``rcpd``."""
+    at = f"root@127.0.0.1:{port}:"
+    return [
+        *rcp,
+        *flags,
+        "--ssh",
+        " ".join(ssh),
+        "--rcpd-path",
+        RCPD,
+        f"{at}{src}",
+        f"{at}{dst}",
+    ]
