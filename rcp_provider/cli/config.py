@@ -27,7 +27,6 @@ file, the section and the option, before anything is touched.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,10 +68,16 @@ def load(files: Iterable[Path]) -> list[Layer]:
     layers: list[Layer] = []
     for path in files:
         try:
-            data = tomllib.loads(path.read_text())
+            text = path.read_text()
         except FileNotFoundError:
             continue
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{path}: {exc}") from None
+        import tomllib  # here: a start-up without a config file never imports it
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             raise UsageError(f"{path}: {exc}") from None
         for table, content in data.items():
             if table == "defaults":

@@ -13,9 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _stdin_list(cleanup: contextlib.ExitStack) -> str:
     """``--files-from -``: standard input kept in a file for the run (every worker
     process reads the list), removed when the run ends."""
+    # Imported here: a copy without a list costs its start-up nothing.
+    import shutil
+    import tempfile
+
     kept = cleanup.enter_context(
         tempfile.NamedTemporaryFile(prefix="rcp-files-from-")  # noqa: SIM115 - the run's
     )
