@@ -4,19 +4,22 @@ output options (progress on stderr, the summary as text and JSON)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import enum
 import functools
 import json
 import logging
 import math
+import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
 from rcp_core.errors import CopyFailedError, RemoteError, UsageError
 from rcp_core.run.progress import BarProgress, Progress, TextProgress
+from rcp_core.run.runtime import STOP_SIGNALS
 from rcp_core.run.summary import Summary
 from rcp_provider.cli.launch import Interrupted
 
@@ -208,6 +211,25 @@ def report(
         )
 
 
+@contextlib.contextmanager
+def signals_after() -> Iterator[None]:
+    """The block (a finished run's last lines) runs to its end: a stop signal that
+    arrives meanwhile is held, then raised as :class:`Interrupted` after it, so a
+    summary is never cut in half. In the main thread (where handlers are set)."""
+    held: list[int] = []
+    previous = {
+        signum: signal.signal(signum, lambda got, _: held.append(got))
+        for signum in STOP_SIGNALS
+    }
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if held:
+        raise Interrupted(held[0])
+
+
 def interrupted(
     prog: str,
     args: argparse.Namespace | None,
@@ -348,5 +370,6 @@ def run_and_report(
         return remote_failure(prog, exc)
     except KeyboardInterrupt as exc:
         return interrupted(prog, args, exc)
-    report(args, summary)
+    with signals_after():
+        report(args, summary)
     return Exit.OK

@@ -12,8 +12,10 @@ The launcher also sets how the process stops: SIGTERM and SIGHUP raise
 :class:`Interrupted` in the main thread as SIGINT raises ``KeyboardInterrupt``
 (:func:`stop_on_signals`), before the tool is imported, so a tool stops the same
 way for a Ctrl-C, a ``kill``, a scheduler's end of job or a closed terminal, and a
-signal during the imports ends the process quietly with ``128 + signum``. A reader
-of its output that goes away (``rcp ... | head``) ends it quietly too, with 141
+signal during the imports, or one the tool did not handle, ends the process with one
+line and ``128 + signum``; once the tool's ``main`` returned, they are ignored (a
+finished run exits with its own status, never killed in its exit). A reader of its
+output that goes away (``rcp ... | head``) ends it quietly too, with 141
 (``128 + SIGPIPE``), as a shell's own pipelines do.
 
 Invariants: the collector is running again (if it was) before the tool's ``main``
@@ -85,13 +87,19 @@ def _raise_interrupted(signum: int, _: FrameType | None) -> None:
     raise Interrupted(signum)
 
 
+def _stop_signals() -> tuple[int, ...]:
+    """:data:`rcp_core.run.runtime.STOP_SIGNALS` (imported when first asked: with
+    the tool's modules, while the collector is paused)."""
+    from rcp_core.run.runtime import STOP_SIGNALS
+
+    return STOP_SIGNALS
+
+
 def stop_on_signals() -> None:
     """Make SIGTERM and SIGHUP raise :class:`Interrupted` in the main thread, as
     SIGINT raises ``KeyboardInterrupt`` (:data:`rcp_core.run.runtime.STOP_SIGNALS`).
     A daemon with handlers of its own (``rcpd serve``) sets them after."""
-    from rcp_core.run.runtime import STOP_SIGNALS
-
-    for signum in STOP_SIGNALS:
+    for signum in _stop_signals():
         if signum != signal.SIGINT:  # Python's own: KeyboardInterrupt
             signal.signal(signum, _raise_interrupted)
 
@@ -104,17 +112,28 @@ def _run(module: str) -> int:
             stop_on_signals()
             main = importlib.import_module(module).main
     except KeyboardInterrupt as exc:  # before the tool could run: nothing to report
-        stop = Interrupted.of(exc)
-        prog = os.path.basename(sys.argv[0])
-        print(f"{prog}: interrupted by {stop.name}", file=sys.stderr, flush=True)
-        return stop.status
+        return _stopped(exc)
     try:
         status: int = main()
+    except KeyboardInterrupt as exc:  # past the tool's own handling: its last lines
+        return _stopped(exc)
     except BrokenPipeError:  # `rcp ... | head`: the reader left; say nothing more
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the exit's flush fails no more
         return 128 + signal.SIGPIPE
+    finally:  # the run is over: a signal now must not kill the exit under it
+        for signum in _stop_signals():
+            signal.signal(signum, signal.SIG_IGN)
     return status
+
+
+def _stopped(exc: KeyboardInterrupt) -> int:
+    """A stop signal the tool did not handle (in the imports, or after its run):
+    one line naming it; ``128 + signum``."""
+    stop = Interrupted.of(exc)
+    prog = os.path.basename(sys.argv[0])
+    print(f"{prog}: interrupted by {stop.name}", file=sys.stderr, flush=True)
+    return stop.status
 
 
 def rcp() -> int:

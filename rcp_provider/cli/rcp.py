@@ -37,6 +37,7 @@ from rcp_provider.cli.common import (
     progress_renderer,
     remote_failure,
     report,
+    signals_after,
     usage_error,
 )
 from rcp_provider.cli.launch import Interrupted
@@ -199,15 +200,16 @@ def _run(argv: Sequence[str] | None, cleanup: contextlib.ExitStack) -> int:
         return Exit.DIFFERENT
     except RemoteError as exc:  # a verification's session
         return remote_failure("rcp", f"verification failed: {exc}")
-    report(args, summary, extra or None)
-    done = extra.get("verified")
-    if done and (args.summary or args.verbose):
-        print(
-            f"verified:  {done['mode']}, {done['entries']} entries, "
-            f"{done['files_hashed']} files hashed "
-            f"({human_bytes(done['bytes_hashed'])}): the copy is the same",
-            flush=True,
-        )
+    with signals_after():
+        report(args, summary, extra or None)
+        done = extra.get("verified")
+        if done and (args.summary or args.verbose):
+            print(
+                f"verified:  {done['mode']}, {done['entries']} entries, "
+                f"{done['files_hashed']} files hashed "
+                f"({human_bytes(done['bytes_hashed'])}): the copy is the same",
+                flush=True,
+            )
     return Exit.OK
 
 

@@ -72,12 +72,21 @@ def gone_within(group: int, bound: float) -> bool:
     return False
 
 
+def fresh(dst: Path) -> None:
+    """No ``dst``, and no daemon of an earlier run that could still make it: the
+    wait for it to appear must be this run's (a signal sent before ``rcp`` set its
+    handlers, in the interpreter's start-up, is the interpreter's)."""
+    assert no_daemons_within(ORPHAN_BOUND), "an earlier run's daemons lingered"
+    shutil.rmtree(dst, ignore_errors=True)
+    assert not dst.exists()
+
+
 def writing_time(argv: list[str], dst: Path) -> float:
     """How long the copy writes: from ``dst``'s appearance to its end (the
     shortest of two runs, so that signals land while it writes)."""
     spans = []
     for _ in range(2):
-        shutil.rmtree(dst, ignore_errors=True)
+        fresh(dst)
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
         while not dst.exists() and proc.poll() is None:
             time.sleep(0.002)
@@ -103,7 +112,7 @@ def trials(
     rng = random.Random(f"signal-{signum.name}-{remote}")
     landed = 0
     for trial in range(count):
-        shutil.rmtree(dst, ignore_errors=True)
+        fresh(dst)
         figure.tried += 1
         proc = subprocess.Popen(
             argv,
@@ -115,7 +124,7 @@ def trials(
         while not dst.exists() and proc.poll() is None:
             time.sleep(0.002)
         try:
-            proc.wait(rng.uniform(0.0, writing))
+            proc.wait(rng.uniform(0.0, 0.7 * writing))  # while it surely writes
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signum)
         try:

@@ -192,6 +192,8 @@ STORE_REFUSALS: dict[str, tuple[str, ...]] = {
     "--max-open-files": ("--max-open-files", "20"),
     "--preserve mode,times": ("--preserve", "mode,times"),
     "--partial": ("--partial",),
+    "--one-file-system": ("-x",),
+    "--files-from": ("--files-from", "/dev/null"),
 }
 """Each refusal of a copy to ``memory://`` (the store engine's and the pair's), by
 the flag the message names, and arguments that ask for it."""
