@@ -438,6 +438,23 @@ OPTIONS: tuple[Option, ...] = (
         "filters",
     ),
     Option(
+        "itemize_changes",
+        FLAG,
+        "print a line per changed entry: rsync's YXcstpoguax letters and its path "
+        "(>f+++++++++ a new file, >f.st...... a replaced one, *deleting ...)",
+        Front.CLI,
+        "records",
+        short="-i",
+    ),
+    Option(
+        "log_file",
+        PATH,
+        "append a JSON line per changed entry and per error to PATH (time, path, "
+        "action, kind, bytes, method, error)",
+        Front.CLI,
+        "records",
+    ),
+    Option(
         "dry_run",
         DRY_RUN,
         "show what would happen (brief, all, explain); change nothing",

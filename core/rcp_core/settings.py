@@ -181,6 +181,10 @@ class CopySettings:
     :param files_from: a file listing the paths to copy, relative to the source
         (:func:`rcp_core.engine.filters.read_listed`); ``from0``: NUL-separated.
     :param gitignore: honour ``.gitignore`` files found in the source.
+    :param itemize_changes: report each changed entry as rsync's itemized line;
+        ``log_file``: append each change and each error to this file as a JSON
+        line (:mod:`rcp_core.run.records`). Neither in a dry run, which changes
+        nothing.
     :param dry_run: report what would happen and change nothing.
     :param fail_early: stop at the first error instead of collecting them.
     :param max_workers: worker threads; ``None`` picks a default from the CPU count.
@@ -218,6 +222,8 @@ class CopySettings:
     files_from: str | None = None
     from0: bool = False
     gitignore: bool = False
+    itemize_changes: bool = False
+    log_file: str | None = None
     dry_run: DryRun | None = None
     fail_early: bool = False
     max_workers: int | None = None
@@ -241,6 +247,11 @@ class CopySettings:
             object.__setattr__(self, "existing", ExistingPolicy.OVERWRITE)
         if self.delete_excluded and not self.delete:
             raise UsageError("--delete-excluded needs --delete")
+        if self.dry_run is not None and (self.itemize_changes or self.log_file):
+            raise UsageError(
+                "--itemize-changes and --log-file record what a run changed; "
+                "a dry run changes nothing (its lines say what would change)"
+            )
         if not self.overwrite_compare:
             raise UsageError("--overwrite-compare needs at least one attribute")
         for name in ("max_workers", "max_processes", "max_open_files"):

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from rcp_core.errors import EntryError, FatalError
-from rcp_core.run.runtime import ErrorLog, Kind, Runtime
+from rcp_core.run.records import ErrorLog
+from rcp_core.run.runtime import Kind, Runtime
 from rcp_core.run.summary import Tally
 from rcp_core.site.hookspecs import hookimpl
 from rcp_core.site.plugins import plugin_manager

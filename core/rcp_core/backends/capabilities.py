@@ -116,6 +116,8 @@ NOT_HONOURED: dict[Engine, dict[str, Given]] = {
         "--dereference": lambda s: s.dereference,
         "--one-file-system": lambda s: s.one_file_system,
         "--files-from": lambda s: s.files_from is not None,
+        "--itemize-changes": lambda s: s.itemize_changes,
+        "--log-file": lambda s: s.log_file is not None,
         "--max-workers (a remote copy's parallelism is --max-connections)": (
             lambda s: s.max_workers is not None
         ),

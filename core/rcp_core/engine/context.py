@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Callable, Mapping
 
 import pluggy
@@ -21,6 +22,7 @@ from rcp_core.engine.methods import DataCopier
 from rcp_core.engine.tree import DirNode
 from rcp_core.errors import EntryError
 from rcp_core.paths import Job
+from rcp_core.run.records import NEW, Change, differences, of_stat
 from rcp_core.run.runtime import Runtime
 from rcp_core.run.summary import Tally
 from rcp_core.settings import CopySettings
@@ -98,3 +100,38 @@ class Context(Runtime):
         line = self.dry_run.line(action, kind, node.display(rel), reason)
         if line is not None:
             log.info("%s", line)
+
+    def changed(
+        self,
+        node: DirNode,
+        rel: str,
+        action: str,
+        kind: str,
+        st: os.stat_result,
+        old: os.stat_result | None,
+        *,
+        bytes: int = 0,
+        method: str | None = None,
+        target: str | None = None,
+    ) -> None:
+        """Record that ``rel`` in ``node``'s job was changed, by its destination
+        path (``st``: its source's
+        ``lstat``; ``old``: what the destination held, ``None`` if nothing); call it
+        only when the run records changes (:attr:`changes`)."""
+        assert self.changes is not None
+        attributes = (
+            NEW
+            if old is None
+            else differences(kind, of_stat(st), of_stat(old), self.settings.preserve)
+        )
+        self.changes.add(
+            Change(
+                node.dst_path(rel),
+                action,
+                kind,
+                attributes,
+                bytes=bytes,
+                method=method,
+                target=target,
+            )
+        )

@@ -38,6 +38,7 @@ from rcp_core.engine.walk import Op, Walker, chunking
 from rcp_core.paths import Job, plan_jobs
 from rcp_core.run.monitor import Monitor, Observer
 from rcp_core.run.pool import WorkPool
+from rcp_core.run.records import ChangeLog
 from rcp_core.run.summary import Resources, Summary, Tally, merge
 from rcp_core.run.tuning import Controller
 from rcp_core.settings import CopySettings
@@ -199,7 +200,18 @@ class Engine:
         """Copy everything; return the summary or raise :class:`CopyFailedError`.
 
         The ``rcp_run_finished`` hook sees the summary (or the failure) either way.
+        The record of changes it keeps (:mod:`rcp_core.run.records`) is complete
+        when it returns.
         """
+        changes = ChangeLog.of(self.settings)
+        self.ctx.record_changes(changes)
+        try:
+            return self._run()
+        finally:
+            if changes is not None:
+                changes.close()
+
+    def _run(self) -> Summary:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         controller = Controller(self.concurrency) if self.concurrency.adaptive else None

@@ -274,10 +274,10 @@ def make_special(
     tally: Tally,
     *,
     skip_specials: bool,
-) -> None:
+) -> bool:
     """Make ``name`` the FIFO, socket or device ``st`` describes, as ``decided``,
-    counted ``copied.specials`` (``skipped.specials``: one this process may not
-    make, with ``skip_specials``)."""
+    counted ``copied.specials``; ``False`` when it was skipped (counted
+    ``skipped.specials``: one this process may not make, with ``skip_specials``)."""
     made = decided.new_name(name)
     try:
         if stat.S_ISFIFO(st.st_mode):
@@ -289,9 +289,10 @@ def make_special(
         if not skip_specials:
             raise
         tally["skipped.specials"] += 1
-        return
+        return False
     _settle(dst_fd, made, name, st, decided, metadata, tally)
     tally["copied.specials"] += 1
+    return True
 
 
 def _settle(

@@ -26,6 +26,7 @@ from rcp_core.engine.filters import GitIgnores, Verdict
 from rcp_core.engine.removeentry import Protect, remove_entry
 from rcp_core.engine.temporaries import sweep
 from rcp_core.engine.tree import DIR_FLAGS, DirNode
+from rcp_core.run.records import Change, kind_of
 from rcp_core.run.summary import Tally
 
 log = logging.getLogger("rcp_core")
@@ -55,6 +56,9 @@ def make_dst_dir(ctx: Context, tally: Tally, parent: DirNode, node: DirNode) -> 
             return True
         assert parent.dst_fd is not None
         os.mkdir(node.dst_name, 0o700, dir_fd=parent.dst_fd)
+        if ctx.changes is not None:
+            action = "create" if decided.old is None else "replace"
+            ctx.changed(node, node.rel, action, "dir", node.st, decided.old)
     if ctx.dry_run is None or not node.created:
         assert parent.dst_fd is not None
         node.dst_fd = os.open(
@@ -101,7 +105,11 @@ def prune(ctx: Context, tally: Tally, node: DirNode) -> None:
         ctx.dry("remove", "entry", node, rel, "not in source")
         if ctx.dry_run is None:
             st = entry.stat(follow_symlinks=False)
-            remove_entry(dst_fd, entry.name, st, tally, rel=rel, protect=protect)
+            gone = remove_entry(dst_fd, entry.name, st, tally, rel=rel, protect=protect)
+            if gone and ctx.changes is not None:
+                ctx.changes.add(
+                    Change(node.dst_path(rel), "remove", kind_of(st.st_mode))
+                )
 
 
 def clear_leftovers(ctx: Context, tally: Tally, node: DirNode) -> None:

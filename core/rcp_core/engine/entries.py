@@ -56,6 +56,7 @@ from rcp_core.errors import (
     SourceCutShortError,
     vanished,
 )
+from rcp_core.run.records import NEW, Change, kind_of
 from rcp_core.run.summary import Tally
 from rcp_core.settings import CompareAttr
 
@@ -272,6 +273,9 @@ def _copy_data(
         tally["resumed.bytes"] += kept
     if method is not None:
         tally["method." + method] += 1
+    if ctx.changes is not None:
+        action = "create" if old is None else "replace"
+        ctx.changed(node, rel, action, "file", st, old, bytes=copied, method=method)
     if changed:
         raise SourceChangedError()
     if ctx.file_copied:
@@ -316,6 +320,8 @@ def _link_dest(
                 return False
             raise
         commit(node.dst_fd, target, dst_name, old, tally)
+        if ctx.changes is not None:
+            ctx.changed(node, rel, "link", "file", st, old, target=earlier)
     tally["copied.files"] += 1
     tally["method.link"] += 1
     return True
@@ -395,6 +401,10 @@ def _link(
     assert node.dst_fd is not None
     with leader.located() as located:
         make_hard_link(node.dst_fd, dst_name, located, decided, tally)
+    if ctx.changes is not None:
+        ctx.changes.add(
+            Change(node.dst_path(rel), "link", "file", NEW, target=leader.path)
+        )
     return True
 
 
@@ -454,6 +464,12 @@ def _make_symlink(
         return True
     assert node.dst_fd is not None
     make_symlink(node.dst_fd, dst_name, target, st, decided, ctx.metadata, tally)
+    if ctx.changes is not None:
+        if decided.step is Step.RETOUCH:
+            action = "update"
+        else:
+            action = "create" if old is None else "replace"
+        ctx.changed(node, rel, action, "symlink", st, old, target=target)
     return True
 
 
@@ -512,7 +528,7 @@ def _copy_special(
         ctx.dry("replace" if old else "create", "special", node, rel)
         return
     assert node.dst_fd is not None
-    make_special(
+    made = make_special(
         node.dst_fd,
         dst_name,
         st,
@@ -521,3 +537,6 @@ def _copy_special(
         tally,
         skip_specials=ctx.settings.skip_specials,
     )
+    if made and ctx.changes is not None:
+        action = "create" if old is None else "replace"
+        ctx.changed(node, rel, action, kind_of(st.st_mode), st, old)

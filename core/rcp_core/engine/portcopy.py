@@ -111,6 +111,8 @@ from rcp_core.engine.portexisting import ExistingFiles
 from rcp_core.engine.portwalk import Made, PortWalk
 from rcp_core.paths import port_target
 from rcp_core.run.progress import Progress
+from rcp_core.run.records import NEW as NEW_ENTRY
+from rcp_core.run.records import Change, ChangeLog, differences
 from rcp_core.run.runtime import Runtime
 from rcp_core.run.summary import Resources, Summary, Tally
 from rcp_core.run.tuning import Concurrency, Controller
@@ -221,16 +223,38 @@ def _run(
     )
     copy = PortCopy(source, target, settings, hook, concurrency)
     walk = PortWalk(copy)
-    counts = copy.monitored(
-        walk.pool,
-        lambda: start(walk),
-        controller=Controller(concurrency) if concurrency.adaptive else None,
-        on_progress=on_progress,
-        progress_interval=progress_interval,
-        cancel=cancel,
-    )
-    resources = Resources.since(started, usage)
-    return copy.conclude(counts, resources, dry_run=settings.dry_run is not None)
+    changes = ChangeLog.of(settings)
+    copy.record_changes(changes)
+    try:
+        counts = copy.monitored(
+            walk.pool,
+            lambda: start(walk),
+            controller=Controller(concurrency) if concurrency.adaptive else None,
+            on_progress=on_progress,
+            progress_interval=progress_interval,
+            cancel=cancel,
+        )
+        resources = Resources.since(started, usage)
+        return copy.conclude(counts, resources, dry_run=settings.dry_run is not None)
+    finally:
+        if changes is not None:
+            changes.close()
+
+
+_KINDS = {
+    EntryKind.FILE: "file",
+    EntryKind.DIRECTORY: "dir",
+    EntryKind.SYMLINK: "symlink",
+    EntryKind.OTHER: "special",
+}
+
+
+def _attributes(
+    entry: Entry,
+) -> tuple[int | None, int | None, int | None, int | None, int | None]:
+    """What :func:`~rcp_core.run.records.differences` compares, of a port's entry."""
+    mode = None if entry.mode is None else entry.mode & 0o7777
+    return entry.size, entry.mtime_ns, mode, entry.uid, entry.gid
 
 
 class _Stopped(Exception):
@@ -302,6 +326,8 @@ class PortCopy(Runtime):
                 return Made.KEPT
         if not self.dry("create", "dir", rel, reason):
             self.target.make_dir(rel, there)
+            if self.changes is not None:
+                self.changed(rel, "replace" if there else "create", entry, there)
         return Made.CREATED
 
     def copy_entry(
@@ -336,6 +362,8 @@ class PortCopy(Runtime):
             kept = dataclasses.replace(self.kept(entry), target=entry.target)
             target.make_symlink(rel, kept, there)
             self.set_meta(rel, entry)
+            if self.changes is not None:
+                self.changed(rel, word.replace("copy", "create"), entry, there)
 
     def _special(self, rel: str, tally: Tally) -> None:
         """A FIFO, socket or device: skipped with ``skip_specials``, else an error."""
@@ -371,13 +399,16 @@ class PortCopy(Runtime):
         incomplete = self.existing.timed and entry.mtime_ns is None
         if incomplete and not isinstance(source, ReadsCompleted):
             entry = source.complete(rel, entry)  # the time its copy keeps: a request
+        method = "stream"
         if target.copy_in(source, rel, rel, self.kept(entry)):
             tally.moved(entry.size)
+            method = "server-side"
         elif (
             entry.size >= portranges.RANGED_LEAST
             and isinstance(source, ReadsRanges)
             and isinstance(target, WritesRanges)
         ):
+            method = "ranges"
             try:
                 entry = portranges.copy_ranges(
                     source, target, rel, entry, tally.moved, lambda: self.stopping
@@ -394,6 +425,9 @@ class PortCopy(Runtime):
         self.set_meta(rel, entry)
         tally["copied.files"] += 1
         tally["copied.bytes"] += entry.size
+        if self.changes is not None:
+            done = "create" if there is None else "replace"
+            self.changed(rel, done, entry, there, method=method)
 
     def kept(self, entry: Entry) -> Entry:
         """What of the source file ``entry`` its copy keeps, as ``preserve`` asks:
@@ -406,6 +440,40 @@ class PortCopy(Runtime):
             entry.changed_ns if preserve.times else None,
             uid=entry.uid if preserve.owner else None,
             gid=entry.gid if preserve.owner else None,
+        )
+
+    def changed(
+        self,
+        rel: str,
+        action: str,
+        entry: Entry,
+        there: Entry | None,
+        *,
+        method: str | None = None,
+    ) -> None:
+        """Record that ``rel`` was changed (``entry``: the source's, or what was
+        removed; ``there``: what the destination held, ``None`` if nothing); call
+        it only when the run records changes (:attr:`changes`)."""
+        assert self.changes is not None
+        kind = _KINDS[entry.kind]
+        attributes = (
+            NEW_ENTRY
+            if there is None
+            else differences(
+                kind, _attributes(entry), _attributes(there), self.settings.preserve
+            )
+        )
+        file = entry.kind is EntryKind.FILE and action != "remove"
+        self.changes.add(
+            Change(
+                self.target.describe(rel),
+                action,
+                kind,
+                attributes,
+                bytes=entry.size if file else 0,
+                method=method,
+                target=entry.target if entry.kind is EntryKind.SYMLINK else None,
+            )
         )
 
     def dry(self, action: str, kind: str, rel: str, reason: str) -> bool:

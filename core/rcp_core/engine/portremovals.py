@@ -33,6 +33,7 @@ class RemovalBatches:
 
     :param attempt: how a request is tried (``Runtime.attempt``).
     :param one_by_one: the removal of one entry a batch did not remove.
+    :param gone: told each entry a batch removed.
     """
 
     def __init__(
@@ -42,9 +43,10 @@ class RemovalBatches:
         tally: Tally,
         attempt: Callable[[Callable[[], Any]], Any],
         one_by_one: OneByOne,
+        gone: OneByOne | None = None,
     ) -> None:
         self.port, self.rel, self.tally = port, rel, tally
-        self.attempt, self.one_by_one = attempt, one_by_one
+        self.attempt, self.one_by_one, self.gone = attempt, one_by_one, gone
         self.most = port.batch_most(rel) if isinstance(port, RemovesInBatches) else 1
         self.gathered: dict[str, Entry] = {}
 
@@ -74,3 +76,5 @@ class RemovalBatches:
                 self.one_by_one(name, entry)
             else:
                 count_removed(self.tally, entry.stat())
+                if self.gone is not None:
+                    self.gone(name, entry)

@@ -382,10 +382,15 @@ class PortWalk:
             protect = excluded
         target = self.target
 
+        def gone(name: str, entry: Entry) -> None:
+            if copy.changes is not None:
+                copy.changed(node.child_rel(name), "remove", entry, None)
+
         def one(name: str, entry: Entry) -> None:
             target.remove(node.child_rel(name), entry, tally, protect)
+            gone(name, entry)
 
-        files = RemovalBatches(target, node.rel, tally, copy.attempt, one)
+        files = RemovalBatches(target, node.rel, tally, copy.attempt, one, gone)
         for name, entry in sorted(node.there.items()):
             rel = node.child_rel(name)
             is_dir = entry.is_dir

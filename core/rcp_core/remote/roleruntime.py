@@ -11,7 +11,7 @@ The local engine's rules, for a role that runs on its own host:
   ``retries`` times with jittered backoff from ``retry_delay``; only transient ones;
 - **errors**: an entry error is counted, recorded (deduplicated, the first of each
   kind logged; the role reports them to its master as
-  :meth:`~rcp_core.run.runtime.ErrorLog.messages`), with the classification of the hook;
+  :meth:`~rcp_core.run.records.ErrorLog.messages`), with the classification of the hook;
   a fatal one, or any under ``fail_early``, stops the role: ``stop`` sets
   ``stopping`` and runs the ``on_stop`` callbacks once (the destination tells the
   source), after which the role starts nothing new;

@@ -8,8 +8,7 @@ imports the copy engine or the site layer (the site layer imports this). Modules
 ============  ==========================================================================
 ``runtime``   the one run runtime of every run (copy, helper, remote role, ``rrm``,
               comparison, store copy): classification through ``rcp_classify_error``,
-              retries of transient errors, the deduplicated error log, fail-early, the
-              stop, the throttle
+              retries of transient errors, fail-early, the stop, the throttle
 ``pool``      worker threads over a depth-first work stack, with a limit that can change
 ``monitor``   the run's monitor thread: adapts concurrency, reports progress, watches
               for cancel
@@ -19,5 +18,7 @@ imports the copy engine or the site layer (the site layer imports this). Modules
 ``summary``   per-worker tallies merged into the run's immutable summary
 ``progress``  progress snapshots and their renderers (text, bar)
 ``budget``    the bytes the process holds in transfer buffers at once (a store's parts)
+``records``   what a run records: its deduplicated errors, and its changes
+              (``--itemize-changes`` lines, ``--log-file`` JSON lines)
 ============  ==========================================================================
 """

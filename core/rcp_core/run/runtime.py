@@ -16,8 +16,9 @@ a removal -- holds one :class:`Runtime`:
   - everything else (EACCES, ENOENT, EPERM, ELOOP, ...) is *permanent* for that entry;
 
 - **errors** (:meth:`Runtime.record`) are counted in the worker's tally, logged once
-  per distinct kind and kept with their counts (:class:`ErrorLog`); a fatal one, or
-  any under ``fail_early``, stops the run;
+  per distinct kind and kept with their counts
+  (:class:`~rcp_core.run.records.ErrorLog`); a fatal one, or any under
+  ``fail_early``, stops the run;
 - **stop** (:meth:`Runtime.stop`) happens once, for the first reason (a fatal error,
   fail-early, cancel, a peer's stop), and runs the ``on_stop`` callbacks once, in
   the stopping thread; from then on ``stopping`` is true and the run starts nothing
@@ -39,17 +40,18 @@ import errno
 import logging
 import signal
 import threading
-from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from rcp_core.errors import CopyFailedError, EntryError, FatalError, RcpError
+from rcp_core.run.records import ErrorLog
 from rcp_core.run.summary import Resources, Summary, Tally, merge
 from rcp_core.run.throttle import TokenBucket
 
 if TYPE_CHECKING:
     from rcp_core.run.monitor import Observer
     from rcp_core.run.pool import WorkPool
+    from rcp_core.run.records import ChangeLog, ChangeSink
     from rcp_core.run.tuning import Controller
 
 log = logging.getLogger("rcp_core")
@@ -59,8 +61,6 @@ T = TypeVar("T")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """What stops a run (Ctrl-C, ``kill``, a scheduler, a closed terminal): a tool stops
 on each alike; its helper processes ignore them (the tool stops them itself)."""
-
-MAX_DISTINCT_ERRORS = 20
 
 
 class Kind(enum.Enum):
@@ -185,45 +185,6 @@ def retrying(attempts: int, base_delay: float) -> Retry:
     return run
 
 
-class ErrorLog:
-    """Deduplicated errors: each distinct kind (:attr:`EntryError.key`) is logged
-    once, then only counted; the first of each kind is kept as its example."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts: Counter[str] = Counter()
-        self._first: dict[str, EntryError] = {}
-
-    def add(self, error: EntryError) -> None:
-        key = error.key
-        with self._lock:
-            self._counts[key] += 1
-            first = key not in self._first
-            if first:
-                self._first[key] = error
-        if first:
-            log.error("%s", error)
-
-    def report(self) -> list[tuple[str, int, str]]:
-        """The most frequent distinct errors, at most ``MAX_DISTINCT_ERRORS``:
-        ``(kind, count, the first one's path)``."""
-        with self._lock:
-            return [
-                (key, count, self._first[key].path)
-                for key, count in self._counts.most_common(MAX_DISTINCT_ERRORS)
-            ]
-
-    def messages(self) -> list[str]:
-        """The same, as one line each: the first error of a kind, and how many more
-        there were (what a remote role reports to its master)."""
-        with self._lock:
-            return [
-                str(self._first[key])
-                + (f" (and {count - 1} more like it)" if count > 1 else "")
-                for key, count in self._counts.most_common(MAX_DISTINCT_ERRORS)
-            ]
-
-
 Storage = Callable[[Any], tuple[Any, Any]]
 """``storage(where)``: the (source, destination) storage the ``rcp_classify_error``
 hook is told for an error at ``where`` (a run's own notion of place: a directory node,
@@ -258,6 +219,10 @@ class Runtime:
         self.hook = hook
         self.fail_early = fail_early
         self.errors = ErrorLog()
+        self.changes: ChangeSink | None = None
+        """Where the run's workers record each change
+        (:mod:`rcp_core.run.records`), when it keeps a record: see
+        :meth:`record_changes`."""
         self._stopped = threading.Event()
         """Set with :attr:`stopping`: what waits for a throttle token wakes on it."""
         self.throttle = self.bucket(ops_throttle) if ops_throttle else None
@@ -269,6 +234,11 @@ class Runtime:
         """Called once, with the reason, when the run starts stopping."""
         self._storage = storage
         self._stop_lock = threading.Lock()
+
+    def record_changes(self, changes: ChangeLog | None) -> None:
+        """Record this run's changes and errors in ``changes`` (``None``: none)."""
+        self.changes = changes
+        self.errors.changes = changes
 
     def bucket(self, rate: float) -> TokenBucket:
         """A token bucket of ``rate`` per second whose waits end when the run stops

@@ -283,6 +283,51 @@ def _mount_point(world: World, run: Run) -> object:
     return run.code, (world.dst / "m").is_dir(), (world.dst / "m" / "f").exists()
 
 
+def _itemized(world: World, run: Run) -> object:
+    """The exit status and the itemized lines of the output."""
+    lines = re.findall(r"^(?:[>ch.][fdLDS][.+a-z]{9}|\*deleting  ) .*$", run.out, re.M)
+    return run.code, sorted(lines)
+
+
+ITEMIZED = [
+    ">f+++++++++ dst/.gitignore",
+    ">f+++++++++ dst/a.txt",
+    ">f+++++++++ dst/keep.log",
+    ">f+++++++++ dst/sub/b.txt",
+    ">f+++++++++ dst/x.ign",
+    "cd+++++++++ dst/",
+    "cd+++++++++ dst/sub/",
+]
+
+
+def _log_file(world: World, run: Run) -> object:
+    """The exit status and, from the log file, each record's path, action, kind
+    and bytes, and how many files of ``many/`` it says failed."""
+    log = world.root / "log.jsonl"
+    if not log.exists():
+        return run.code, None
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    changes = sorted(
+        (r["path"], r["action"], r["kind"], r["bytes"])
+        for r in records
+        if r["action"] != "error"
+    )
+    failed = {r["path"] for r in records if r["action"] == "error"}
+    return run.code, changes, len({p for p in failed if re.search(r"many/f\d+$", p)})
+
+
+def _log_file_errors(without: Any, with_: Any) -> bool:
+    """Without the log, none; with it, the files the immutable directory refused,
+    each an error record, and none recorded as copied."""
+    code, changes, errors = with_
+    return (
+        without == (1, None)
+        and code == 1
+        and errors == MANY
+        and not [c for c in changes if c[0].startswith("dst/many/")]
+    )
+
+
 def _mode(world: World, run: Run) -> object:
     return stat.S_IMODE(os.stat(world.dst / "a.txt").st_mode)
 
@@ -480,6 +525,63 @@ TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
     "gitignore": _local_host(
         Effect((), ("--gitignore",), _exists("x.ign")),
     ),
+    "itemize_changes": {
+        "local": (
+            Effect(
+                (),
+                ("-i",),
+                _itemized,
+                differs=lambda without, with_: (
+                    without == (0, []) and with_ == (0, ITEMIZED)
+                ),
+            ),
+            Effect(
+                ("-o",),
+                ("-o", "-i"),
+                _itemized,
+                _with(b"alpha, changed\n", T0 + 10**9),
+                # A replaced file's size and time differ, the rest is as it was.
+                lambda without, with_: (
+                    without == (0, []) and with_ == (0, [">f.st...... dst/a.txt"])
+                ),
+            ),
+            Effect(
+                ("--delete",),
+                ("--delete", "-i"),
+                _itemized,
+                _extra,
+                lambda without, with_: (
+                    without == (0, []) and with_ == (0, ["*deleting   dst/extra.txt"])
+                ),
+            ),
+        ),
+        "host": (Refused(("-i",), "--itemize-changes"),),
+    },
+    "log_file": {
+        "local": (
+            Effect(
+                (),
+                ("--log-file", "{root}/log.jsonl"),
+                _log_file,
+                differs=lambda without, with_: (
+                    without == (0, None)
+                    and with_[0] == 0
+                    and ("dst/a.txt", "create", "file", 6) in with_[1]
+                    and ("dst/sub", "create", "dir", 0) in with_[1]
+                    and len(with_[1]) == len(ITEMIZED)
+                    and with_[2] == 0
+                ),
+            ),
+            Effect(
+                ("-o",),
+                ("-o", "--log-file", "{root}/log.jsonl"),
+                _log_file,
+                _stuck,
+                _log_file_errors,
+            ),
+        ),
+        "host": (Refused(("--log-file", "{root}/log.jsonl"), "--log-file"),),
+    },
     "dry_run": _local_host(
         Effect((), ("--dry-run", "brief"), _exists("a.txt")),
     ),

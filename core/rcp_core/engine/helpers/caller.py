@@ -70,6 +70,7 @@ from rcp_core.engine.tree import DirNode
 from rcp_core.engine.walk import OP_NAMES, Batch
 from rcp_core.errors import FatalError
 from rcp_core.run.pool import Item
+from rcp_core.run.records import Change
 from rcp_core.run.summary import Tally
 
 if TYPE_CHECKING:
@@ -251,6 +252,9 @@ class Helper:
             self.remote.update(message.counts)
         elif isinstance(message, Record):
             logging.getLogger(message.logger).log(message.level, "%s", message.message)
+        elif isinstance(message, Change):
+            assert self.ctx.changes is not None, "sent only when the run records"
+            self.ctx.changes.add(message)
         elif isinstance(message, Failure):
             self.ctx.errors.add(message.error)
             if isinstance(message.error, FatalError) or self.ctx.settings.fail_early:

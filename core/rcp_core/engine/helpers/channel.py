@@ -13,6 +13,7 @@ Flow (the caller is on the left)::
     Task   ->                 a batch of one directory's entries, with its two fds
            <- Deferred        a hard-linked entry of that batch: the caller copies it
            <- Record          a log record (dry-run lines, warnings)
+           <- Change          an entry it changed (a run that records changes)
            <- Failure         one entry's error (the caller logs and counts it)
            <- Counts          the helper's counters so far (about twice a second)
            <- Done            the batch is finished
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 
 from rcp_core.errors import ChannelError, EntryError
 from rcp_core.paths import Job
-from rcp_core.run.runtime import ErrorLog
+from rcp_core.run.records import Change, ErrorLog
 from rcp_core.run.tuning import Concurrency
 from rcp_core.settings import CopySettings
 from rcp_core.site.storage import StorageInfo
@@ -157,6 +158,17 @@ class ForwardedErrors(ErrorLog):
 
     def add(self, error: EntryError) -> None:
         self.chan.send(Failure(error))
+
+
+class ForwardedChanges:
+    """A helper's changes go to the caller, which owns the run's record
+    (:class:`~rcp_core.run.records.ChangeLog`)."""
+
+    def __init__(self, chan: Channel) -> None:
+        self.chan = chan
+
+    def add(self, change: Change) -> None:
+        self.chan.send(change)
 
 
 class ForwardedRecords(logging.Handler):

@@ -32,6 +32,7 @@ from rcp_core.engine.helpers.channel import (
     Done,
     Final,
     Finish,
+    ForwardedChanges,
     ForwardedErrors,
     Limit,
     Ready,
@@ -63,6 +64,8 @@ class Helper:
             dict(zip(setup.jobs, setup.storage, strict=True)),
         )
         self.ctx.errors = ForwardedErrors(chan)
+        if setup.settings.itemize_changes or setup.settings.log_file is not None:
+            self.ctx.changes = ForwardedChanges(chan)
         self.ctx.defer = self._defer
         concurrency = setup.concurrency
         self.pool = WorkPool(concurrency.maximum, concurrency.initial, self._crashed)
