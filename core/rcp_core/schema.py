@@ -219,6 +219,14 @@ def _path(value: Any) -> str | None:
     raise ValueError("a path")
 
 
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError("not text")
+
+
+MODES = Kind(_text, _same, (str, type(None)), "MODE")
+OWNERS = Kind(_text, _same, (str, type(None)), "USER:GROUP")
 FLAG = Kind(read_flag, _same, (bool,), metavar=None)
 COUNT = Kind(_or_none(at_least(1)), _same, (int, type(None)), "N")
 TRIES = Kind(at_least(0), _same, (int,), "N")
@@ -366,6 +374,30 @@ OPTIONS: tuple[Option, ...] = (
         "mode,times,owner,xattrs,acls",
         group="what is copied",
         short="-p",
+    ),
+    Option(
+        "chmod",
+        MODES,
+        "change the mode each copied entry gets: chmod's modes, comma-separated, "
+        "a D prefix for directories only, F for the others (D2775,F664; "
+        "Dg+s,ug+w,Fo-w)",
+        NOT_FSSPEC,
+        group="what is copied",
+    ),
+    Option(
+        "chown",
+        OWNERS,
+        "give each copied entry this owner and group (USER, USER:GROUP or :GROUP; "
+        "names of the destination's host)",
+        NOT_FSSPEC,
+        group="what is copied",
+    ),
+    Option(
+        "numeric_ids",
+        FLAG,
+        "between hosts, keep owners (-p owner) by number, not by name",
+        NOT_FSSPEC,
+        group="what is copied",
     ),
     Option(
         "dereference",

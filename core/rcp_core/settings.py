@@ -169,6 +169,14 @@ class CopySettings:
     :param delete_excluded: with ``delete``, also remove entries that filters exclude
         (they are protected otherwise).
     :param preserve: metadata to keep.
+    :param chmod: mode changes every new or replaced entry gets after its preserved
+        (or default) mode: rsync's ``D``/``F`` clauses or ``rchm``'s ``f:``/``d:``
+        form (:func:`rcp_core.tools.chmod.rules.chmod_by_type`).
+    :param chown: ``USER:GROUP`` (either may be left out) every new or replaced
+        entry gets, names resolved on the destination's host.
+    :param numeric_ids: between hosts, keep owners by number; by default a kept
+        owner travels by name too and gets the destination's id of that name
+        (rsync's default and its ``--numeric-ids``).
     :param dereference: follow symlinks in the source (with loop detection).
     :param skip_specials: count FIFOs, sockets and devices that cannot be recreated
         as skipped instead of as errors.
@@ -213,6 +221,9 @@ class CopySettings:
     delete: bool = False
     delete_excluded: bool = False
     preserve: Preserve = field(default_factory=Preserve)
+    chmod: str | None = None
+    chown: str | None = None
+    numeric_ids: bool = False
     dereference: bool = False
     skip_specials: bool = False
     one_file_system: bool = False
@@ -252,6 +263,13 @@ class CopySettings:
                 "--itemize-changes and --log-file record what a run changed; "
                 "a dry run changes nothing (its lines say what would change)"
             )
+        if self.chmod is not None or self.chown is not None:
+            from rcp_core.tools.chmod.rules import chmod_by_type, split_chown
+
+            if self.chmod is not None:
+                chmod_by_type(self.chmod)
+            if self.chown is not None:
+                split_chown(self.chown)  # names are the destination host's
         if not self.overwrite_compare:
             raise UsageError("--overwrite-compare needs at least one attribute")
         for name in ("max_workers", "max_processes", "max_open_files"):

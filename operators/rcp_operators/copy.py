@@ -74,6 +74,13 @@ class RcpCopyOperator(BaseOperator, Lineage):
     :param delete: remove destination entries the source does not have;
         ``delete_excluded``: excluded ones too.
     :param preserve: ``default`` (mode, times), ``all``, ``none`` or a list.
+    :param chmod: mode changes each copied entry gets after its kept mode
+        (``D2775,F664``: chmod's modes, ``D`` for directories only, ``F`` for the
+        others; ``rcp --chmod``).
+    :param chown: ``USER``, ``USER:GROUP`` or ``:GROUP`` each copied entry gets,
+        names of the destination's host (``rcp --chown``).
+    :param numeric_ids: between hosts, keep owners (``preserve`` with ``owner``) by
+        number; by default by name, as rsync does (``rcp --numeric-ids``).
     :param dereference: follow symlinks in the source.
     :param skip_specials: count FIFOs, sockets and devices as skipped, not errors.
     :param includes: globs of entries to copy (the rest is skipped).
@@ -151,6 +158,9 @@ class RcpCopyOperator(BaseOperator, Lineage):
         delete: bool = False,
         delete_excluded: bool = False,
         preserve: str = "default",
+        chmod: str | None = None,
+        chown: str | None = None,
+        numeric_ids: bool = False,
         dereference: bool = False,
         skip_specials: bool = False,
         includes: Sequence[str] = (),
@@ -183,6 +193,9 @@ class RcpCopyOperator(BaseOperator, Lineage):
         self.delete = delete
         self.delete_excluded = delete_excluded
         self.preserve = preserve
+        self.chmod = chmod
+        self.chown = chown
+        self.numeric_ids = numeric_ids
         self.dereference = dereference
         self.skip_specials = skip_specials
         self.includes = includes

@@ -422,13 +422,16 @@ def test_the_operator_takes_the_tables_options_under_their_names() -> None:
     others = {option.name for option in OPTIONS} - offered_here
     # retries and retry_delay: Airflow's, the task's own; one_file_system and the
     # --files-from list: the command line's alone (a service job's settings on the
-    # wire do not carry them).
+    # wire do not carry them); the records of changes are a terminal's (a task has
+    # its log and the summary).
     assert others == {
         "retries",
         "retry_delay",
         "one_file_system",
         "files_from",
         "from0",
+        "itemize_changes",
+        "log_file",
     }
     assert RcpCopyOperator(task_id="t", dst="/x", gitignore=True).settings_options()[
         "gitignore"

@@ -11,7 +11,7 @@ import pytest
 
 from rcp_core import CopySettings, DryRun, ExistingPolicy, Preserve
 from rcp_core.errors import ProtocolError, UsageError
-from rcp_core.remote.meta import meta_of, stat_of
+from rcp_core.remote.meta import OwnerIds, OwnerNames, meta_of, stat_of
 from rcp_core.remote.settingswire import settings_from_wire, settings_to_wire
 from rcp_core.settings import CompareAttr
 
@@ -44,6 +44,7 @@ from rcp_core.settings import CompareAttr
             retries=0,
             retry_delay=0.5,
         ),
+        CopySettings(chmod="D2775,F664", chown="nobody:nogroup", numeric_ids=True),
     ],
 )
 def test_settings_survive_the_wire(settings: CopySettings) -> None:
@@ -127,3 +128,30 @@ def test_bad_metadata_is_a_protocol_error(field: str, value: Any) -> None:
     meta[field] = value
     with pytest.raises(ProtocolError, match=f"bad {field}"):
         stat_of(meta)
+
+
+@pytest.mark.parametrize("name", ["", "a:b", "tab\there", "x" * 257, 7, ["root"]])
+def test_an_owner_name_that_is_no_name_is_a_protocol_error(name: Any) -> None:
+    meta = meta_of(os.lstat("/"))
+    meta["user"] = name
+    with pytest.raises(ProtocolError, match="bad user name"):
+        stat_of(meta, OwnerIds())
+
+
+def test_owners_travel_by_name_except_root_and_the_nameless(tmp_path: Path) -> None:
+    """The source names an owner only where it has a name, never root's; the
+    destination takes a name's id where it has one, else the number sent."""
+    path = tmp_path / "f"
+    path.write_bytes(b"")
+    os.chown(path, 65534, 0)  # nobody (named), root's group (never named)
+    meta = meta_of(os.lstat(path), OwnerNames())
+    assert meta["user"] == "nobody"
+    assert "group" not in meta
+    assert stat_of(meta, OwnerIds()).st_uid == 65534
+    meta["user"], meta["uid"] = "nobody", 1234  # another host's id of nobody
+    assert stat_of(meta, OwnerIds()).st_uid == 65534
+    assert stat_of(meta).st_uid == 1234  # --numeric-ids: no OwnerIds
+    meta["user"] = "no-such-user-here"
+    assert stat_of(meta, OwnerIds()).st_uid == 1234
+    os.chown(path, 5555, 5555)
+    assert {"user", "group"}.isdisjoint(meta_of(os.lstat(path), OwnerNames()))

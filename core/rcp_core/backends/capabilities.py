@@ -111,7 +111,11 @@ Given = Callable[[CopySettings], bool]
 _STORE_COMPARES = frozenset({CompareAttr.SIZE, CompareAttr.MTIME, CompareAttr.CHECKSUM})
 
 NOT_HONOURED: dict[Engine, dict[str, Given]] = {
-    Engine.LOCAL: {},
+    Engine.LOCAL: {
+        "--numeric-ids (a copy on one host keeps ids as they are)": (
+            lambda s: s.numeric_ids
+        ),
+    },
     Engine.REMOTE: {
         "--dereference": lambda s: s.dereference,
         "--one-file-system": lambda s: s.one_file_system,
@@ -130,6 +134,9 @@ NOT_HONOURED: dict[Engine, dict[str, Given]] = {
         "--dereference": lambda s: s.dereference,
         "--one-file-system": lambda s: s.one_file_system,
         "--files-from": lambda s: s.files_from is not None,
+        "--chmod": lambda s: s.chmod is not None,
+        "--chown": lambda s: s.chown is not None,
+        "--numeric-ids (a store keeps owners by number)": lambda s: s.numeric_ids,
         "--overwrite-compare beyond size,mtime,checksum": (
             lambda s: bool(s.overwrite_compare - _STORE_COMPARES)
         ),

@@ -17,7 +17,7 @@ import pluggy
 from rcp_core.engine.chunks import Chunking
 from rcp_core.engine.filters import Filter
 from rcp_core.engine.links import LinkMap
-from rcp_core.engine.metadata import Metadata
+from rcp_core.engine.metadata import Metadata, Remap
 from rcp_core.engine.methods import DataCopier
 from rcp_core.engine.tree import DirNode
 from rcp_core.errors import EntryError
@@ -68,7 +68,7 @@ class Context(Runtime):
         self.choose_method = site_implemented(hook.rcp_choose_method)
         self.pre_create = site_implemented(hook.rcp_pre_create)
         self.file_copied = site_implemented(hook.rcp_file_copied)
-        self.metadata = Metadata(settings.preserve, umask)
+        self.metadata = Metadata(settings.preserve, umask, Remap.of(settings))
         self.copier = DataCopier()
         self.links = LinkMap()
         self.filter = Filter.of(settings)

@@ -29,6 +29,9 @@ import pluggy
 if TYPE_CHECKING:
     from rcp_core.engine.helpers.team import Team
 
+from rcp_core.backends import routing
+from rcp_core.backends.capabilities import DECLARED, refuse
+from rcp_core.backends.routing import Storage
 from rcp_core.engine.context import Context, log
 from rcp_core.engine.entries import copy_file, copy_other, copy_symlink
 from rcp_core.engine.filters import GitIgnores
@@ -56,6 +59,8 @@ class Engine:
     :param on_progress: called from the monitor thread every ``progress_interval``
         seconds, and once at the end, with a :class:`~rcp_core.run.progress.Progress`.
     :param cancel: set it from any thread to stop the run as soon as possible.
+    :raises UsageError: settings the local engine does not honour (nothing is
+        touched).
     """
 
     def __init__(
@@ -68,6 +73,8 @@ class Engine:
         progress_interval: float = 1.0,
         cancel: threading.Event | None = None,
     ) -> None:
+        local = DECLARED[Storage.LOCAL]
+        refuse(settings, routing.Engine.LOCAL, local, local)
         self.jobs = jobs
         self.settings = settings
         self.plugins = plugins or plugin_manager()

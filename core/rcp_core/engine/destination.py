@@ -133,7 +133,9 @@ def plan(
         return CREATE
     if settings.existing is ExistingPolicy.ERROR:
         raise FileExistsError(errno.EEXIST, "destination exists")
-    action, reason = decide(settings.existing, settings.overwrite_compare, st, old)
+    action, reason = decide(
+        settings.existing, settings.overwrite_compare, metadata.compared(st), old
+    )
     if (
         action is Action.REPLACE
         and link is not None

@@ -96,7 +96,7 @@ from rcp_core.engine.destination import (
 from rcp_core.engine.entries import create_file
 from rcp_core.engine.filters import Filter, Verdict
 from rcp_core.engine.links import located
-from rcp_core.engine.metadata import Metadata
+from rcp_core.engine.metadata import Metadata, Remap
 from rcp_core.engine.partials import Prefix, describe, open_partial
 from rcp_core.engine.removeentry import Protect, remove_entry
 from rcp_core.engine.temporaries import partial_stands_for, sweep
@@ -106,7 +106,13 @@ from rcp_core.names import check_link_target
 from rcp_core.remote.hardlinks import Link, LinkTable
 from rcp_core.remote.hello import MAX_PARTS
 from rcp_core.remote.incoming import Incoming, Part
-from rcp_core.remote.meta import meta_of, stat_of, xattrs_of
+from rcp_core.remote.meta import (
+    OwnerIds,
+    maps_owners,
+    meta_of,
+    stat_of,
+    xattrs_of,
+)
 from rcp_core.remote.receivedtree import (
     ANCHOR,
     ReceivedDir,
@@ -186,7 +192,9 @@ class Receiver:
         self.settings = settings
         self.connections = connections
         self.runtime = runtime
-        self.metadata = Metadata(settings.preserve, umask)
+        self.metadata = Metadata(settings.preserve, umask, Remap.of(settings))
+        self.owners = OwnerIds() if maps_owners(settings) else None
+        """The ids here of the owners' names the source sends."""
         self.counters = ThreadTallies()
         """One tally per thread that wrote (each thread is the only writer of its own)."""
         self.errors = runtime.errors
@@ -572,7 +580,7 @@ class Receiver:
         source then sends nothing of it; the error is recorded here)."""
         parent = self._dir(parent_id)
         name = check_name(name)
-        st = stat_of(meta)
+        st = stat_of(meta, self.owners)
         if not isinstance(traverse, bool):
             raise ProtocolError(f"bad traverse flag {traverse!r}")
         self._seen(parent, name)
@@ -728,7 +736,7 @@ class Receiver:
             if link is not None:
                 self._first_name(link, node, name, written=True)
             return 0, None
-        st = stat_of(entry.get("meta"))
+        st = stat_of(entry.get("meta"), self.owners)
         if kind == "file":
             size = 0 if self.settings.dry_run else st.st_size  # a dry run sends none
             if offset + size > len(data):
@@ -981,7 +989,7 @@ class Receiver:
         to arrive creates and the others join."""
         node = self._dir(header.get("dir"))
         name = check_name(header.get("name"))
-        st = stat_of(header.get("meta"))
+        st = stat_of(header.get("meta"), self.owners)
         link = link_id(header.get("link"), node.child_rel(name))
         kept = header.get("kept", 0)
         if not isinstance(kept, int) or isinstance(kept, bool) or kept < 0:

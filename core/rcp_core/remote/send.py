@@ -64,7 +64,7 @@ from rcp_core.engine.tree import DIR_FLAGS, Lifecycle, Node, joined
 from rcp_core.errors import PeerTimeoutError, RemoteError
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.hello import FILTERS, RESUME, SPLIT
-from rcp_core.remote.meta import meta_of
+from rcp_core.remote.meta import OwnerNames, maps_owners, meta_of
 from rcp_core.remote.receivedtree import ANCHOR
 from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.remote.sendbatch import Batch, BatchSender, Kind
@@ -140,6 +140,8 @@ class Sender:
     ) -> None:
         self.stall = stall
         self.settings = settings
+        self.names = OwnerNames() if maps_owners(settings) else None
+        """Names each directory's owner on the wire (owners kept by name)."""
         self.sources = list(sources)
         self.runtime = runtime or RoleRun(settings, self.sources[0][0], source=True)
         self.control = control
@@ -319,7 +321,12 @@ class Sender:
         self.tree.hold(parent)
         extra = {"traverse": True} if traverse and self._filters_wire else {}
         self.control.send_control(
-            "dir", id=dir_id, parent=parent_id, name=dst_name, meta=meta_of(st), **extra
+            "dir",
+            id=dir_id,
+            parent=parent_id,
+            name=dst_name,
+            meta=meta_of(st, self.names),
+            **extra,
         )
 
     def _scan(self, tally: Tally, dir_id: int, announced: _Announced) -> int:

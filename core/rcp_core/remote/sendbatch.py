@@ -37,7 +37,7 @@ from rcp_core.engine.metadata import Metadata
 from rcp_core.engine.partials import Prefix
 from rcp_core.remote.connection import Connection
 from rcp_core.remote.hello import HARD_LINKS, SPECIALS, SYMLINK_LINKS, XATTRS
-from rcp_core.remote.meta import meta_of, xattrs_to_wire
+from rcp_core.remote.meta import OwnerNames, maps_owners, meta_of, xattrs_to_wire
 from rcp_core.remote.roleruntime import RoleRun
 from rcp_core.remote.sendlarge import FRAME_DATA, Lane, Outgoing, send_large
 from rcp_core.remote.wire import FrameKind
@@ -85,6 +85,8 @@ class BatchSender:
         self.runtime = runtime
         # Reads the attributes --preserve keeps (xattrs, acls); none for an older peer.
         self._metadata = Metadata(settings.preserve, umask=0)
+        self.names = OwnerNames() if maps_owners(settings) else None
+        """Names each entry's owner on the wire (owners kept by name)."""
         self.xattrs = self._metadata.copy_xattrs and version >= XATTRS
         """Whether entries travel with their extended attributes (and ACLs)."""
         self._specials = version >= SPECIALS
@@ -161,7 +163,7 @@ class BatchSender:
                 elif not first:
                     os.close(opened[0])
                     entry, data = {"name": sent_as, "kind": "hardlink"}, b""
-                    entry["meta"] = meta_of(opened[1])
+                    entry["meta"] = meta_of(opened[1], self.names)
                     tally["copied.hardlinks"] += 1
                 elif opened[1].st_size > SMALL:
                     flush()
@@ -205,7 +207,11 @@ class BatchSender:
             changed = OSError(errno.EAGAIN, "changed type during the copy")
             self.runtime.fail(tally, rel, "stat", changed)
             return {"name": sent_as, "kind": "failed"}, b""
-        return {"name": sent_as, "kind": "special", "meta": meta_of(st)}, b""
+        return {
+            "name": sent_as,
+            "kind": "special",
+            "meta": meta_of(st, self.names),
+        }, b""
 
     def _lstat(
         self, tally: Tally, node: SourceDir, name: str, rel: str
@@ -228,7 +234,7 @@ class BatchSender:
         entry: dict[str, Any] = {
             "name": sent_as,
             "kind": "file" if first else "hardlink",
-            "meta": meta_of(st),
+            "meta": meta_of(st, self.names),
         }
         if link is not None:
             entry["link"] = link
@@ -250,7 +256,7 @@ class BatchSender:
                 entry["link"] = link
                 if not first:  # a later name: link it like any other
                     entry["kind"] = "hardlink"
-                    entry["meta"] = meta_of(st)
+                    entry["meta"] = meta_of(st, self.names)
         tally["unchanged.files" if kind == "unchanged" else "skipped.files"] += 1
         return entry, b""
 
@@ -286,7 +292,7 @@ class BatchSender:
         except OSError as exc:
             self.runtime.fail(tally, rel, "read symlink", exc)
             return {"name": sent_as, "kind": "failed"}, b""
-        meta = meta_of(st)
+        meta = meta_of(st, self.names)
         linked = st.st_nlink > 1 and self._symlink_links
         link, first = self._claim(st) if linked else (None, True)
         entry: dict[str, Any]
@@ -327,7 +333,7 @@ class BatchSender:
         """An open entry's metadata for the wire, with the extended attributes (and
         ACLs) the copy keeps; attributes that cannot be read are an error of the
         entry, which travels without them."""
-        meta: dict[str, Any] = meta_of(st)
+        meta: dict[str, Any] = meta_of(st, self.names)
         if self.xattrs:
             try:
                 attrs = self._metadata.read_xattrs(fd)

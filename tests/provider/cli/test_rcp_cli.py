@@ -194,6 +194,9 @@ STORE_REFUSALS: dict[str, tuple[str, ...]] = {
     "--partial": ("--partial",),
     "--one-file-system": ("-x",),
     "--files-from": ("--files-from", "/dev/null"),
+    "--chmod": ("--chmod", "F600"),
+    "--chown": ("--chown", "root"),
+    "--numeric-ids (a store keeps owners by number)": ("--numeric-ids",),
 }
 """Each refusal of a copy to ``memory://`` (the store engine's and the pair's), by
 the flag the message names, and arguments that ask for it."""

@@ -185,6 +185,40 @@ def _listed(world: World) -> None:
     (world.root / "list0").write_bytes(b"a.txt\0sub/b.txt\0")
 
 
+def _chmodded(world: World) -> None:
+    """A finished copy made with ``--chmod F600``."""
+    rcp_core.copy([str(world.src)], str(world.dst), rcp_core.CopySettings(chmod="F600"))
+
+
+def _two_user_databases(world: World) -> None:
+    """Two hosts' user databases: the rcpd rcp starts (the source's side) sees
+    ``alice:staff`` as 1234:1234, rcp (the destination's) as 4321:4321; neither has
+    a name for 5555. Each runs in a mount namespace of its own with its
+    ``/etc/passwd`` and ``/etc/group`` bound over the host's. ``a.txt`` is owned
+    by 1234, ``sub/b.txt`` by 5555."""
+    for side, number in (("source", 1234), ("destination", 4321)):
+        db = world.root / side
+        db.mkdir()
+        (db / "passwd").write_text(
+            f"root:x:0:0:root:/root:/bin/sh\nalice:x:{number}:{number}::/:/bin/sh\n"
+        )
+        (db / "group").write_text(f"root:x:0:\nstaff:x:{number}:\n")
+    binds = (
+        "mount --bind {0}/passwd /etc/passwd && mount --bind {0}/group /etc/group"
+        ' && exec "$0" "$@"'
+    )
+    here = binds.format(world.root / "destination")
+    world.runner = ("unshare", "-m", "sh", "-c", here)
+    rcpd = world.root / "rcpd-elsewhere"
+    rcpd.write_text(
+        "#!/bin/sh\nexec unshare -m sh -c "
+        f'{shlex.quote(binds.format(world.root / "source"))} {RCPD} "$@"\n'
+    )
+    rcpd.chmod(0o755)
+    os.chown(world.src / "a.txt", 1234, 1234)
+    os.chown(world.src / "sub" / "b.txt", 5555, 5555)
+
+
 def _extra(world: World) -> None:
     _copied(world)
     (world.dst / "extra.txt").write_bytes(b"not in the source\n")
@@ -332,6 +366,36 @@ def _mode(world: World, run: Run) -> object:
     return stat.S_IMODE(os.stat(world.dst / "a.txt").st_mode)
 
 
+def _modes(world: World, run: Run) -> object:
+    """The exit status, a file's and a directory's permission bits."""
+    return (
+        run.code,
+        stat.S_IMODE(os.stat(world.dst / "a.txt").st_mode),
+        stat.S_IMODE(os.stat(world.dst / "sub").st_mode),
+    )
+
+
+def _owners(world: World, run: Run) -> object:
+    """The exit status, the owner and group of a file and of a directory."""
+    return run.code, [
+        (os.stat(world.dst / p).st_uid, os.stat(world.dst / p).st_gid)
+        for p in ("a.txt", "sub")
+    ]
+
+
+def _file_owners(world: World, run: Run) -> object:
+    """The exit status, the owner and group of ``a.txt`` and ``sub/b.txt``."""
+    return run.code, [
+        (os.stat(world.dst / p).st_uid, os.stat(world.dst / p).st_gid)
+        for p in ("a.txt", "sub/b.txt")
+    ]
+
+
+def _copied_files(world: World, run: Run) -> object:
+    assert run.summary is not None, run.err
+    return run.code, run.summary["copied"]["files"]
+
+
 def _is_dir(world: World, run: Run) -> object:
     return os.path.isdir(world.dst / "dirlink") and not os.path.islink(
         world.dst / "dirlink"
@@ -423,8 +487,8 @@ def _more(without: int, with_: int) -> bool:
 # -- the table --------------------------------------------------------------------
 
 
-def _all(check: Check) -> dict[Kind, tuple[Check, ...]]:
-    return dict.fromkeys(KINDS, (check,))
+def _all(*checks: Check) -> dict[Kind, tuple[Check, ...]]:
+    return dict.fromkeys(KINDS, checks)
 
 
 def _local_host(check: Check) -> dict[Kind, tuple[Check, ...]]:
@@ -471,6 +535,43 @@ TABLE: dict[str, dict[Kind, tuple[Check, ...]]] = {
     "preserve": {
         "local": (Effect((), ("--preserve", "none"), _mode),),
         "host": (Effect((), ("--preserve", "none"), _mode),),
+    },
+    "chmod": _all(
+        Effect((), ("--chmod", "Dg+s,F600"), _modes),
+        # A rerun comparing modes leaves what --chmod made: nothing copied again.
+        Effect(
+            ("-o", "--overwrite-compare", "size,mtime,mode"),
+            ("-o", "--overwrite-compare", "size,mtime,mode", "--chmod", "F600"),
+            _copied_files,
+            _chmodded,
+        ),
+    ),
+    "chown": _all(
+        Effect((), ("--chown", "nobody:nogroup"), _owners),
+        Effect((), ("--chown", ":nogroup"), _owners),
+    ),
+    "numeric_ids": {
+        "local": (Refused(("--numeric-ids",), "--numeric-ids"),),
+        "host": (
+            Effect(
+                ("-p", "owner", "--rcpd-path", "{root}/rcpd-elsewhere"),
+                (
+                    "-p",
+                    "owner",
+                    "--rcpd-path",
+                    "{root}/rcpd-elsewhere",
+                    "--numeric-ids",
+                ),
+                _file_owners,
+                _two_user_databases,
+                # By name alice:staff is 4321:4321 at the destination; by number it
+                # stays 1234; 5555 has no name: its number either way.
+                lambda without, with_: (
+                    without == (0, [(4321, 4321), (5555, 5555)])
+                    and with_ == (0, [(1234, 1234), (5555, 5555)])
+                ),
+            ),
+        ),
     },
     "dereference": {
         "local": (Effect((), ("-L",), _is_dir, _dir_link),),

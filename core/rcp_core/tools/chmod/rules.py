@@ -217,3 +217,56 @@ class Rules:
         if wanted != now or (chown and wanted & SETID and not stat.S_ISDIR(kind)):
             return Plan(uid, gid, wanted)
         return Plan(uid, gid, None) if chown else None
+
+
+def chmod_by_type(text: str) -> ByType[Mode]:
+    """``rcp --chmod``'s modes by type: rsync's form, comma-separated clauses each
+    for every type, or for directories only with a ``D`` prefix, for the others
+    with ``F`` (``D2775,F664``, ``Dg+s,ug+w,Fo-w``), or ``rchm``'s per-type form
+    (``'f:644 d:755'``). Never a symlink's (it has no mode of its own).
+
+    :raises UsageError: a clause that is no mode.
+    """
+    if ":" in text:
+        return by_type("--chmod", text, parse_mode, False)
+    clauses: dict[str, list[Mode]] = {"file": [], "dir": []}
+    for clause in text.split(","):
+        kinds = {"D": ("dir",), "F": ("file",)}.get(clause[:1], ("file", "dir"))
+        try:
+            mode = parse_mode(clause[1:] if len(kinds) == 1 else clause)
+        except UsageError as exc:
+            raise UsageError(f"--chmod: {exc}") from None
+        for kind in kinds:
+            clauses[kind].append(mode)
+
+    def joined(modes: list[Mode]) -> Mode | None:
+        if not modes:
+            return None
+        return Mode(text, tuple(c for mode in modes for c in mode.changes))
+
+    return ByType(file=joined(clauses["file"]), dir=joined(clauses["dir"]))
+
+
+def split_chown(text: str) -> tuple[str, str]:
+    """``rcp --chown``'s ``USER:GROUP`` as (user, group), either ``""`` where left
+    out (``USER``, ``USER:``, ``:GROUP``).
+
+    :raises UsageError: neither given, or more than one colon.
+    """
+    user, _, group = text.partition(":")
+    if not (user or group) or ":" in group:
+        raise UsageError(f"--chown {text!r}: give USER, USER:GROUP or :GROUP")
+    return user, group
+
+
+def chown_ids(text: str) -> tuple[int, int]:
+    """``rcp --chown``'s user and group as this host's ids (``-1``: left as it
+    is), names looked up once.
+
+    :raises UsageError: as :func:`split_chown`, or an unknown name.
+    """
+    user, group = split_chown(text)
+    return (
+        user_id(user) if user else -1,
+        group_id(group) if group else -1,
+    )

@@ -52,7 +52,7 @@ from rcp_core.backends.operands import split_url
 from rcp_core.backends.port import Port, keep_meta
 from rcp_core.engine.context import log
 from rcp_core.engine.copyrun import Engine
-from rcp_core.engine.metadata import Metadata
+from rcp_core.engine.metadata import Metadata, Remap
 from rcp_core.engine.portcopy import copy_units
 from rcp_core.engine.posixport import PosixPort
 from rcp_core.engine.tree import DIR_FLAGS
@@ -331,7 +331,7 @@ def _metadata_by_fd(
     descriptors (owner, mode, xattrs, times, as ``preserve`` says)."""
     umask = os.umask(0o022)
     os.umask(umask)
-    metadata = Metadata(settings.preserve, umask)
+    metadata = Metadata(settings.preserve, umask, Remap.of(settings))
 
     def apply(rel: str) -> None:
         # The root may be a symlink to the tree, as in plan_shards; nothing below is.
