@@ -261,6 +261,8 @@ class Option(NamedTuple):
     :param flag: the command line's long flag, where it is not ``--`` and the name
         with dashes (a list's flag is given once per element: ``--include``).
     :param short: the command line's short flag, if any.
+    :param short_value: with ``short``, the short flag is a switch for this value
+        (``-n`` is ``--dry-run brief``, as rsync's ``-n``), the long flag takes any.
     :param switches: the command line's spelling of a choice as one switch per value
         (``-o`` is ``existing=overwrite``); of those given together, which must all
         be in one of ``compatible``, the later in this order wins.
@@ -277,6 +279,7 @@ class Option(NamedTuple):
     group: str = "running"
     flag: str | None = None
     short: str | None = None
+    short_value: str | None = None
     switches: tuple[tuple[Any, tuple[str, ...], str], ...] = ()
     compatible: tuple[frozenset[Any], ...] = ()
     wire: str | None = None
@@ -491,6 +494,8 @@ OPTIONS: tuple[Option, ...] = (
         DRY_RUN,
         "show what would happen (brief, all, explain); change nothing",
         NOT_FSSPEC,
+        short="-n",
+        short_value="brief",
     ),
     Option(
         "resume",

@@ -170,6 +170,7 @@ def add_output_options(
         out.add_argument(
             "--progress-interval",
             type=positive_seconds,
+            metavar="SECONDS",
             help="seconds between text updates (default 10)",
         )
     out.add_argument(

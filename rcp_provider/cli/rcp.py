@@ -56,7 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="rcp",
         description="Copy files and trees in parallel. SRC DST creates DST; "
-        "SRC... DST/ copies into the directory DST. Exit status: 0 done, 1 some "
+        "SRC... DST/ copies into the directory DST (a slash after SRC changes "
+        "nothing: DST is the copy's own name). For rsync users: a copy is always "
+        "recursive and keeps links, modes and times (rsync -a without owners; "
+        "-p all adds owners, xattrs and ACLs, as -aAX), an existing DST is refused "
+        "unless -o, -u or --ignore-existing says what to do with it, and "
+        "--delete, --include/--exclude, --files-from, -x, -n, -i, --log-file, "
+        "--chmod, --chown, --numeric-ids, --partial and --bwlimit are rsync's. "
+        "Exit status: 0 done, 1 some "
         "entries failed, 2 bad input (nothing touched), 3 --verify found "
         "differences, 4 only vanished sources failed, 5 a host or service failed, "
         "128+N a signal (README: Exit statuses).",
@@ -66,7 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
             ("rcp --delete SRC DST", "mirror, as rsync -a --delete"),
             ("rcp A B C /backup/", "several sources into a directory"),
             ("rcp --exclude '*.tmp' SRC DST", "filters, as rsync's"),
+            ("rcp -n -o SRC DST", "what a rerun would change (rsync -n)"),
             ("rcp --dry-run explain -o SRC DST", "say what would change, and why"),
+            (
+                "rcp -i --log-file log.jsonl SRC DST",
+                "itemize changes, log them as JSON",
+            ),
+            ("rcp --files-from list -o SRC DST", "only the paths listed (rsync's)"),
             ("rcp --verify checksum SRC DST", "copy, then compare by content"),
             ("rcp SRC host:/srv/DST", "to another host over SSH (rcpd there)"),
             ("rcp /data/in s3://bucket/in", "to an object store"),

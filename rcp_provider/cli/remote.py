@@ -41,6 +41,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--max-connections",
         type=int,
+        metavar="N",
         default=4,
         help="data connections between the daemons (default 4)",
     )
@@ -75,16 +76,21 @@ def add_launch_options(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         "--remote-timeout",
         type=float,
+        metavar="SECONDS",
         default=15.0,
         help="seconds for each connection step and each stalled frame (default 15)",
     )
     group.add_argument(
         "--ssh",
         default="ssh -o BatchMode=yes",
+        metavar="COMMAND",
         help="the SSH command that starts rcpd (default: %(default)s)",
     )
     group.add_argument(
-        "--rcpd-path", default="rcpd", help="rcpd's command on the remote hosts"
+        "--rcpd-path",
+        default="rcpd",
+        metavar="COMMAND",
+        help="rcpd's command on the remote hosts (default: rcpd)",
     )
     group.add_argument(
         "--no-ssh-reuse",

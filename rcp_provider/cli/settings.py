@@ -44,6 +44,16 @@ def add_settings_options(
                 group.add_argument(*flags, action="store_true", help=help)
             continue
         spelled = [f for f in (option.short, option.spelled(Front.CLI)) if f]
+        if option.short and option.short_value is not None:
+            long = option.spelled(Front.CLI)
+            group.add_argument(
+                option.short,
+                dest=_dest(long),
+                action="store_const",
+                const=option.short_value,
+                help=f"as {long} {option.short_value}",
+            )
+            spelled = [long]
         if option.kind is FLAG:
             group.add_argument(*spelled, action="store_true", help=option.help)
         elif option.kind is GLOBS:
