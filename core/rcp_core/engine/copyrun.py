@@ -38,6 +38,7 @@ from rcp_core.engine.filters import GitIgnores
 from rcp_core.engine.helpers.ondemand import Crew
 from rcp_core.engine.tree import DIR_FLAGS, DirNode
 from rcp_core.engine.walk import Op, Walker, chunking
+from rcp_core.errors import vanished
 from rcp_core.paths import Job, plan_jobs
 from rcp_core.run.monitor import Monitor, Observer
 from rcp_core.run.pool import WorkPool
@@ -84,7 +85,7 @@ class Engine:
             job: (
                 # The trees themselves: a source or an existing destination may be a
                 # mount point (``rcp /mnt/nfs /data/x``), unlike their parents.
-                storage_of(self.hook, job.src, settings.dereference or job.follow_root),
+                _source_storage(self.hook, job, settings.dereference),
                 storage_of(
                     self.hook,
                     job.dst if job.dst_exists else job.dst_parent,
@@ -161,7 +162,10 @@ class Engine:
         return Crew(build, eager=asked, limit=self.concurrency.initial)
 
     def _start_job(self, tally: Tally, job: Job) -> None:
-        src_fd = os.open(job.src_parent, DIR_FLAGS)
+        try:
+            src_fd = os.open(job.src_parent, DIR_FLAGS)
+        except FileNotFoundError as exc:  # planned, gone since
+            raise vanished(exc) from exc
         try:
             dst_fd = os.open(job.dst_parent, DIR_FLAGS)
         except BaseException:
@@ -182,11 +186,14 @@ class Engine:
         )
         try:
             anchor.dst_dev = os.fstat(dst_fd).st_dev
-            st = os.stat(
-                job.src_name,
-                dir_fd=src_fd,
-                follow_symlinks=self.settings.dereference or job.follow_root,
-            )
+            try:
+                st = os.stat(
+                    job.src_name,
+                    dir_fd=src_fd,
+                    follow_symlinks=self.settings.dereference or job.follow_root,
+                )
+            except FileNotFoundError as exc:  # planned, gone since
+                raise vanished(exc) from exc
         except BaseException:
             anchor.close()
             raise
@@ -240,8 +247,7 @@ class Engine:
             try:
                 self._start_job(setup, job)
             except OSError as exc:
-                setup["errors"] += 1
-                self.ctx.errors.add(self.ctx.error("start", job.src_name, exc))
+                self.ctx.record(setup, self.ctx.error("start", job.src, exc))
         monitor.start()
         try:
             if crew is not None and crew.eager:
@@ -267,6 +273,20 @@ class Engine:
             Resources.since(monitor.started, usage, children),
             dry_run=self.settings.dry_run is not None,
         )
+
+
+def _source_storage(hook: pluggy.HookRelay, job: Job, dereference: bool) -> StorageInfo:
+    """The storage of ``job``'s source, or of its parent where the source vanished
+    since the job was planned, its nearest existing ancestor's (its start then
+    fails as a vanished source, and the run's other jobs go on: an ``rcp-shard``
+    unit removed after the plan)."""
+    try:
+        return storage_of(hook, job.src, dereference or job.follow_root)
+    except FileNotFoundError:
+        path = job.src_parent
+        while not os.path.exists(path):
+            path = os.path.dirname(path)
+        return storage_of(hook, path)
 
 
 def copy(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -294,6 +295,31 @@ def test_a_shard_with_a_failing_entry_exits_1_and_copies_the_rest() -> None:
 FILES = 40
 PROMPT = 10.0
 """Seconds from the signal to the exit, at most (files in flight are finished)."""
+
+
+def test_units_removed_after_the_plan_fail_as_vanished_and_the_rest_is_copied(
+    tmp_path: Path,
+) -> None:
+    """A directory of the source removed between the plan and the copies (a
+    policy engine's purge): each shard copies what is left, says which units were
+    gone and exits 4 (only vanished sources failed); the others exit 0."""
+    src = make_tree(tmp_path / "src", tree_spec())
+    manifest, dst = tmp_path / "plan.json", tmp_path / "dst"
+    count = planned(src, manifest)
+    shutil.rmtree(src / "d1")
+    runs = [
+        rcp_shard("copy", "--manifest", manifest, "--shard", index, dst)
+        for index in range(count)
+    ]
+    codes = {run.returncode for run in runs}
+    assert codes <= {0, 4}, [(run.stdout, run.stderr) for run in runs]
+    assert 4 in codes
+    said = "".join(run.stdout for run in runs)
+    assert f"{src}/d1/" in said
+    assert "No such file or directory" in said
+    left = {p.relative_to(src) for p in src.rglob("*") if p.is_file()}
+    assert {p.relative_to(dst) for p in dst.rglob("*") if p.is_file()} >= left
+    assert not (dst / "d1" / "s0" / "f00").exists()
 
 
 def test_an_interrupted_shard_exits_130_leaving_only_whole_files(
