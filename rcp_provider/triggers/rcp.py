@@ -31,7 +31,6 @@ that restarts or hands the trigger to another cancels nothing.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -39,6 +38,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from rcp_core.errors import PeerTimeoutError, RcpError
 from rcp_core.remote.roles import STALL
+from rcp_core.remote.servicemaster import StallWatch
 from rcp_core.run.runtime import retry_may_help
 from rcp_provider.hooks.rcp import ACTIVE, RcpHook
 from rcp_provider.progress import INTERVAL, ProgressLog
@@ -87,7 +87,7 @@ class RcpJobTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         show = ProgressLog(self.log, interval=self.progress_interval)
-        watch = _StallWatch() if self.sender is not None else None
+        watch = StallWatch() if self.sender is not None else None
         try:
             view = await self._until_ended(self.rcp_conn_id, self.job_id, show, watch)
             sender_view = None
@@ -118,7 +118,7 @@ class RcpJobTrigger(BaseTrigger):
         conn_id: str,
         job_id: str,
         show: ProgressLog | None,
-        watch: _StallWatch | None,
+        watch: StallWatch | None,
     ) -> dict[str, Any]:
         """The job's view once it ended, its progress shown meanwhile.
 
@@ -155,17 +155,3 @@ class RcpJobTrigger(BaseTrigger):
                 self.log.warning("rcp: could not cancel job %s: %s", job_id, exc)
             else:
                 self.log.info("rcp: cancelled job %s on %s", job_id, conn_id)
-
-
-class _StallWatch:
-    """When the jobs of a copy between services last showed new progress."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, Any] = {}
-        self._deadline = time.monotonic() + STALL
-
-    def stalled(self, job_id: str, progress: Any) -> bool:
-        if self._seen.get(job_id) != progress:
-            self._seen[job_id] = progress
-            self._deadline = time.monotonic() + STALL
-        return time.monotonic() > self._deadline

@@ -22,9 +22,9 @@ import pytest
 
 from benchmarks import netns
 from rcp_core import CopySettings, copy
-from support.scheduler import components, ended, trigger
+from support.scheduler import SHARDED_TREE, components, ended, trigger
 from support.treecmp import TreeCompare
-from support.treespec import File, Spec, make_tree
+from support.treespec import make_tree
 
 pytestmark = [
     pytest.mark.slow,
@@ -34,22 +34,16 @@ pytestmark = [
 DAG_ID = "example_rcp_sharded"
 RUN_TIMEOUT = 540.0
 WORKERS = ("rcpw1", "rcpw2")
+
+
 # Each shard big enough to take a few seconds on this machine's disk.
-TREE: Spec = {
-    f"d{d}/s{s}/f{i}": File(os.urandom(64 << 10), 0o640, 1_600_000_000_000_000_000 + i)
-    for d in range(4)
-    for s in range(4)
-    for i in range(24)
-}
-
-
 def test_shards_run_on_two_celery_workers_at_once_and_equal_a_single_copy(
     tmp_path: Path, tree_compare: TreeCompare
 ) -> None:
     why = netns.missing()
     if why is not None:
         pytest.fail(f"the Celery test needs network namespaces: {why}", pytrace=False)
-    src = make_tree(tmp_path / "src", TREE)
+    src = make_tree(tmp_path / "src", SHARDED_TREE)
     copy([str(src)], str(tmp_path / "single"), CopySettings())
     conf = {
         "src": str(src),

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from support.scheduler import components, ended, trigger
+from support.scheduler import SHARDED_TREE, components, ended, trigger
 from support.treecmp import TreeCompare
-from support.treespec import File, Spec, make_tree
+from support.treespec import make_tree
 
 pytestmark = [
     pytest.mark.slow,
@@ -26,19 +26,12 @@ pytestmark = [
 ]
 DAG_ID = "example_rcp_sharded"
 RUN_TIMEOUT = 420.0
-# Each shard big enough to take a few seconds even on a fast disk.
-TREE: Spec = {
-    f"d{d}/s{s}/f{i}": File(os.urandom(64 << 10))
-    for d in range(4)
-    for s in range(4)
-    for i in range(24)
-}
 
 
 def test_mapped_shard_copies_run_concurrently_and_equal_a_single_copy(
     tmp_path: Path, tree_compare: TreeCompare
 ) -> None:
-    src = make_tree(tmp_path / "src", TREE)
+    src = make_tree(tmp_path / "src", SHARDED_TREE)
     conf = {
         "src": str(src),
         "dst": str(tmp_path / "dst"),

@@ -26,6 +26,16 @@ from typing import Any
 from benchmarks import netns
 from benchmarks.sshd import free_port
 from support.airflow import airflow
+from support.treespec import File, Spec
+
+SHARDED_TREE: Spec = {
+    f"d{d}/s{s}/f{i}": File(os.urandom(64 << 10), 0o640, 1_600_000_000_000_000_000 + i)
+    for d in range(4)
+    for s in range(4)
+    for i in range(24)
+}
+"""What the sharded example copies in the scheduler's tests: 384 files of 64 KiB in
+16 directories, each shard big enough to take a few seconds even on a fast disk."""
 
 REDIS_PORT = 6379
 """The Celery broker's port on its host (a namespace of its own: never taken)."""

@@ -264,17 +264,30 @@ def _pull(
     return _result(service, job, Role.SOURCE), written
 
 
+class StallWatch:
+    """The one stall rule of the jobs of a copy between services, whoever waits
+    on them (this module, the Airflow trigger): stalled once none of them showed
+    new progress for ``STALL`` seconds."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, Any] = {}
+        self._deadline = time.monotonic() + STALL
+
+    def stalled(self, job_id: str, progress: Any) -> bool:
+        """Whether the jobs stalled, told ``job_id``'s latest ``progress``."""
+        if self._seen.get(job_id) != progress:
+            self._seen[job_id] = progress
+            self._deadline = time.monotonic() + STALL
+        return time.monotonic() > self._deadline
+
+
 def _result(service: ServiceClient, job: dict[str, Any], role: Role) -> RoleResult:
     """A service's role job once it ended; waits at most ``STALL`` seconds after
     the job last made progress."""
-    deadline = time.monotonic() + STALL
-    seen = None
+    watch = StallWatch()
     while job.get("state") not in FINISHED:
         job = service.wait(job["job"], POLL)
-        progress = job.get("progress")
-        if progress != seen:
-            seen, deadline = progress, time.monotonic() + STALL
-        if time.monotonic() > deadline:
+        if watch.stalled(job["job"], job.get("progress")):
             service.cancel(job["job"])
             raise PeerTimeoutError(f"{role.value} job {job['job']} stalled")
     return role_result(job, role)
