@@ -160,6 +160,27 @@ def service_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-jobs", type=int, default=2, help="jobs copying at once (default 2)"
     )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        help="keep the jobs in a database here (made if missing): finished jobs "
+        "survive a restart, queued and running ones run again or fail as each "
+        "job's on_restart says (default: jobs live in memory)",
+    )
+    parser.add_argument(
+        "--keep-jobs",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="finished jobs remembered (default 1000)",
+    )
+    parser.add_argument(
+        "--keep-days",
+        type=float,
+        default=30.0,
+        metavar="DAYS",
+        help="days a finished job is remembered (default 30)",
+    )
     add_port_ranges(parser, "the listeners of copies between hosts (send jobs)")
     parser.add_argument(
         "--timeout",
@@ -189,6 +210,8 @@ def run_service(args: argparse.Namespace) -> int:
 
     if args.max_jobs < 1:
         raise UsageError("--max-jobs must be at least 1")
+    if args.session and args.state_dir:
+        raise UsageError("--session serves one SSH session: no --state-dir")
     if args.session and (args.token_file or args.client_cert):
         raise UsageError(
             "--session reads its token from stdin: no --token-file or --client-cert"
@@ -217,6 +240,9 @@ def run_service(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         idle=args.idle_timeout,
         ports=port_ranges(args.port_ranges),
+        state_dir=None if args.state_dir is None else str(args.state_dir),
+        keep_jobs=args.keep_jobs,
+        keep_days=args.keep_days,
     )
     if args.no_encryption:
         logging.getLogger("rcp_core").warning(

@@ -362,8 +362,9 @@ class RcpHook(WorkerStorage, BaseHook):
         on_progress: Report | None = None,
         cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
-        """Wait for ``job`` to finish, relaying its progress; once ``cancel`` is set,
-        cancel it and wait for it to stop."""
+        """Wait for ``job`` to finish, relaying its progress, through a restart of
+        its service (:meth:`ServiceClient.wait_through_restarts`); once ``cancel``
+        is set, cancel it and wait for it to stop."""
         job_id = job["job"]
         cancelled = False
         while job["state"] not in FINISHED:
@@ -372,7 +373,7 @@ class RcpHook(WorkerStorage, BaseHook):
                 continue
             if on_progress is not None and job.get("progress"):
                 on_progress(job["progress"])
-            job = client.wait(job_id, POLL)
+            job = client.wait_through_restarts(job_id, POLL)
         return job
 
     def test_connection(self) -> tuple[bool, str]:

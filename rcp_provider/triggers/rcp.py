@@ -16,7 +16,9 @@ between services, the receiving side's).
 It fires once: ``{"status": "ended", "job": ..., "view": ...}`` when the job ended
 (``view``: the job as the service showed it last; with ``sender``, also
 ``"sender_view"``: the send job's), ``{"status": "error", "job": ..., "message": ...,
-"retry": bool}`` when a service could not be asked or a copy between services made
+"retry": bool}`` when a service could not be asked (it stayed away longer than
+:data:`rcp_core.remote.client.RESTART_GRACE`: a restarted service with a
+``--state-dir`` answers for its jobs again) or a copy between services made
 no progress for :data:`rcp_core.remote.roles.STALL` seconds (its jobs cancelled);
 ``retry`` says whether the task's own retries may help
 (:func:`rcp_core.run.runtime.retry_may_help`). The trigger does not judge how a job
@@ -142,7 +144,7 @@ class RcpJobTrigger(BaseTrigger):
 
     def _ask(self, hook: RcpHook, job_id: str) -> dict[str, Any]:
         with hook.client() as client:
-            return client.wait(job_id, self.poll_interval)
+            return client.wait_through_restarts(job_id, self.poll_interval)
 
     def _cancel_all(self) -> None:
         jobs = [(self.rcp_conn_id, self.job_id)]

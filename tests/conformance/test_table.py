@@ -29,7 +29,7 @@ README_ROWS: dict[str, tuple[Feature, ...]] = {
     "-p": (Feature.MODE, Feature.MTIME, Feature.OWNER, Feature.XATTRS),
     "--skip-specials": (Feature.SPECIALS,),
     "--include": (Feature.FILTERS, Feature.GITIGNORE),
-    "--dry-run": (Feature.DRY_RUN,),
+    "-n": (Feature.DRY_RUN,),
     "--verify": (Feature.VERIFY,),
 }
 """README rows (by their first flag) and the features of the table they speak of."""

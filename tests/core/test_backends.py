@@ -10,7 +10,6 @@ import pytest
 from rcp_core import CopySettings, UsageError
 from rcp_core.backends.capabilities import (
     DECLARED,
-    NOT_HONOURED,
     Capability,
     refusals,
     refuse,
@@ -151,8 +150,9 @@ def test_an_engine_refuses_what_it_does_not_honour_naming_the_pair() -> None:
     assert str(refused.value) == (
         "not supported from local to s3://: --dereference, --max-processes"
     )
-    assert NOT_HONOURED[Engine.LOCAL] == {}
-    refuse(settings, Engine.LOCAL, LOCAL, LOCAL)
+    refuse(settings, Engine.LOCAL, LOCAL, LOCAL)  # the local engine honours both
+    with pytest.raises(UsageError, match="from local to local: --numeric-ids"):
+        refuse(CopySettings(numeric_ids=True), Engine.LOCAL, LOCAL, LOCAL)
 
 
 def test_a_throttle_wait_ends_when_the_run_stops() -> None:

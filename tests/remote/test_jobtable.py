@@ -9,7 +9,8 @@ import pytest
 
 from rcp_core import CopySettings
 from rcp_core.errors import ServiceClosingError
-from rcp_core.remote.jobtable import CopyRequest, Job, JobTable, Outcome, State
+from rcp_core.remote.jobrequests import CopyRequest
+from rcp_core.remote.jobtable import Job, JobTable, Outcome, State
 from rcp_core.run.summary import Resources, Summary, merge
 
 REQUEST = CopyRequest(("/data/a",), "/backup/a", CopySettings())

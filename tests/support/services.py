@@ -120,10 +120,11 @@ class RcpdServe:
         assert self.proc.stderr is not None
         self._log.extend(self.proc.stderr)
 
-    def stop(self) -> int:
-        """Stop the service (SIGTERM); its exit status. ``stderr`` is its log."""
+    def stop(self, signum: int = signal.SIGTERM) -> int:
+        """Stop the service (SIGTERM; SIGKILL: a crash); its exit status.
+        ``stderr`` is its log."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signum)
         self.proc.wait(timeout=3 * TIMEOUT)
         self._journal.join(TIMEOUT)
         assert self.proc.stdout is not None

@@ -60,7 +60,12 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``outcome``           a service's job or a copy between places judged by the engine's
                       rule; the roles' results, and what they add up to
 ``service``           ``rcpd serve``: copy jobs and file requests for clients
-``jobtable``          a service's table of jobs: queued, run, watched, kept a while
+``jobtable``          a service's table of jobs: queued, run, watched, kept a while,
+                      run again or failed after a restart
+``jobrequests``       what a service's job asks for, what its database keeps of it, and
+                      its ``on_restart``
+``jobstore``          a service's job database (``--state-dir``): SQLite, WAL, one
+                      writer; history pruned by count and age
 ``rolejobs``          a service's ``send`` and ``receive`` jobs: the service as one role
                       of a copy between hosts
 ``servicemaster``     the master of a copy through services: this host and a service, or

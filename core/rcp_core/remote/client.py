@@ -15,7 +15,9 @@ id), ``state`` (``queued``, ``running``, ``succeeded``, ``failed``, ``cancelled`
 from __future__ import annotations
 
 import functools
+import logging
 import secrets
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +37,13 @@ from rcp_core.settings import CopySettings
 
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})
 """The states a job never leaves."""
+RESTART_GRACE = 300.0
+"""How long a waiter on a job waits for its service to come back (a restart: a
+service with a job database keeps its jobs, ``rcpd serve --state-dir``)."""
+REACHED_AGAIN = 2.0
+"""Seconds between two tries to reach a service that is away."""
+
+log = logging.getLogger("rcp_core")
 
 
 class ServiceClient(ClientConnection):
@@ -47,21 +56,27 @@ class ServiceClient(ClientConnection):
         settings: CopySettings | None = None,
         *,
         key: str | None = None,
+        on_restart: str | None = None,
     ) -> dict[str, Any]:
         """Start ``rcp SOURCES... DESTINATION`` on the service's host; the job.
 
         :param key: names the submit (a random one by default): the service answers
             a key it knows with that key's job instead of starting another, and shows
             it in the job (``key``), so a caller that lost track of a job can find it.
+        :param on_restart: ``resume`` or ``fail`` the job if the service restarts
+            while it is queued or running (a service with a ``--state-dir``); by
+            default ``resume`` where a rerun converges (``existing`` not ``error``).
         :raises UsageError: the service refused it (a path outside its roots, bad
             settings); nothing was started.
         """
+        extra = {} if on_restart is None else {"on_restart": on_restart}
         return self._request(
             "submit",
             key=key or secrets.token_hex(16),
             sources=list(sources),
             destination=destination,
             settings=settings_to_wire(settings or CopySettings()),
+            **extra,
         )
 
     def send(
@@ -142,6 +157,34 @@ class ServiceClient(ClientConnection):
         """The job once it finished, or as it is after ``timeout`` seconds (the
         service answers within at most a minute; call again to wait longer)."""
         return self._request("wait", job=job, timeout=timeout)
+
+    def wait_through_restarts(
+        self, job: str, timeout: float, grace: float = RESTART_GRACE
+    ) -> dict[str, Any]:
+        """:meth:`wait`, on through the service's absence of at most ``grace``
+        seconds (it could not be reached or went away: refused, reset, lost,
+        silent; a refused token or request is an answer): a restarted service
+        with a job database answers for the job again.
+
+        :raises ConnectionError: the service stayed away ``grace`` seconds.
+        """
+        away: float | None = None
+        while True:
+            try:
+                return self.wait(job, timeout)
+            except (ConnectionError, TimeoutError) as exc:
+                now = time.monotonic()
+                if away is None:
+                    away = now
+                    log.warning(
+                        "%s:%d went away (%s); waiting up to %.0f s for it",
+                        *self.address[:2],
+                        exc,
+                        grace,
+                    )
+                if now - away > grace:
+                    raise
+            time.sleep(REACHED_AGAIN)
 
     def another(self) -> ServiceClient:
         """A client of the same service, as trusted, on a connection of its own

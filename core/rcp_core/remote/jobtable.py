@@ -6,8 +6,16 @@ the others wait in submission order. While a job runs, its ``progress`` is the
 engine's latest snapshot; when it ends, ``summary`` is the run's summary (also for a
 failed copy, which counts what was done) and ``error`` says why it failed.
 
-Finished jobs are kept for their clients to read (the newest ``keep`` of them), so a
-client that polls after the end still gets the result; older ones are forgotten.
+Finished jobs are kept for their clients to read (the newest ``keep`` of them, none
+finished more than ``max_age`` seconds ago), so a client that polls after the end
+still gets the result; older ones are forgotten.
+
+With a :class:`~rcp_core.remote.jobstore.JobStore` (``rcpd serve --state-dir``) the
+table survives its process: each job is recorded as it is submitted, starts, moves
+and ends; a new table over the store holds the finished jobs again under their ids
+and keys, and runs again or fails the queued and running ones by their
+``on_restart`` (:mod:`rcp_core.remote.jobrequests`). A shutdown with a store leaves
+its jobs to the next start.
 """
 
 from __future__ import annotations
@@ -17,17 +25,25 @@ import enum
 import itertools
 import logging
 import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from rcp_core.errors import ServiceClosingError
+from rcp_core.remote.jobrequests import (
+    FAIL,
+    RESUME,
+    CopyRequest,
+    Request,
+    on_restart_of,
+    operands_of,
+    recorded,
+    restored,
+)
+from rcp_core.remote.jobstore import JobStore, StoredJob
 from rcp_core.run.progress import Progress
 from rcp_core.run.summary import Summary
-from rcp_core.settings import CopySettings
 
 log = logging.getLogger("rcp_core")
 
@@ -44,49 +60,7 @@ class State(enum.Enum):
         return self not in (State.QUEUED, State.RUNNING)
 
 
-@dataclass(frozen=True, slots=True)
-class CopyRequest:
-    """What a client asked for: ``rcp SOURCES... DESTINATION`` on the service's host,
-    paths as the client wrote them (the service confines them)."""
-
-    sources: tuple[str, ...]
-    destination: str
-    settings: CopySettings
-    kind: ClassVar[str] = "copy"
-
-
-@dataclass(frozen=True, slots=True)
-class SendRequest:
-    """Be the source of a copy between hosts: send ``sources`` (``(path, name)``
-    pairs) to the destination that connects to ``listener`` with the certificate
-    ``peer_cert`` (``None``: no encryption), at most ``bwlimit`` bytes per second
-    (0: unlimited)."""
-
-    sources: tuple[tuple[str, str], ...]
-    settings: CopySettings
-    listener: socket.socket
-    peer_cert: str | None
-    connections: int
-    bwlimit: int = 0
-    kind: ClassVar[str] = "send"
-
-
-@dataclass(frozen=True, slots=True)
-class ReceiveRequest:
-    """Be the destination of a copy between hosts: connect to the source at
-    ``address`` (its certificate pinned to ``pin``) and write ``destination``
-    (``into``: into that directory)."""
-
-    destination: str
-    into: bool
-    settings: CopySettings
-    address: tuple[str, int]
-    pin: str | None
-    connections: int
-    kind: ClassVar[str] = "receive"
-
-
-Request = CopyRequest | SendRequest | ReceiveRequest
+DAY = 86400.0
 
 
 class Outcome(Exception):
@@ -105,46 +79,85 @@ returns the summary, or raises :class:`Outcome`."""
 
 
 class Job:
-    """One copy job and what is known about it; read through :meth:`view`."""
+    """One copy job and what is known about it; read through :meth:`view`.
 
-    def __init__(self, number: int, request: Request, key: str) -> None:
-        self.id = f"{number}-{secrets.token_hex(4)}"
+    :param store: where its progress is recorded, if anywhere.
+    """
+
+    def __init__(
+        self,
+        number: int,
+        request: Request,
+        key: str,
+        on_restart: str = FAIL,
+        store: JobStore | None = None,
+        job_id: str | None = None,
+    ) -> None:
+        self.id = job_id or f"{number}-{secrets.token_hex(4)}"
+        self.number = number
         self.key = key
         self.request = request
+        self.on_restart = on_restart
+        self.restarts = 0
         self.state = State.QUEUED
         self.submitted = time.time()
         self.started: float | None = None
         self.finished: float | None = None
         self.progress: Progress | None = None
-        self.summary: Summary | None = None
+        self.summary: dict[str, Any] | None = None
+        """The run's summary as its view shows it (:meth:`Summary.as_dict`)."""
+        self.counts: dict[str, int] | None = None
         self.error: str | None = None
         self.cancel = threading.Event()
         self.done = threading.Event()
+        self._store = store
+
+    @classmethod
+    def restored(cls, stored: StoredJob, store: JobStore) -> Job:
+        """A job as ``store`` kept it (its progress is not: it runs again, or
+        ended)."""
+        job = cls(
+            stored.number,
+            restored(stored.kind, stored.request),
+            stored.key,
+            stored.on_restart,
+            store,
+            stored.id,
+        )
+        job.state = State(stored.state)
+        job.restarts = stored.restarts
+        job.submitted, job.started = stored.submitted, stored.started
+        job.finished = stored.finished
+        job.summary, job.counts, job.error = stored.summary, stored.counts, stored.error
+        if job.state.finished:
+            job.done.set()
+        return job
 
     def report(self, progress: Progress) -> None:
         self.progress = progress
+        if self._store is not None:
+            self._store.progressed(self.id, progress.brief())
 
     def view(self) -> dict[str, Any]:
         """The job as JSON for a client."""
         request = self.request
+        sources, destination = operands_of(request)
         view: dict[str, Any] = {
             "job": self.id,
             "key": self.key,
             "kind": request.kind,
             "state": self.state.value,
-            "sources": None
-            if isinstance(request, ReceiveRequest)
-            else [s if isinstance(s, str) else s[0] for s in request.sources],
-            "destination": None
-            if isinstance(request, SendRequest)
-            else request.destination,
+            "sources": sources,
+            "destination": destination,
             "submitted": self.submitted,
             "started": self.started,
             "finished": self.finished,
             "error": self.error,
-            "summary": self.summary.as_dict() if self.summary else None,
-            "counts": dict(self.summary.counts) if self.summary else None,
+            "summary": self.summary,
+            "counts": self.counts,
             "progress": None,
+            "on_restart": self.on_restart,
+            "restarts": self.restarts,
         }
         progress = self.progress
         if progress is not None and not self.state.finished:
@@ -158,9 +171,19 @@ class JobTable:
     :param run: runs one job (in a thread of this table).
     :param max_running: jobs that run at once.
     :param keep: finished jobs remembered.
+    :param max_age: seconds a finished job is remembered.
+    :param store: where the jobs are recorded (:mod:`rcp_core.remote.jobstore`);
+        the table starts with the jobs it holds.
     """
 
-    def __init__(self, run: Runner, max_running: int = 2, keep: int = 1000) -> None:
+    def __init__(
+        self,
+        run: Runner,
+        max_running: int = 2,
+        keep: int = 1000,
+        max_age: float = 30 * DAY,
+        store: JobStore | None = None,
+    ) -> None:
         self._run = run
         self._lock = threading.Lock()
         self._jobs: dict[str, Job] = {}
@@ -171,24 +194,77 @@ class JobTable:
         self._running = 0
         self._max_running = max_running
         self._keep = keep
-        self._numbers = itertools.count(1)
+        self._max_age = max_age
+        self._store = store
         self._threads: list[threading.Thread] = []
         self._closed = False
+        last = self._restore() if store is not None else 0
+        self._numbers = itertools.count(last + 1)
 
-    def submit(self, request: Request, key: str, *, now: bool = False) -> Job:
+    def _restore(self) -> int:
+        """Hold the store's jobs again: the finished ones as they ended, the
+        others run again or failed by their ``on_restart``; the last job number."""
+        assert self._store is not None
+        stored = self._store.load()
+        restarted = []
+        with self._lock:
+            for record in stored:
+                job = Job.restored(record, self._store)
+                self._jobs[job.id] = job
+                self._keys[job.key] = job
+                if job.state.finished:
+                    self._finished.append(job.id)
+                else:
+                    restarted.append(job)
+            self._finished = collections.deque(
+                sorted(self._finished, key=lambda i: self._jobs[i].finished or 0)
+            )
+            told = []
+            for job in restarted:
+                was = f"the service stopped while the job was {job.state.value}"
+                if job.on_restart == RESUME and isinstance(job.request, CopyRequest):
+                    job.state, job.started = State.QUEUED, None
+                    job.restarts += 1
+                    self._store.requeued(job.id)
+                    self._queue.append(job)
+                    told.append(f"job {job.id} runs again: {was}")
+                else:
+                    reason = f"{was} (on_restart: {job.on_restart})"
+                    self._end(job, State.FAILED, None, reason)
+                    told.append(f"job {job.id} failed: {reason}")
+            self._prune()
+            self._start_next()
+        for line in told:
+            log.info("%s", line)
+        return max((record.number for record in stored), default=0)
+
+    def submit(
+        self,
+        request: Request,
+        key: str,
+        *,
+        now: bool = False,
+        on_restart: str | None = None,
+    ) -> Job:
         """Queue ``request``; a ``key`` seen before returns that key's job instead
         (a client that lost its connection sends its submit again).
 
         :param now: start it at once, beside the ``max_running`` copies (a role of a
             copy between hosts: its peer is waiting for it).
+        :param on_restart: :func:`on_restart_of` what is asked.
+        :raises UsageError: an ``on_restart`` the job cannot have.
         """
+        policy = on_restart_of(request, on_restart)
         with self._lock:
             if self._closed:
                 raise ServiceClosingError("the service is shutting down")
             known = self._keys.get(key)
             if known is not None:
                 return known
-            job = Job(next(self._numbers), request, key)
+            job = Job(next(self._numbers), request, key, policy, self._store)
+            if self._store is not None:
+                kept = (job.id, job.number, key, request.kind, recorded(request))
+                self._store.add(*kept, policy, job.submitted)
             self._jobs[job.id] = job
             self._keys[key] = job
             if now:
@@ -227,7 +303,9 @@ class JobTable:
         return job
 
     def close(self, timeout: float) -> None:
-        """Cancel every job and wait (at most ``timeout`` s) for the running ones.
+        """Cancel every job and wait (at most ``timeout`` s) for the running ones;
+        with a store, stop them instead, leaving them recorded as they were for the
+        next start.
 
         No job starts once the table is closed (:meth:`_start_next`), so the
         threads waited for are all there are: a job ends, and logs its end, before
@@ -237,7 +315,10 @@ class JobTable:
             self._closed = True
             threads = list(self._threads)
         for job in self.jobs():
-            self.cancel(job.id)
+            if self._store is not None:
+                job.cancel.set()
+            else:
+                self.cancel(job.id)
         deadline = time.monotonic() + timeout
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -252,6 +333,8 @@ class JobTable:
         """Run ``job`` in a thread of its own (called with the lock held)."""
         self._running += 1
         job.state, job.started = State.RUNNING, time.time()
+        if self._store is not None:
+            self._store.started(job.id, job.started)
         thread = threading.Thread(
             target=self._serve, args=(job,), name=f"rcpd-job-{job.id}", daemon=True
         )
@@ -273,21 +356,43 @@ class JobTable:
             state = State.SUCCEEDED  # done before it noticed a late cancel
         else:
             state = State.CANCELLED if job.cancel.is_set() else State.FAILED
+        stopped = self._closed and self._store is not None and error is not None
         with self._lock:
             self._running -= 1
-            self._end(job, state, summary, error)
+            if not stopped:  # a shutdown's job is the next start's
+                self._end(job, state, summary, error)
             self._start_next()
         # Outside the lock: a log that blocks (a full pipe) must not stop the service.
-        log.info("job %s %s%s", job.id, state.value, f": {error}" if error else "")
+        if stopped:
+            log.info("job %s stopped with the service", job.id)
+        else:
+            log.info("job %s %s%s", job.id, state.value, f": {error}" if error else "")
 
     def _end(
         self, job: Job, state: State, summary: Summary | None, error: str | None
     ) -> None:
         """Record the end (called with the lock held); forget the oldest finished."""
-        job.state, job.summary, job.error = state, summary, error
+        job.state, job.error = state, error
+        if summary is not None:
+            job.summary, job.counts = summary.as_dict(), dict(summary.counts)
         job.finished = time.time()
+        if self._store is not None:
+            self._store.ended(
+                job.id, state.value, job.finished, job.summary, job.counts, error
+            )
         job.done.set()
         self._finished.append(job.id)
-        while len(self._finished) > self._keep:
+        self._prune()
+
+    def _prune(self) -> None:
+        """Forget the finished jobs beyond ``keep`` and older than ``max_age``
+        (called with the lock held)."""
+        oldest = time.time() - self._max_age
+        while self._finished and (
+            len(self._finished) > self._keep
+            or (self._jobs[self._finished[0]].finished or 0) < oldest
+        ):
             old = self._jobs.pop(self._finished.popleft())
             self._keys.pop(old.key, None)
+        if self._store is not None:
+            self._store.prune(self._keep, self._max_age, time.time())

@@ -52,14 +52,9 @@ from rcp_core.remote.filerequests import Answers, FileSession
 from rcp_core.remote.filewire import REQUESTS
 from rcp_core.remote.handshake import accept
 from rcp_core.remote.hello import Role
-from rcp_core.remote.jobtable import (
-    CopyRequest,
-    Job,
-    JobTable,
-    Outcome,
-    ReceiveRequest,
-    SendRequest,
-)
+from rcp_core.remote.jobrequests import CopyRequest, ReceiveRequest, SendRequest
+from rcp_core.remote.jobstore import JobStore
+from rcp_core.remote.jobtable import DAY, Job, JobTable, Outcome
 from rcp_core.remote.listening import PortRanges
 from rcp_core.remote.rolejobs import (
     receive_request,
@@ -89,6 +84,9 @@ class ServiceConfig:
     :param client_certs: PEM certificates of the clients allowed in by mutual TLS.
     :param ports: the ports its jobs' listeners may take (``--port-ranges``; any
         free one when ``None``).
+    :param state_dir: where its job database is (:mod:`rcp_core.remote.jobstore`):
+        its jobs survive a restart; ``None``: they live in memory.
+    :param keep_jobs: finished jobs remembered; ``keep_days``: for how long.
     """
 
     roots: Sequence[str]
@@ -101,6 +99,9 @@ class ServiceConfig:
     timeout: float = 15.0
     idle: float = 300.0
     ports: PortRanges | None = None
+    state_dir: str | None = None
+    keep_jobs: int = 1000
+    keep_days: float = 30.0
 
     def __post_init__(self) -> None:
         if not self.token and not self.client_certs:
@@ -112,6 +113,8 @@ class ServiceConfig:
             raise UsageError("an encrypting service needs an identity")
         if self.client_certs and not self.encrypt:
             raise UsageError("client certificates need encryption")
+        if self.keep_jobs < 1 or self.keep_days <= 0:
+            raise UsageError("a service keeps at least one job, for some time")
 
 
 class Service:
@@ -122,7 +125,14 @@ class Service:
         self.config = config
         self.listener = listener
         self.roots = Roots(config.roots)
-        self.jobs = JobTable(self._run, config.max_running)
+        self.store = None if config.state_dir is None else JobStore(config.state_dir)
+        self.jobs = JobTable(
+            self._run,
+            config.max_running,
+            config.keep_jobs,
+            config.keep_days * DAY,
+            self.store,
+        )
         self._answers = Answers()
         self._ctx: ssl.SSLContext | None = None
         if config.encrypt:
@@ -167,6 +177,8 @@ class Service:
             self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         self.jobs.close(timeout)
+        if self.store is not None:
+            self.store.close()
         with self._lock:
             for sock in self._connections:
                 with contextlib.suppress(OSError):
@@ -272,7 +284,10 @@ class Service:
             return self.jobs.submit(receive, key, now=True)
         copy = _copy_request(request)
         self._confine(copy).close()  # refused now, not once it is its turn
-        return self.jobs.submit(copy, key)
+        on_restart = request.get("on_restart")
+        if on_restart is not None and not isinstance(on_restart, str):
+            raise ProtocolError("submit: on_restart must be a string")
+        return self.jobs.submit(copy, key, on_restart=on_restart)
 
     # -- running a job ------------------------------------------------------------
 
@@ -299,6 +314,8 @@ class Service:
             return run_send(job, request, self.roots, identity, timeout)
         if isinstance(request, ReceiveRequest):
             return run_receive(job, request, self.roots, identity, timeout)
+        if not isinstance(request, CopyRequest):  # never queued: a view of a job
+            raise Outcome(f"a {request.kind} job cannot run again")
         try:
             operands = self._confine(request)
         except PathRefusedError as exc:
