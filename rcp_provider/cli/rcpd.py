@@ -168,6 +168,12 @@ def service_parser() -> argparse.ArgumentParser:
         "job's on_restart says (default: jobs live in memory)",
     )
     parser.add_argument(
+        "--http-listen",
+        metavar="ADDR:PORT",
+        help="serve Prometheus metrics (/metrics) and a status page (/) there, "
+        "with the service's TLS and token (default: no HTTP port)",
+    )
+    parser.add_argument(
         "--keep-jobs",
         type=int,
         default=1000,
@@ -243,6 +249,8 @@ def run_service(args: argparse.Namespace) -> int:
         state_dir=None if args.state_dir is None else str(args.state_dir),
         keep_jobs=args.keep_jobs,
         keep_days=args.keep_days,
+        http=None if args.http_listen is None else parse_address(args.http_listen, 0),
+        name=name,
     )
     if args.no_encryption:
         logging.getLogger("rcp_core").warning(
@@ -255,6 +263,8 @@ def run_service(args: argparse.Namespace) -> int:
         "fingerprint": identity.fingerprint if identity else None,
         "roots": service.roots.paths,
     }
+    if service.http is not None:
+        announce["http"] = endpoint(*service.http.address)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         threading.Thread(target=service.close, daemon=True).start()

@@ -22,15 +22,12 @@ makes ``docs/images/connection-form.png``.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from selenium.webdriver import Chrome, ChromeOptions
-from selenium.webdriver.chrome.service import Service
+from selenium.webdriver import Chrome
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.expected_conditions import element_to_be_clickable
@@ -38,6 +35,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 from rcp_provider.get_provider_info import get_provider_info
 from support.airflow import airflow, migrate
+from support.browser import chromium, keep_screenshot
 from support.scheduler import components
 from support.services import TOKEN, RcpdServe
 
@@ -62,19 +60,6 @@ STANDARD = {
 INPUT_NAMES = {"schema": "url_schema"}
 """Standard fields whose input the form names otherwise."""
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-CHROMIUM_FLAGS = (
-    "--headless=new",
-    "--no-sandbox",  # as root
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-)
 VIEWPORT = (1280, 1100)
 """The page's size: the whole form, its extras open, fits in the screenshot."""
 WAIT = 30.0
@@ -126,26 +111,8 @@ def ui(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Chrome]:
-    """Headless Chromium with a profile of its own, driven through chromedriver."""
-    options = ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    service = Service(
-        executable_path=CHROMEDRIVER, log_output=str(tmp_path / "chromedriver.log")
-    )
-    driver = Chrome(options=options, service=service)
-    try:
-        driver.set_page_load_timeout(WAIT)
-        width, height = VIEWPORT
-        driver.execute_cdp_cmd(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
-        )
+    with chromium(tmp_path, VIEWPORT, WAIT) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _wait(driver: Chrome) -> WebDriverWait[Chrome]:
@@ -302,17 +269,6 @@ def _saved_connections() -> dict[str, dict[str, Any]]:
     return exported
 
 
-def _keep_screenshot(driver: Chrome, tmp_path: Path) -> None:
-    """The page as it is, with no field focused, into ``tmp_path`` (and the
-    directory ``RCP_DOCS_SCREENSHOTS`` names)."""
-    driver.execute_script("document.activeElement.blur()")
-    path = tmp_path / SCREENSHOT
-    assert driver.save_screenshot(str(path)), path
-    docs = os.environ.get("RCP_DOCS_SCREENSHOTS")
-    if docs:
-        shutil.copyfile(path, Path(docs) / SCREENSHOT)
-
-
 def test_the_rcp_form_saves_a_connection_that_tests_against_a_real_service(
     tmp_path: Path, rcpd: RcpdServe, ui: str, browser: Chrome
 ) -> None:
@@ -332,7 +288,7 @@ def test_the_rcp_form_saves_a_connection_that_tests_against_a_real_service(
     _enter(browser, "element_fingerprint", fingerprint)
     _enter(browser, "element_timeout", "30")
     _enter(browser, "element_max_workers", "4")
-    _keep_screenshot(browser, tmp_path)
+    keep_screenshot(browser, tmp_path, SCREENSHOT)
     _save(browser, "rcp_form")
 
     ok, message = _press_test(browser, "rcp_form")

@@ -96,6 +96,8 @@ COMMANDS = frozenset(
         "zsh",
         # the manual pages' renderer (test_manpages.py)
         "groff",
+        # the server that scrapes rcpd serve's metrics (test_prometheus.py)
+        "prometheus",
     }
 )
 """Every external program the tests start (see the module docstring)."""

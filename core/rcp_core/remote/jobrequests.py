@@ -14,7 +14,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rcp_core.errors import UsageError
+from rcp_core.errors import PathRefusedError, ProtocolError, UsageError
 from rcp_core.remote.settingswire import settings_from_wire, settings_to_wire
 from rcp_core.settings import CopySettings, ExistingPolicy
 
@@ -135,3 +135,23 @@ def restored(kind: str, request: dict[str, Any]) -> Request:
     return RecordedRequest(
         kind, None if sources is None else tuple(sources), destination
     )
+
+
+def copy_request(request: dict[str, Any]) -> CopyRequest:
+    """A client's ``submit`` as a copy request.
+
+    :raises ProtocolError: operands that are not paths.
+    :raises PathRefusedError: settings that would follow symlinks.
+    """
+    sources, destination = request.get("sources"), request.get("destination")
+    if (
+        not isinstance(sources, list)
+        or not sources
+        or not all(isinstance(s, str) for s in sources)
+        or not isinstance(destination, str)
+    ):
+        raise ProtocolError("submit: sources (a list of paths) and destination")
+    settings = settings_from_wire(request.get("settings", {}))
+    if settings.dereference:
+        raise PathRefusedError("a service does not follow symlinks (dereference)")
+    return CopyRequest(tuple(sources), destination, settings)

@@ -116,16 +116,11 @@ class Job:
     def restored(cls, stored: StoredJob, store: JobStore) -> Job:
         """A job as ``store`` kept it (its progress is not: it runs again, or
         ended)."""
+        request = restored(stored.kind, stored.request)
         job = cls(
-            stored.number,
-            restored(stored.kind, stored.request),
-            stored.key,
-            stored.on_restart,
-            store,
-            stored.id,
+            stored.number, request, stored.key, stored.on_restart, store, stored.id
         )
-        job.state = State(stored.state)
-        job.restarts = stored.restarts
+        job.state, job.restarts = State(stored.state), stored.restarts
         job.submitted, job.started = stored.submitted, stored.started
         job.finished = stored.finished
         job.summary, job.counts, job.error = stored.summary, stored.counts, stored.error
@@ -198,6 +193,8 @@ class JobTable:
         self._store = store
         self._threads: list[threading.Thread] = []
         self._closed = False
+        self.on_end: list[Callable[[Job], None]] = []
+        """Told each job that ends in this table (with its lock held: no I/O)."""
         last = self._restore() if store is not None else 0
         self._numbers = itertools.count(last + 1)
 
@@ -381,6 +378,8 @@ class JobTable:
                 job.id, state.value, job.finished, job.summary, job.counts, error
             )
         job.done.set()
+        for told in self.on_end:
+            told(job)
         self._finished.append(job.id)
         self._prune()
 

@@ -35,7 +35,7 @@ import ssl
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import rcp_core
 from rcp_core.errors import (
@@ -52,7 +52,12 @@ from rcp_core.remote.filerequests import Answers, FileSession
 from rcp_core.remote.filewire import REQUESTS
 from rcp_core.remote.handshake import accept
 from rcp_core.remote.hello import Role
-from rcp_core.remote.jobrequests import CopyRequest, ReceiveRequest, SendRequest
+from rcp_core.remote.jobrequests import (
+    CopyRequest,
+    ReceiveRequest,
+    SendRequest,
+    copy_request,
+)
 from rcp_core.remote.jobstore import JobStore
 from rcp_core.remote.jobtable import DAY, Job, JobTable, Outcome
 from rcp_core.remote.listening import PortRanges
@@ -64,9 +69,11 @@ from rcp_core.remote.rolejobs import (
 )
 from rcp_core.remote.roles import SOFTWARE
 from rcp_core.remote.roots import Confined, Roots
-from rcp_core.remote.settingswire import settings_from_wire
 from rcp_core.remote.wire import FrameKind
 from rcp_core.run.summary import Summary
+
+if TYPE_CHECKING:
+    from rcp_core.remote.httpserver import StatusServer
 
 log = logging.getLogger("rcp_core")
 
@@ -87,6 +94,9 @@ class ServiceConfig:
     :param state_dir: where its job database is (:mod:`rcp_core.remote.jobstore`):
         its jobs survive a restart; ``None``: they live in memory.
     :param keep_jobs: finished jobs remembered; ``keep_days``: for how long.
+    :param http: where its HTTP port listens (metrics, status page:
+        :mod:`rcp_core.remote.httpserver`); ``None``: it has none.
+    :param name: how its status page names it.
     """
 
     roots: Sequence[str]
@@ -102,6 +112,8 @@ class ServiceConfig:
     state_dir: str | None = None
     keep_jobs: int = 1000
     keep_days: float = 30.0
+    http: tuple[str, int] | None = None
+    name: str = "rcpd serve"
 
     def __post_init__(self) -> None:
         if not self.token and not self.client_certs:
@@ -144,6 +156,30 @@ class Service:
         self._closing = threading.Event()
         self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
+        self.http = None if config.http is None else self._http(config.http)
+
+    def _http(self, address: tuple[str, int]) -> StatusServer:
+        """The HTTP port, bound (its thread starts with :meth:`serve_forever`).
+
+        :raises UsageError: ``prometheus-client`` is not installed.
+        """
+        try:
+            from rcp_core.remote.httpserver import StatusServer
+            from rcp_core.remote.metrics import ServiceMetrics
+        except ImportError as exc:
+            raise UsageError(
+                f"the HTTP port needs {exc.name}: pip install 'airflow-provider-rcp"
+                "[service]'"
+            ) from exc
+        return StatusServer(
+            address,
+            name=self.config.name,
+            ctx=self._ctx,
+            token=self.config.token,
+            metrics=ServiceMetrics(self.jobs, lambda: len(self._connections)),
+            views=lambda: [job.view() for job in self.jobs.jobs()],
+            timeout=self.config.timeout,
+        )
 
     @property
     def address(self) -> tuple[str, int]:
@@ -152,6 +188,10 @@ class Service:
 
     def serve_forever(self) -> None:
         """Accept clients until :meth:`close`."""
+        if self.http is not None:
+            threading.Thread(
+                target=self.http.serve_forever, name="rcpd-http", daemon=True
+            ).start()
         while not self._closing.is_set():
             try:
                 sock, address = self.listener.accept()
@@ -176,6 +216,8 @@ class Service:
         with contextlib.suppress(OSError):
             self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
+        if self.http is not None:
+            self.http.close()
         self.jobs.close(timeout)
         if self.store is not None:
             self.store.close()
@@ -282,7 +324,7 @@ class Service:
         if kind == "receive":
             receive = receive_request(request, self.roots, encrypt)
             return self.jobs.submit(receive, key, now=True)
-        copy = _copy_request(request)
+        copy = copy_request(request)
         self._confine(copy).close()  # refused now, not once it is its turn
         on_restart = request.get("on_restart")
         if on_restart is not None and not isinstance(on_restart, str):
@@ -342,21 +384,6 @@ class _Operands(list[Confined]):
     def close(self) -> None:
         for operand in self:
             operand.close()
-
-
-def _copy_request(request: dict[str, Any]) -> CopyRequest:
-    sources, destination = request.get("sources"), request.get("destination")
-    if (
-        not isinstance(sources, list)
-        or not sources
-        or not all(isinstance(s, str) for s in sources)
-        or not isinstance(destination, str)
-    ):
-        raise ProtocolError("submit: sources (a list of paths) and destination")
-    settings = settings_from_wire(request.get("settings", {}))
-    if settings.dereference:
-        raise PathRefusedError("a service does not follow symlinks (dereference)")
-    return CopyRequest(tuple(sources), destination, settings)
 
 
 def _wait_time(value: Any) -> float:

@@ -122,6 +122,7 @@ class Monitor:
             elapsed=time.monotonic() - self.started,
             pending=self.pool.outstanding,
             final=final,
+            concurrency=self.pool.limit,
         )
 
     def start(self) -> None:

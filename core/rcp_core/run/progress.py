@@ -22,12 +22,15 @@ class Progress:
 
     :param pending: work items queued or running (directories and batches).
     :param final: this is the last snapshot of the run.
+    :param concurrency: the work items the run lets run at once now (its
+        controller's choice); 0 where the snapshot does not say.
     """
 
     counts: Mapping[str, int]
     elapsed: float
     pending: int
     final: bool = False
+    concurrency: int = 0
 
     @property
     def entries(self) -> int:
