@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 # (tests/test_system_packages.py checks both, on the machine it runs on).
 SYSTEM_PACKAGES := xfsprogs attr acl e2fsprogs util-linux fuse3 libfuse3-3 libfuse3-dev pkg-config \
   openssh-server openssh-client iproute2 mount rsync time git make procps file fontconfig \
-  nodejs redis-server redis-tools chromium chromium-driver zsh groff-base prometheus
+  nodejs redis-server redis-tools chromium chromium-driver zsh groff-base prometheus systemd
 DEMO_DIR ?= /tmp/rcp-demo
 LATENCYFS := benchmarks/latencyfs/latencyfs
 

@@ -21,6 +21,7 @@ Two ways to run it:
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ from rcp_core.remote import SERVICE_PORT
 from rcp_core.remote.daemon import read_line, serve, ssh_addresses
 from rcp_core.remote.hello import Role
 from rcp_core.remote.listening import endpoint, family, port_ranges
+from rcp_core.remote.sdnotify import Watchdog, notify, watchdog_interval
 from rcp_core.run.runtime import STOP_SIGNALS
 from rcp_provider.cli.common import OneLineErrorParser, interrupted
 
@@ -205,6 +207,13 @@ def service_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="plain TCP (the token still required), for trusted networks only",
     )
+    parser.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="log lines on stderr as text, or one JSON object a line (time, level, "
+        "logger, message) for journald and log shippers (default text)",
+    )
     return parser
 
 
@@ -214,6 +223,9 @@ def run_service(args: argparse.Namespace) -> int:
     from rcp_core.remote import tls
     from rcp_core.remote.service import Service, ServiceConfig
 
+    if args.log_format == "json":
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(JsonLines())
     if args.max_jobs < 1:
         raise UsageError("--max-jobs must be at least 1")
     if args.session and args.state_dir:
@@ -267,16 +279,39 @@ def run_service(args: argparse.Namespace) -> int:
         announce["http"] = endpoint(*service.http.address)
 
     def stop(signum: int, frame: FrameType | None) -> None:
+        notify("STOPPING=1")
         threading.Thread(target=service.close, daemon=True).start()
 
     # Before the announcement: whoever reads it may stop the service at once.
     for signum in STOP_SIGNALS:
         signal.signal(signum, stop)
     print(json.dumps(announce), flush=True)
+    notify("READY=1")
+    interval = watchdog_interval()
+    if interval is not None:  # a stuck job table stops the pings
+        Watchdog(interval, lambda: service.jobs.jobs() is not None).start()
     if args.session:
         threading.Thread(target=_close_at_eof, args=(service,), daemon=True).start()
     service.serve_forever()
     return 0
+
+
+class JsonLines(logging.Formatter):
+    """A log record as one JSON object: ``time`` (UTC, ISO 8601), ``level``,
+    ``logger``, ``message`` and, with a traceback, ``exception``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, str] = {
+            "time": datetime.datetime.fromtimestamp(record.created, datetime.UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False)
 
 
 def _default_listen(session: bool) -> str:

@@ -98,6 +98,8 @@ COMMANDS = frozenset(
         "groff",
         # the server that scrapes rcpd serve's metrics (test_prometheus.py)
         "prometheus",
+        # systemd's checker of rcpd serve's unit file (test_systemd.py)
+        "systemd-analyze",
     }
 )
 """Every external program the tests start (see the module docstring)."""

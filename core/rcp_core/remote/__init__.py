@@ -69,6 +69,7 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``httpserver``        a service's HTTP port (``--http-listen``): TLS, the token, the routes
 ``metrics``           what a service tells Prometheus, read from its jobs at each scrape
 ``statuspage``        a service's status page: its jobs, escaped, reloading itself
+``sdnotify``          systemd's notification protocol: ready, stopping, the watchdog
 ``rolejobs``          a service's ``send`` and ``receive`` jobs: the service as one role
                       of a copy between hosts
 ``servicemaster``     the master of a copy through services: this host and a service, or
