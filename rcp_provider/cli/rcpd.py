@@ -163,6 +163,14 @@ def service_parser() -> argparse.ArgumentParser:
         "--max-jobs", type=int, default=2, help="jobs copying at once (default 2)"
     )
     parser.add_argument(
+        "--max-client-jobs",
+        type=int,
+        default=100,
+        metavar="N",
+        help="jobs one client may hold queued or running (default 100); the next "
+        "job to start is always the one of the client with the fewest running",
+    )
+    parser.add_argument(
         "--state-dir",
         type=Path,
         help="keep the jobs in a database here (made if missing): finished jobs "
@@ -226,8 +234,8 @@ def run_service(args: argparse.Namespace) -> int:
     if args.log_format == "json":
         for handler in logging.getLogger().handlers:
             handler.setFormatter(JsonLines())
-    if args.max_jobs < 1:
-        raise UsageError("--max-jobs must be at least 1")
+    if args.max_jobs < 1 or args.max_client_jobs < 1:
+        raise UsageError("--max-jobs and --max-client-jobs must be at least 1")
     if args.session and args.state_dir:
         raise UsageError("--session serves one SSH session: no --state-dir")
     if args.session and (args.token_file or args.client_cert):
@@ -262,6 +270,7 @@ def run_service(args: argparse.Namespace) -> int:
         keep_jobs=args.keep_jobs,
         keep_days=args.keep_days,
         http=None if args.http_listen is None else parse_address(args.http_listen, 0),
+        max_client_jobs=args.max_client_jobs,
         name=name,
     )
     if args.no_encryption:

@@ -1,4 +1,5 @@
-"""One ``rcpd serve`` under load: many clients at once, one of them failing.
+"""One ``rcpd serve`` under load: many clients at once, one of them failing; many
+clients, by name, taking their turns fairly within their bounds.
 
 Twenty clients (threads, each with its own connection, token and tree) submit a copy
 job at once to one service process that runs at most four at a time; one more
@@ -27,8 +28,9 @@ from pathlib import Path
 
 import pytest
 
+from rcp_core import CopySettings, UsageError
 from support.nobody import RCP
-from support.reliability import Figure, mixed_tree, published
+from support.reliability import Figure, Scale, mixed_tree, published
 from support.services import TOKEN, RcpdServe
 from support.treecmp import TreeCompare
 from support.treespec import File, make_tree
@@ -49,12 +51,13 @@ def rss(pid: int, field: str) -> int:
     raise AssertionError(f"no {field} for {pid}")
 
 
-def start(tmp_path: Path) -> tuple[RcpdServe, Path, Path]:
+def start(tmp_path: Path, *options: str) -> tuple[RcpdServe, Path, Path]:
+    """A service with at most four jobs at once (``options``: more of its own)."""
     data, backup = tmp_path / "data", tmp_path / "backup"
     data.mkdir()
     backup.mkdir()
     (tmp_path / "token").write_text(TOKEN)
-    args = ["--root", str(data), "--root", str(backup), "--max-jobs", "4"]
+    args = ["--root", str(data), "--root", str(backup), "--max-jobs", "4", *options]
     args += [
         "--token-file",
         str(tmp_path / "token"),
@@ -180,4 +183,99 @@ def test_a_ten_minute_soak_keeps_memory_flat(
         figure.failed(
             f"memory grew: {early >> 20} MiB early, {late >> 20} MiB late", lost=True
         )
+    assert figure.clean, figure.notes
+
+
+def fair_round(
+    service: RcpdServe, data: Path, backup: Path, tag: str, clients: int, jobs: int
+) -> list[str]:
+    """``clients`` clients (by name) each submit ``jobs`` slow copies at once and
+    one more, which the service refuses (its bound per client); while they wait,
+    the queue's positions are 1..n with each client once among the first; then
+    every job must succeed. What went wrong."""
+    problems: list[str] = []
+    tree = make_tree(
+        data / f"{tag}-tree", {f"f{i}": File(b"%d" % i * 200) for i in range(40)}
+    )
+    slow = CopySettings(ops_throttle=20)  # about a second a job, past the burst
+
+    def submit(client: int) -> list[str]:
+        ids = []
+        with service.client() as session:
+            for j in range(jobs):
+                dst = f"{backup}/{tag}-c{client}-j{j}"
+                ids.append(
+                    session.submit([str(tree)], dst, slow, client=f"c{client}")["job"]
+                )
+            try:
+                session.submit(
+                    [str(tree)], f"{backup}/{tag}-extra", slow, client=f"c{client}"
+                )
+                problems.append(f"client {client}: a job beyond its bound was taken")
+            except UsageError as exc:
+                if "holds" not in str(exc):
+                    problems.append(f"client {client}: refused as {exc}")
+        return ids
+
+    with ThreadPoolExecutor(clients) as pool:
+        submitted = [i for ids in pool.map(submit, range(clients)) for i in ids]
+    with service.client() as session:
+        queued = [j for j in session.jobs() if j["state"] == "queued"]
+    if len(queued) < clients:
+        problems.append(f"only {len(queued)} jobs queued: the round proves nothing")
+    positions = sorted(j["position"] for j in queued)
+    if positions != list(range(1, len(queued) + 1)):
+        problems.append(f"queue positions {positions[:10]}...")
+    waiting = {j["client"] for j in queued}
+    first = [j["client"] for j in sorted(queued, key=lambda j: j["position"])]
+    if sorted(first[: len(waiting)]) != sorted(waiting):
+        problems.append(
+            f"the first round of the queue is not one job a client: {first}"
+        )
+
+    def ended(job: str) -> str:
+        with service.client() as session:
+            view = session.wait(job, WAIT)
+            while view["state"] not in ("succeeded", "failed", "cancelled"):
+                view = session.wait(job, WAIT)
+        return "" if view["state"] == "succeeded" else f"{job}: {view['state']}"
+
+    with ThreadPoolExecutor(8) as pool:
+        problems += [p for p in pool.map(ended, submitted) if p]
+    for path in backup.iterdir():
+        shutil.rmtree(path)
+    return problems
+
+
+def test_clients_at_once_get_their_turns_fairly_and_lose_nothing(
+    tmp_path: Path, figures: list[Figure], scale: Scale
+) -> None:
+    """``make test``: ten clients, three jobs each, one round; ``make stress``:
+    fifty clients, rounds for five minutes, the service's memory flat."""
+    clients = scale.trials(10, 50)
+    duration = SOAK / 2 if scale.stress else 0.0
+    figure = published(
+        figures,
+        "load",
+        f"{clients} clients at once: fair turns, a bound per client, nothing lost",
+    )
+    service, data, backup = start(tmp_path, "--max-jobs", "2", "--max-client-jobs", "3")
+    samples: list[int] = []
+    try:
+        started, round_no = time.monotonic(), 0
+        while round_no == 0 or time.monotonic() - started < duration:
+            figure.tried += clients * 3
+            problems = fair_round(service, data, backup, f"r{round_no}", clients, 3)
+            for problem in problems:
+                figure.failed(f"round {round_no}: {problem}", lost=True)
+            figure.survived += clients * 3 - len(problems)
+            samples.append(rss(service.proc.pid, "VmRSS"))
+            round_no += 1
+    finally:
+        assert service.stop() == 0, service.stderr
+    figure.detail = (
+        f"{round_no} rounds; service RSS {samples[0] >> 20} to {samples[-1] >> 20} MiB"
+    )
+    if len(samples) > 4 and max(samples[-2:]) > max(samples[:2]) * 1.25 + (32 << 20):
+        figure.failed(f"memory grew: {figure.detail}", lost=True)
     assert figure.clean, figure.notes

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from rcp_core import CopySettings, UsageError
+from rcp_core.remote.job import Job, Outcome, State
 from rcp_core.remote.jobrequests import CopyRequest, ReceiveRequest
 from rcp_core.remote.jobstore import FILE, JobStore
-from rcp_core.remote.jobtable import Job, JobTable, Outcome, State
+from rcp_core.remote.jobtable import JobTable
 from rcp_core.run.summary import Resources, Summary, merge
 from rcp_core.settings import ExistingPolicy
 

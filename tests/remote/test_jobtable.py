@@ -8,9 +8,10 @@ import threading
 import pytest
 
 from rcp_core import CopySettings
-from rcp_core.errors import ServiceClosingError
+from rcp_core.errors import ServiceClosingError, UsageError
+from rcp_core.remote.job import Job, Outcome, State
 from rcp_core.remote.jobrequests import CopyRequest
-from rcp_core.remote.jobtable import Job, JobTable, Outcome, State
+from rcp_core.remote.jobtable import JobTable
 from rcp_core.run.summary import Resources, Summary, merge
 
 REQUEST = CopyRequest(("/data/a",), "/backup/a", CopySettings())
@@ -150,3 +151,39 @@ def test_close_starts_no_queued_job_and_returns_when_every_job_has_ended(
     finally:
         late.set()
         logging.getLogger("rcp_core").removeHandler(held)
+
+
+def test_the_next_job_is_the_one_of_the_client_with_fewest_running() -> None:
+    """One at a time: ``a`` submits three, then ``b`` one. ``b``'s starts before
+    ``a``'s second, and every queued job says where it stands."""
+    gate = Gate()
+    table = JobTable(gate, max_running=1)
+    first = table.submit(REQUEST, "a-1-000000000000", client="a")
+    assert gate.entered.acquire(timeout=10)
+    a2 = table.submit(REQUEST, "a-2-000000000000", client="a")
+    a3 = table.submit(REQUEST, "a-3-000000000000", client="a")
+    b1 = table.submit(REQUEST, "b-1-000000000000", client="b")
+    assert [j.view()["position"] for j in (first, a2, a3, b1)] == [None, 2, 3, 1]
+    assert b1.view()["client"] == "b"
+    table.cancel(a2.id)
+    assert [j.view()["position"] for j in (a3, b1)] == [2, 1]
+    gate.release.set()
+    for job in (first, a3, b1):
+        finish(job)
+    assert gate.started == [first.id, b1.id, a3.id]
+
+
+def test_a_client_holds_at_most_its_share_of_jobs() -> None:
+    gate = Gate()
+    table = JobTable(gate, max_running=1, max_per_client=2)
+    for i in range(2):
+        table.submit(REQUEST, f"a-{i}-000000000000", client="a")
+    with pytest.raises(UsageError, match="client 'a' holds 2 jobs queued or running"):
+        table.submit(REQUEST, "a-9-000000000000", client="a")
+    table.submit(
+        REQUEST, "b-0-000000000000", client="b"
+    )  # another client's are its own
+    gate.release.set()
+    for job in table.jobs():
+        finish(job)
+    table.submit(REQUEST, "a-9-000000000000", client="a")  # room again

@@ -57,6 +57,7 @@ class ServiceClient(ClientConnection):
         *,
         key: str | None = None,
         on_restart: str | None = None,
+        client: str | None = None,
     ) -> dict[str, Any]:
         """Start ``rcp SOURCES... DESTINATION`` on the service's host; the job.
 
@@ -66,10 +67,13 @@ class ServiceClient(ClientConnection):
         :param on_restart: ``resume`` or ``fail`` the job if the service restarts
             while it is queued or running (a service with a ``--state-dir``); by
             default ``resume`` where a rerun converges (``existing`` not ``error``).
+        :param client: the name the service knows this client by, for its fair
+            order and its bound of jobs per client (default: this host's address).
         :raises UsageError: the service refused it (a path outside its roots, bad
             settings); nothing was started.
         """
-        extra = {} if on_restart is None else {"on_restart": on_restart}
+        given = {"on_restart": on_restart, "client": client}
+        extra = {name: value for name, value in given.items() if value is not None}
         return self._request(
             "submit",
             key=key or secrets.token_hex(16),

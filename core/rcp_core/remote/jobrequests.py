@@ -155,3 +155,28 @@ def copy_request(request: dict[str, Any]) -> CopyRequest:
     if settings.dereference:
         raise PathRefusedError("a service does not follow symlinks (dereference)")
     return CopyRequest(tuple(sources), destination, settings)
+
+
+MAX_CLIENT_NAME = 128
+
+
+def submit_options(request: dict[str, Any], host: str) -> tuple[str | None, str]:
+    """A submit's ``on_restart`` (``None``: the default) and the client it is for:
+    the ``client`` it names (up to :data:`MAX_CLIENT_NAME` printable characters:
+    a name for fairness between the clients of one token, not an identity), else
+    ``host``, the address it came from.
+
+    :raises ProtocolError: either is not a string, or the name is no name.
+    """
+    on_restart, client = request.get("on_restart"), request.get("client")
+    if on_restart is not None and not isinstance(on_restart, str):
+        raise ProtocolError("submit: on_restart must be a string")
+    if client is None:
+        return on_restart, host
+    if (
+        not isinstance(client, str)
+        or not 0 < len(client) <= MAX_CLIENT_NAME
+        or not client.isprintable()
+    ):
+        raise ProtocolError(f"submit: client must be 1-{MAX_CLIENT_NAME} printable")
+    return on_restart, client

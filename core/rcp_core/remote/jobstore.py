@@ -59,7 +59,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     progress TEXT,
     summary TEXT,
     counts TEXT,
-    error TEXT
+    error TEXT,
+    client TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished);
 """
@@ -84,6 +85,7 @@ class StoredJob:
     summary: dict[str, Any] | None
     counts: dict[str, int] | None
     error: str | None
+    client: str
 
 
 class JobStore:
@@ -126,7 +128,7 @@ class JobStore:
         with self._lock:
             rows = self._db.execute(
                 "SELECT id, number, key, kind, request, on_restart, state, submitted,"
-                " started, finished, restarts, progress, summary, counts, error"
+                " started, finished, restarts, progress, summary, counts, error, client"
                 " FROM jobs ORDER BY number"
             ).fetchall()
         return [_stored(row) for row in rows]
@@ -140,12 +142,22 @@ class JobStore:
         request: dict[str, Any],
         on_restart: str,
         submitted: float,
+        client: str,
     ) -> None:
         """Record a job just submitted (queued)."""
         self._write(
             "INSERT INTO jobs (id, number, key, kind, request, on_restart, state,"
-            " submitted) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)",
-            (job_id, number, key, kind, json.dumps(request), on_restart, submitted),
+            " submitted, client) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
+            (
+                job_id,
+                number,
+                key,
+                kind,
+                json.dumps(request),
+                on_restart,
+                submitted,
+                client,
+            ),
         )
 
     def started(self, job_id: str, started: float) -> None:
@@ -248,6 +260,7 @@ def _stored(row: Sequence[Any]) -> StoredJob:
         summary=decoded(row[12]),
         counts=decoded(row[13]),
         error=row[14],
+        client=row[15],
     )
 
 

@@ -1,10 +1,15 @@
 """The copy jobs of an ``rcpd serve`` service: queued, run, watched, kept a while.
 
 A job moves ``queued -> running -> succeeded | failed | cancelled`` and never back;
-a queued job that is cancelled never runs. At most ``max_running`` jobs run at once,
-the others wait in submission order. While a job runs, its ``progress`` is the
-engine's latest snapshot; when it ends, ``summary`` is the run's summary (also for a
-failed copy, which counts what was done) and ``error`` says why it failed.
+a queued job that is cancelled never runs. At most ``max_running`` jobs run at once;
+the others wait their turn fairly between clients: the next to start is the queued
+job of the client with the fewest jobs running, between equals of the client whose
+last job started longest ago (round robin), then the earliest submitted; each
+queued job's ``position`` says how many start before it (1: it is next). A client
+holds at most ``max_per_client`` jobs queued or running; a submit beyond that is
+refused. While a job runs, its ``progress`` is the engine's latest snapshot; when it
+ends, ``summary`` is the run's summary (also for a failed copy, which counts what
+was done) and ``error`` says why it failed.
 
 Finished jobs are kept for their clients to read (the newest ``keep`` of them, none
 finished more than ``max_age`` seconds ago), so a client that polls after the end
@@ -21,143 +26,29 @@ its jobs to the next start.
 from __future__ import annotations
 
 import collections
-import enum
 import itertools
 import logging
-import secrets
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from rcp_core.errors import ServiceClosingError
+from rcp_core.errors import ServiceClosingError, UsageError
+from rcp_core.remote.job import Job, Outcome, Runner, State
 from rcp_core.remote.jobrequests import (
-    FAIL,
     RESUME,
     CopyRequest,
     Request,
     on_restart_of,
-    operands_of,
     recorded,
-    restored,
 )
-from rcp_core.remote.jobstore import JobStore, StoredJob
-from rcp_core.run.progress import Progress
+from rcp_core.remote.jobstore import JobStore
 from rcp_core.run.summary import Summary
 
 log = logging.getLogger("rcp_core")
 
 
-class State(enum.Enum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-    @property
-    def finished(self) -> bool:
-        return self not in (State.QUEUED, State.RUNNING)
-
-
 DAY = 86400.0
-
-
-class Outcome(Exception):
-    """How a job's run ended, when not with a summary: a failure with its reason,
-    and the partial summary when there is one."""
-
-    def __init__(self, reason: str, summary: Summary | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.summary = summary
-
-
-Runner = Callable[["Job"], Summary]
-"""Runs a job's copy (``job.cancel`` set means stop; ``job.report`` takes progress);
-returns the summary, or raises :class:`Outcome`."""
-
-
-class Job:
-    """One copy job and what is known about it; read through :meth:`view`.
-
-    :param store: where its progress is recorded, if anywhere.
-    """
-
-    def __init__(
-        self,
-        number: int,
-        request: Request,
-        key: str,
-        on_restart: str = FAIL,
-        store: JobStore | None = None,
-        job_id: str | None = None,
-    ) -> None:
-        self.id = job_id or f"{number}-{secrets.token_hex(4)}"
-        self.number = number
-        self.key = key
-        self.request = request
-        self.on_restart = on_restart
-        self.restarts = 0
-        self.state = State.QUEUED
-        self.submitted = time.time()
-        self.started: float | None = None
-        self.finished: float | None = None
-        self.progress: Progress | None = None
-        self.summary: dict[str, Any] | None = None
-        """The run's summary as its view shows it (:meth:`Summary.as_dict`)."""
-        self.counts: dict[str, int] | None = None
-        self.error: str | None = None
-        self.cancel = threading.Event()
-        self.done = threading.Event()
-        self._store = store
-
-    @classmethod
-    def restored(cls, stored: StoredJob, store: JobStore) -> Job:
-        """A job as ``store`` kept it (its progress is not: it runs again, or
-        ended)."""
-        request = restored(stored.kind, stored.request)
-        job = cls(
-            stored.number, request, stored.key, stored.on_restart, store, stored.id
-        )
-        job.state, job.restarts = State(stored.state), stored.restarts
-        job.submitted, job.started = stored.submitted, stored.started
-        job.finished = stored.finished
-        job.summary, job.counts, job.error = stored.summary, stored.counts, stored.error
-        if job.state.finished:
-            job.done.set()
-        return job
-
-    def report(self, progress: Progress) -> None:
-        self.progress = progress
-        if self._store is not None:
-            self._store.progressed(self.id, progress.brief())
-
-    def view(self) -> dict[str, Any]:
-        """The job as JSON for a client."""
-        request = self.request
-        sources, destination = operands_of(request)
-        view: dict[str, Any] = {
-            "job": self.id,
-            "key": self.key,
-            "kind": request.kind,
-            "state": self.state.value,
-            "sources": sources,
-            "destination": destination,
-            "submitted": self.submitted,
-            "started": self.started,
-            "finished": self.finished,
-            "error": self.error,
-            "summary": self.summary,
-            "counts": self.counts,
-            "progress": None,
-            "on_restart": self.on_restart,
-            "restarts": self.restarts,
-        }
-        progress = self.progress
-        if progress is not None and not self.state.finished:
-            view["progress"] = progress.brief()
-        return view
 
 
 class JobTable:
@@ -169,6 +60,7 @@ class JobTable:
     :param max_age: seconds a finished job is remembered.
     :param store: where the jobs are recorded (:mod:`rcp_core.remote.jobstore`);
         the table starts with the jobs it holds.
+    :param max_per_client: jobs a client may hold queued or running.
     """
 
     def __init__(
@@ -178,8 +70,13 @@ class JobTable:
         keep: int = 1000,
         max_age: float = 30 * DAY,
         store: JobStore | None = None,
+        max_per_client: int = 100,
     ) -> None:
         self._run = run
+        self._max_per_client = max_per_client
+        self._started = 0
+        self._last_start: dict[str, int] = {}
+        """Each client's last start, by the number of starts before it."""
         self._lock = threading.Lock()
         self._jobs: dict[str, Job] = {}
         self._keys: dict[str, Job] = {}
@@ -242,6 +139,7 @@ class JobTable:
         *,
         now: bool = False,
         on_restart: str | None = None,
+        client: str = "",
     ) -> Job:
         """Queue ``request``; a ``key`` seen before returns that key's job instead
         (a client that lost its connection sends its submit again).
@@ -249,7 +147,9 @@ class JobTable:
         :param now: start it at once, beside the ``max_running`` copies (a role of a
             copy between hosts: its peer is waiting for it).
         :param on_restart: :func:`on_restart_of` what is asked.
-        :raises UsageError: an ``on_restart`` the job cannot have.
+        :param client: who submits it, for the fair order and the per-client bound.
+        :raises UsageError: an ``on_restart`` the job cannot have, or a client that
+            holds its most jobs already.
         """
         policy = on_restart_of(request, on_restart)
         with self._lock:
@@ -258,10 +158,20 @@ class JobTable:
             known = self._keys.get(key)
             if known is not None:
                 return known
-            job = Job(next(self._numbers), request, key, policy, self._store)
+            held = sum(
+                j.client == client and not j.state.finished for j in self._jobs.values()
+            )
+            if held >= self._max_per_client:
+                raise UsageError(
+                    f"client {client!r} holds {held} jobs queued or running, its most "
+                    "(rcpd serve --max-client-jobs): submit once one has ended"
+                )
+            job = Job(
+                next(self._numbers), request, key, policy, self._store, client=client
+            )
             if self._store is not None:
                 kept = (job.id, job.number, key, request.kind, recorded(request))
-                self._store.add(*kept, policy, job.submitted)
+                self._store.add(*kept, policy, job.submitted, client)
             self._jobs[job.id] = job
             self._keys[key] = job
             if now:
@@ -285,6 +195,11 @@ class JobTable:
         with self._lock:
             return list(self._jobs.values())
 
+    def views(self) -> list[dict[str, Any]]:
+        """Every job's view, as of one moment (queue positions that agree)."""
+        with self._lock:
+            return [job.view() for job in self._jobs.values()]
+
     def cancel(self, job_id: str) -> Job:
         """Stop a job: a queued one ends at once, a running one as soon as the engine
         notices (it finishes no new entry after that); a finished one is unchanged."""
@@ -294,6 +209,7 @@ class JobTable:
             if queued:
                 self._queue.remove(job)
                 self._end(job, State.CANCELLED, None, "cancelled before it started")
+                self._start_next()  # the others' positions
             job.cancel.set()
         if queued:
             log.info("job %s cancelled before it started", job.id)
@@ -321,15 +237,43 @@ class JobTable:
             thread.join(max(0.0, deadline - time.monotonic()))
 
     def _start_next(self) -> None:
-        """Start queued jobs while there is room and the table is open (called with
-        the lock held); once closed, :meth:`close` cancels the queued ones."""
+        """Start queued jobs, in the fair order, while there is room and the table
+        is open, and number the rest (called with the lock held); once closed,
+        :meth:`close` cancels the queued ones."""
         while self._queue and self._running < self._max_running and not self._closed:
-            self._start(self._queue.popleft())
+            job = self._fair_order()[0]
+            self._queue.remove(job)
+            self._start(job)
+        for position, job in enumerate(self._fair_order(), 1):
+            job.position = position
+
+    def _fair_order(self) -> list[Job]:
+        """The queued jobs in the order they would start: each time, the job of the
+        client with the fewest jobs running (counting those before it), between
+        equals the client whose last job started longest ago (round robin), then
+        the earliest submitted (called with the lock held)."""
+        running = collections.Counter(
+            j.client for j in self._jobs.values() if j.state is State.RUNNING
+        )
+        last, starts = dict(self._last_start), self._started
+        waiting, order = list(self._queue), []
+
+        def turn(i: int) -> tuple[int, int, int]:
+            client = waiting[i].client
+            return running[client], last.get(client, -1), i
+
+        while waiting:
+            job = waiting.pop(min(range(len(waiting)), key=turn))
+            running[job.client] += 1
+            last[job.client], starts = starts, starts + 1
+            order.append(job)
+        return order
 
     def _start(self, job: Job) -> None:
         """Run ``job`` in a thread of its own (called with the lock held)."""
         self._running += 1
-        job.state, job.started = State.RUNNING, time.time()
+        job.state, job.started, job.position = State.RUNNING, time.time(), None
+        self._last_start[job.client], self._started = self._started, self._started + 1
         if self._store is not None:
             self._store.started(job.id, job.started)
         thread = threading.Thread(

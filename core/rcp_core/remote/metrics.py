@@ -29,7 +29,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from rcp_core.remote.jobtable import Job, JobTable, State
+from rcp_core.remote.job import Job, State
+from rcp_core.remote.jobtable import JobTable
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 """The exposition format's media type."""

@@ -20,8 +20,8 @@ from typing import Any
 from rcp_core.errors import PathRefusedError, ProtocolError, RcpError
 from rcp_core.paths import check_destination
 from rcp_core.remote import tls
+from rcp_core.remote.job import Job, Outcome
 from rcp_core.remote.jobrequests import ReceiveRequest, SendRequest
-from rcp_core.remote.jobtable import Job, Outcome
 from rcp_core.remote.listening import PortRanges, listen
 from rcp_core.remote.receivedtree import check_name
 from rcp_core.remote.roles import job_bwlimit, run_destination, run_source

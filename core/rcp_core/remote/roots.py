@@ -235,3 +235,20 @@ def walk_errno(exc: PathRefusedError) -> int | None:
     if not isinstance(cause, OSError) or cause.errno in (errno.ELOOP, errno.ENOTDIR):
         return None
     return cause.errno
+
+
+class Operands(list[Confined]):
+    """A copy's confined operands, sources then the destination; close them
+    after."""
+
+    def close(self) -> None:
+        for operand in self:
+            operand.close()
+
+
+def shown(message: str, confined: Sequence[Confined]) -> str:
+    """``message`` with descriptor paths written as the client's paths."""
+    for c in confined:
+        parent = c.shown.rstrip("/") if not c.name else c.shown.rsplit("/", 1)[0]
+        message = message.replace(f"/proc/self/fd/{c.fd}", parent or "/")
+    return message

@@ -52,14 +52,16 @@ from rcp_core.remote.filerequests import Answers, FileSession
 from rcp_core.remote.filewire import REQUESTS
 from rcp_core.remote.handshake import accept
 from rcp_core.remote.hello import Role
+from rcp_core.remote.job import Job, Outcome
 from rcp_core.remote.jobrequests import (
     CopyRequest,
     ReceiveRequest,
     SendRequest,
     copy_request,
+    submit_options,
 )
 from rcp_core.remote.jobstore import JobStore
-from rcp_core.remote.jobtable import DAY, Job, JobTable, Outcome
+from rcp_core.remote.jobtable import DAY, JobTable
 from rcp_core.remote.listening import PortRanges
 from rcp_core.remote.rolejobs import (
     receive_request,
@@ -68,7 +70,7 @@ from rcp_core.remote.rolejobs import (
     send_request,
 )
 from rcp_core.remote.roles import SOFTWARE
-from rcp_core.remote.roots import Confined, Roots
+from rcp_core.remote.roots import Operands, Roots, shown
 from rcp_core.remote.wire import FrameKind
 from rcp_core.run.summary import Summary
 
@@ -97,6 +99,7 @@ class ServiceConfig:
     :param http: where its HTTP port listens (metrics, status page:
         :mod:`rcp_core.remote.httpserver`); ``None``: it has none.
     :param name: how its status page names it.
+    :param max_client_jobs: jobs a client may hold queued or running.
     """
 
     roots: Sequence[str]
@@ -114,6 +117,7 @@ class ServiceConfig:
     keep_days: float = 30.0
     http: tuple[str, int] | None = None
     name: str = "rcpd serve"
+    max_client_jobs: int = 100
 
     def __post_init__(self) -> None:
         if not self.token and not self.client_certs:
@@ -144,6 +148,7 @@ class Service:
             config.keep_jobs,
             config.keep_days * DAY,
             self.store,
+            config.max_client_jobs,
         )
         self._answers = Answers()
         self._ctx: ssl.SSLContext | None = None
@@ -177,7 +182,7 @@ class Service:
             ctx=self._ctx,
             token=self.config.token,
             metrics=ServiceMetrics(self.jobs, lambda: len(self._connections)),
-            views=lambda: [job.view() for job in self.jobs.jobs()],
+            views=self.jobs.views,
             timeout=self.config.timeout,
         )
 
@@ -205,7 +210,7 @@ class Service:
                 continue
             threading.Thread(
                 target=self._client,
-                args=(sock, f"client {address[0]}:{address[1]}"),
+                args=(sock, address[0], f"client {address[0]}:{address[1]}"),
                 name="rcpd-client",
                 daemon=True,
             ).start()
@@ -229,7 +234,7 @@ class Service:
 
     # -- one client -----------------------------------------------------------
 
-    def _client(self, sock: socket.socket, peer: str) -> None:
+    def _client(self, sock: socket.socket, host: str, peer: str) -> None:
         with self._lock:
             self._connections.add(sock)
         try:
@@ -262,7 +267,7 @@ class Service:
                     continue
                 if frame.kind is not FrameKind.CONTROL:
                     raise ProtocolError(f"{peer} sent {frame.kind.name} to a service")
-                conn.send(FrameKind.CONTROL, self._answer(frame.header))
+                conn.send(FrameKind.CONTROL, self._answer(frame.header, host))
         except ProtocolError as exc:
             log.warning("%s: %s", peer, exc)
             conn.fail(str(exc))
@@ -280,21 +285,22 @@ class Service:
             self._connections.discard(sock)
         self._clients.release()
 
-    def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The answer to one request; ``refused`` for what cannot be served."""
+    def _answer(self, request: dict[str, Any], host: str) -> dict[str, Any]:
+        """The answer to one request of a client at ``host``; ``refused`` for what
+        cannot be served."""
         kind = request.get("type")
         try:
             if kind in ("submit", "send", "receive"):
                 key = request.get("key")
                 if not isinstance(key, str) or not 16 <= len(key) <= 128:
                     raise ProtocolError(f"{kind}: key must be a string of 16-128")
-                job = self.jobs.known(key) or self._submit(kind, key, request)
+                job = self.jobs.known(key) or self._submit(kind, key, request, host)
                 answer = {"type": "submitted", "job": job.view()}
                 if isinstance(job.request, SendRequest):
                     answer["port"] = job.request.listener.getsockname()[1]
                 return answer
             if kind == "list":
-                return {"type": "jobs", "jobs": [j.view() for j in self.jobs.jobs()]}
+                return {"type": "jobs", "jobs": self.jobs.views()}
             if kind in ("status", "cancel", "wait"):
                 job_id = request.get("job")
                 if not isinstance(job_id, str):
@@ -312,33 +318,32 @@ class Service:
             return {"type": "refused", "reason": str(exc)}
         raise ProtocolError(f"unknown request {kind!r}")
 
-    def _submit(self, kind: str, key: str, request: dict[str, Any]) -> Job:
+    def _submit(self, kind: str, key: str, request: dict[str, Any], host: str) -> Job:
         """A new job: a copy here (queued), or a role of a copy between hosts
-        (started now: its peer waits). Paths are confined now, so a bad one is
-        refused at once."""
+        (started now: its peer waits), for the client the request names (its
+        host's address where it names none). Paths are confined now, so a bad one
+        is refused at once."""
         encrypt = self.config.encrypt
+        on_restart, client = submit_options(request, host)
         if kind == "send":
             bind = self.listener.getsockname()[0]
             send = send_request(request, self.roots, bind, encrypt, self.config.ports)
-            return self.jobs.submit(send, key, now=True)
+            return self.jobs.submit(send, key, now=True, client=client)
         if kind == "receive":
             receive = receive_request(request, self.roots, encrypt)
-            return self.jobs.submit(receive, key, now=True)
+            return self.jobs.submit(receive, key, now=True, client=client)
         copy = copy_request(request)
         self._confine(copy).close()  # refused now, not once it is its turn
-        on_restart = request.get("on_restart")
-        if on_restart is not None and not isinstance(on_restart, str):
-            raise ProtocolError("submit: on_restart must be a string")
-        return self.jobs.submit(copy, key, on_restart=on_restart)
+        return self.jobs.submit(copy, key, on_restart=on_restart, client=client)
 
     # -- running a job ------------------------------------------------------------
 
-    def _confine(self, request: CopyRequest) -> _Operands:
+    def _confine(self, request: CopyRequest) -> Operands:
         """The request's operands resolved beneath the roots (close them after).
 
         :raises PathRefusedError: one of them is not beneath a root.
         """
-        operands = _Operands()
+        operands = Operands()
         try:
             operands.extend(self.roots.source(s) for s in request.sources)
             operands.append(self.roots.destination(request.destination))
@@ -371,30 +376,14 @@ class Service:
                 cancel=job.cancel,
             )
         except CopyFailedError as exc:
-            raise Outcome(_shown(str(exc), operands), exc.summary) from exc
+            raise Outcome(shown(str(exc), operands), exc.summary) from exc
         except (RcpError, OSError) as exc:
-            raise Outcome(_shown(str(exc), operands)) from exc
+            raise Outcome(shown(str(exc), operands)) from exc
         finally:
             operands.close()
-
-
-class _Operands(list[Confined]):
-    """A job's confined operands, sources then the destination."""
-
-    def close(self) -> None:
-        for operand in self:
-            operand.close()
 
 
 def _wait_time(value: Any) -> float:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
         raise ProtocolError("wait: timeout must be a non-negative number")
     return min(float(value), MAX_WAIT)
-
-
-def _shown(message: str, confined: Sequence[Confined]) -> str:
-    """``message`` with descriptor paths written as the client's paths."""
-    for c in confined:
-        parent = c.shown.rstrip("/") if not c.name else c.shown.rsplit("/", 1)[0]
-        message = message.replace(f"/proc/self/fd/{c.fd}", parent or "/")
-    return message
