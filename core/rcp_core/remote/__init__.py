@@ -60,6 +60,7 @@ The protocol (roles, connections, frames, versions, security, flow) is documente
 ``outcome``           a service's job or a copy between places judged by the engine's
                       rule; the roles' results, and what they add up to
 ``service``           ``rcpd serve``: copy jobs and file requests for clients
+``job``               one job of a service: its state, progress, summary, and its view
 ``jobtable``          a service's table of jobs: queued, run, watched, kept a while,
                       run again or failed after a restart
 ``jobrequests``       what a service's job asks for, what its database keeps of it, and
