@@ -8,7 +8,9 @@ from __future__ import annotations
 import base64
 import json
 import re
+import socket
 import ssl
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -17,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from rcp_core import CopySettings
+from rcp_core.remote import tls
+from rcp_core.remote.service import Service, ServiceConfig
 from rcp_core.settings import ExistingPolicy
 from support.services import TOKEN, Served, start
 
@@ -116,3 +120,19 @@ def test_metrics_and_page_say_what_jobs_did(served: Served) -> None:
         job["job"],
         bad["job"],
     }
+
+
+def test_a_service_closed_before_it_served_closes_its_port(tmp_path: Path) -> None:
+    """Before: closing waited for an HTTP loop that had never started."""
+    (tmp_path / "root").mkdir()
+    config = ServiceConfig(
+        roots=[str(tmp_path / "root")],
+        identity=tls.Identity.ephemeral("t"),
+        token=TOKEN,
+        http=("127.0.0.1", 0),
+    )
+    service = Service(config, socket.create_server(("127.0.0.1", 0)))
+    closing = threading.Thread(target=service.close, args=(10.0,), daemon=True)
+    closing.start()
+    closing.join(10)
+    assert not closing.is_alive()

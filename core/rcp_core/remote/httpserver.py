@@ -41,8 +41,8 @@ REFRESH = 2.0
 
 
 class StatusServer(ThreadingHTTPServer):
-    """The HTTP port, bound to ``address`` when made; :meth:`serve_forever` in a
-    thread of its own, :meth:`close` from any.
+    """The HTTP port, bound to ``address`` when made; :meth:`start` serves it in a
+    thread of its own, :meth:`close` (from any thread, started or not) stops it.
 
     :param views: the jobs as clients see them, newest last.
     """
@@ -66,6 +66,7 @@ class StatusServer(ThreadingHTTPServer):
         self.name, self.ctx, self.token = name, ctx, token
         self.metrics, self.views, self.request_timeout = metrics, views, timeout
         self._clients = threading.BoundedSemaphore(max_clients)
+        self._serving: threading.Thread | None = None
 
     @property
     def address(self) -> tuple[str, int]:
@@ -94,8 +95,15 @@ class StatusServer(ThreadingHTTPServer):
         finally:
             self._clients.release()
 
+    def start(self) -> None:
+        self._serving = threading.Thread(
+            target=self.serve_forever, name="rcpd-http", daemon=True
+        )
+        self._serving.start()
+
     def close(self) -> None:
-        self.shutdown()
+        if self._serving is not None:  # shutdown() waits for a loop that runs
+            self.shutdown()
         self.server_close()
 
     def allowed(self, authorization: str | None) -> bool:

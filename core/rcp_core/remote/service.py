@@ -194,9 +194,7 @@ class Service:
     def serve_forever(self) -> None:
         """Accept clients until :meth:`close`."""
         if self.http is not None:
-            threading.Thread(
-                target=self.http.serve_forever, name="rcpd-http", daemon=True
-            ).start()
+            self.http.start()
         while not self._closing.is_set():
             try:
                 sock, address = self.listener.accept()
