@@ -247,6 +247,7 @@ def fair_round(
     return problems
 
 
+@pytest.mark.timeout(SOAK + 600)
 def test_clients_at_once_get_their_turns_fairly_and_lose_nothing(
     tmp_path: Path, figures: list[Figure], scale: Scale
 ) -> None:
