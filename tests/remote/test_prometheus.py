@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.sshd import free_port
-from support.services import TOKEN, RcpdServe
+from support.services import with_http_port
 
 PROMETHEUS = "/usr/bin/prometheus"
 WAIT = 60.0
@@ -50,20 +50,7 @@ def query(port: int, promql: str) -> list[dict[str, object]]:
 def test_prometheus_scrapes_the_service_and_finds_a_jobs_bytes(tmp_path: Path) -> None:
     if not Path(PROMETHEUS).exists():
         pytest.fail("make system installs prometheus", pytrace=False)
-    for name in ("data", "backup"):
-        (tmp_path / name).mkdir()
-    (tmp_path / "token").write_text(TOKEN)
-    tree = tmp_path / "data" / "tree"
-    tree.mkdir()
-    for i in range(12):
-        (tree / f"f{i}").write_bytes(b"p" * 4096)
-    rcpd = RcpdServe(
-        [
-            "--root", str(tmp_path / "data"), "--root", str(tmp_path / "backup"),
-            "--token-file", str(tmp_path / "token"),
-            "--http-listen", "127.0.0.1:0",
-        ]
-    )  # fmt: skip
+    rcpd, tree = with_http_port(tmp_path, 12, 4096)
     port = free_port()
     (tmp_path / "prometheus.yml").write_text(
         CONFIG.format(token=tmp_path / "token", target=rcpd.announce["http"])

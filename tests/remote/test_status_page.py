@@ -18,7 +18,7 @@ from selenium.webdriver.common.by import By
 
 from rcp_core import CopySettings
 from support.browser import chromium, keep_screenshot
-from support.services import TOKEN, RcpdServe
+from support.services import TOKEN, with_http_port
 
 FILES = 400
 WAIT = 60.0
@@ -38,20 +38,7 @@ def cell(driver: Chrome, job: str, name: str) -> str:
 def test_the_page_shows_a_jobs_progress_moving_and_then_its_summary(
     tmp_path: Path,
 ) -> None:
-    for name in ("data", "backup"):
-        (tmp_path / name).mkdir()
-    (tmp_path / "token").write_text(TOKEN)
-    tree = tmp_path / "data" / "tree"
-    tree.mkdir()
-    for i in range(FILES):
-        (tree / f"f{i:03}").write_bytes(b"s" * 2048)
-    rcpd = RcpdServe(
-        [
-            "--root", str(tmp_path / "data"), "--root", str(tmp_path / "backup"),
-            "--token-file", str(tmp_path / "token"),
-            "--http-listen", "127.0.0.1:0",
-        ]
-    )  # fmt: skip
+    rcpd, tree = with_http_port(tmp_path, FILES, 2048)
     try:
         with (
             chromium(

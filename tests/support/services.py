@@ -135,6 +135,27 @@ class RcpdServe:
         return self.proc.returncode
 
 
+def with_http_port(tmp_path: Path, files: int, size: int) -> tuple[RcpdServe, Path]:
+    """A real ``rcpd serve`` with an HTTP port (``--http-listen``, its address in
+    ``announce["http"]``) serving ``data`` and ``backup`` under ``tmp_path``, and a
+    tree of ``files`` files of ``size`` bytes in ``data/tree`` to copy."""
+    for name in ("data", "backup"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "token").write_text(TOKEN)
+    tree = tmp_path / "data" / "tree"
+    tree.mkdir()
+    for i in range(files):
+        (tree / f"f{i:03}").write_bytes(b"s" * size)
+    rcpd = RcpdServe(
+        [
+            "--root", str(tmp_path / "data"), "--root", str(tmp_path / "backup"),
+            "--token-file", str(tmp_path / "token"),
+            "--http-listen", "127.0.0.1:0",
+        ]
+    )  # fmt: skip
+    return rcpd, tree
+
+
 def service_fs(rcpd: RcpdServe, **options: Any) -> RcpServiceFileSystem:
     """The ``rcp`` filesystem on the service ``rcpd``, trusted, on a connection of its
     own (``options``: more storage options)."""
