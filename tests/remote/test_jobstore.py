@@ -54,8 +54,9 @@ def finish(job: Job) -> dict[str, object]:
 
 def test_finished_jobs_survive_under_their_ids_and_keys(tmp_path: Path) -> None:
     first = JobTable(done, store=JobStore(tmp_path))
-    jobs = [first.submit(RESUMABLE, f"key-{i:016d}") for i in range(3)]
+    jobs = [first.submit(RESUMABLE, f"key-{i:016d}", client=f"c{i}") for i in range(3)]
     views = [finish(job) for job in jobs]
+    assert views[1]["client"] == "c1"
     assert views[0]["counts"]["copied.files"] == 3  # type: ignore[index]
 
     again = JobTable(done, store=JobStore(tmp_path))

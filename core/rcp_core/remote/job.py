@@ -92,7 +92,13 @@ class Job:
         ended)."""
         request = restored(stored.kind, stored.request)
         job = cls(
-            stored.number, request, stored.key, stored.on_restart, store, stored.id
+            stored.number,
+            request,
+            stored.key,
+            stored.on_restart,
+            store,
+            stored.id,
+            stored.client,
         )
         job.state, job.restarts = State(stored.state), stored.restarts
         job.submitted, job.started = stored.submitted, stored.started
